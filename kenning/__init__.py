@@ -1,0 +1,69 @@
+"""kenning: persistent, temporal knowledge-graph memory for AI agents and applications."""
+
+from .client import AsyncKenning, Kenning
+from .errors import (
+    AuthenticationError,
+    ConfigurationError,
+    ConflictError,
+    EmbedderMismatchError,
+    KenningError,
+    ModelError,
+    ModelNotConfiguredError,
+    ModelResponseError,
+    NotFoundError,
+    PermissionDeniedError,
+    StoreError,
+    ValidationError,
+)
+from .models import (
+    CognifyResult,
+    Entity,
+    Fact,
+    ForgetResult,
+    Hit,
+    Memory,
+    MemoryInput,
+    Provenance,
+    PruneResult,
+    RecallResult,
+    RememberResult,
+    Stats,
+    Timeline,
+    Usage,
+)
+from .settings import Settings
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AsyncKenning",
+    "AuthenticationError",
+    "CognifyResult",
+    "ConfigurationError",
+    "ConflictError",
+    "EmbedderMismatchError",
+    "Entity",
+    "Fact",
+    "ForgetResult",
+    "Hit",
+    "Kenning",
+    "KenningError",
+    "Memory",
+    "MemoryInput",
+    "ModelError",
+    "ModelNotConfiguredError",
+    "ModelResponseError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "Provenance",
+    "PruneResult",
+    "RecallResult",
+    "RememberResult",
+    "Settings",
+    "Stats",
+    "StoreError",
+    "Timeline",
+    "Usage",
+    "ValidationError",
+    "__version__",
+]

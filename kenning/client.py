@@ -1,0 +1,315 @@
+"""The public facade: ``Kenning`` (sync) and ``AsyncKenning`` (async), thin shells over one
+``Engine``. ``AsyncKenning`` runs each verb of a ``Kenning`` on a worker thread, so the two can
+never drift apart.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from ._time import utcnow
+from .engine import ContentInput, Engine
+from .models import (
+    CognifyResult,
+    ForgetResult,
+    Memory,
+    Provenance,
+    PruneResult,
+    RecallResult,
+    RememberResult,
+    Stats,
+    Timeline,
+)
+from .pipeline.extract import Extractor
+from .providers.base import ChatModel, Embedder
+from .settings import Settings
+from .store import open_store
+from .store.base import MemoryFilter, Store
+
+__all__ = ["AsyncKenning", "Kenning"]
+
+
+def _build_engine(
+    path_or_url: str | None,
+    *,
+    store: Store | None,
+    embedder: Embedder | None,
+    chat: ChatModel | None,
+    extractor: Extractor | None,
+    clock: Callable[[], dt.datetime] | None,
+    settings: dict[str, Any],
+) -> Engine:
+    from .providers.registry import make_chat, make_embedder
+
+    if path_or_url is not None:
+        settings["db"] = str(path_or_url)
+    config = Settings(**settings)
+    store = store if store is not None else open_store(config.db, pool_size=config.pool_size)
+    try:
+        embedder = embedder if embedder is not None else make_embedder(config)
+        chat = chat if chat is not None else make_chat(config)
+        if extractor is None:
+            if chat is not None:
+                from .pipeline.llm_extract import LLMExtractor
+
+                extractor = LLMExtractor(chat, graph_model=config.graph_model, prompt=config.prompt)
+            else:
+                from .pipeline.offline import OfflineExtractor
+
+                extractor = OfflineExtractor()
+        return Engine(config, store, embedder, extractor, chat, clock or utcnow)
+    except BaseException:
+        store.close()
+        raise
+
+
+class Kenning:
+    """Persistent, temporal knowledge-graph memory.
+
+    ``Kenning()`` opens the default store in the user's data directory; ``Kenning(":memory:")``
+    an in-memory one; ``Kenning("memory.db")`` or ``Kenning("sqlite:///memory.db")`` a file;
+    ``Kenning("postgresql://…")`` a PostgreSQL database. Other keyword arguments are settings
+    (see ``docs/settings.md``); ``store``, ``embedder``, ``chat``, ``extractor`` and ``clock``
+    replace a collaborator.
+
+    Example::
+
+        with Kenning("memory.db") as kn:
+            kn.remember("Alice works at Acme.")
+            print(kn.recall("Where does Alice work?").hits[0].text)
+    """
+
+    def __init__(
+        self,
+        path_or_url: str | None = None,
+        *,
+        store: Store | None = None,
+        embedder: Embedder | None = None,
+        chat: ChatModel | None = None,
+        extractor: Extractor | None = None,
+        clock: Callable[[], dt.datetime] | None = None,
+        **settings: Any,
+    ) -> None:
+        self._engine = _build_engine(
+            path_or_url, store=store, embedder=embedder, chat=chat, extractor=extractor,
+            clock=clock, settings=settings,
+        )
+
+    @property
+    def settings(self) -> Settings:
+        return self._engine.settings
+
+    def __enter__(self) -> Kenning:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._engine.close()
+
+    def remember(
+        self,
+        content: ContentInput | Sequence[ContentInput],
+        *,
+        dataset: str = "main",
+        kind: str = "knowledge",
+        source: str | None = None,
+        valid_at: dt.datetime | str | None = None,
+        metadata: dict[str, Any] | None = None,
+        force: bool = False,
+    ) -> RememberResult:
+        """Store and process now: a string, a structured memory, or a list of them."""
+        return self._engine.remember(content, dataset=dataset, kind=kind, source=source,
+                                     valid_at=valid_at, metadata=metadata, force=force)
+
+    def add(
+        self,
+        content: ContentInput | Sequence[ContentInput],
+        *,
+        dataset: str = "main",
+        kind: str = "knowledge",
+        source: str | None = None,
+        valid_at: dt.datetime | str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> list[str]:
+        """Store as ``pending`` without processing; ``cognify`` processes later."""
+        added = self._engine.add(content, dataset=dataset, kind=kind, source=source,
+                                 valid_at=valid_at, metadata=metadata)
+        return [memory_id for memory_id, _ in added]
+
+    def cognify(
+        self, *, dataset: str | None = None, force: bool = False, retry_failed: bool = False
+    ) -> CognifyResult:
+        """Process every pending memory (failed ones too with ``retry_failed``)."""
+        return self._engine.cognify(dataset=dataset, force=force, retry_failed=retry_failed)
+
+    def recall(
+        self,
+        query: str,
+        *,
+        dataset: str = "main",
+        search_type: str | None = "hybrid",
+        top_k: int = 10,
+        depth: int = 1,
+        as_of: dt.datetime | str | None = None,
+        known_at: dt.datetime | str | None = None,
+        answer: bool = False,
+        explain: bool = False,
+    ) -> RecallResult:
+        """Hybrid search over chunks, facts and entities; no model call unless ``answer``."""
+        return self._engine.recall(query, dataset=dataset, search_type=search_type, top_k=top_k,
+                                   depth=depth, as_of=as_of, known_at=known_at, answer=answer,
+                                   explain=explain)
+
+    def timeline(self, entity: str, *, dataset: str = "main", relation: str | None = None) -> Timeline:
+        """An entity's facts in time order, open and closed, with what superseded what."""
+        return self._engine.timeline(entity, dataset=dataset, relation=relation)
+
+    def stats(self, dataset: str | None = None) -> Stats:
+        return self._engine.stats(dataset)
+
+    def get(self, memory_id: str) -> Memory:
+        return self._engine.get(memory_id)
+
+    def list(
+        self,
+        *,
+        dataset: str | None = "main",
+        kind: str | None = None,
+        status: str | None = None,
+        retention: str | None = None,
+        pinned: bool | None = None,
+        order_by: str = "created_at",
+        descending: bool = True,
+        limit: int = 50,
+        offset: int = 0,
+    ) -> list[Memory]:
+        return self._engine.list(MemoryFilter(dataset=dataset, kind=kind, status=status,
+                                              retention=retention, pinned=pinned, order_by=order_by,
+                                              descending=descending, limit=limit, offset=offset))
+
+    # -- memory management and lifecycle -----------------------------------------------------
+    def update(self, memory_id: str, **changes: Any) -> Memory:
+        """Change only the given fields; new content is re-extracted and the old version's
+        entities and facts that nothing else states are removed."""
+        return self._engine.update(memory_id, **changes)
+
+    def delete(self, memory_id: str) -> ForgetResult:
+        """Hard-delete one memory, with garbage collection of its graph."""
+        return self._engine.delete(memory_id)
+
+    def forget(
+        self, memory_id: str | None = None, *, dataset: str | None = None, everything: bool = False
+    ) -> ForgetResult:
+        """Hard-delete one memory, a whole dataset, or everything."""
+        return self._engine.forget(memory_id, dataset=dataset, everything=everything)
+
+    def provenance(self, memory_id: str) -> Provenance:
+        """The entities and facts a memory states."""
+        return self._engine.provenance(memory_id)
+
+    def pin(self, memory_id: str, reason: str | None = None) -> Memory:
+        """Pinned memories never decay and are never pruned."""
+        return self._engine.pin(memory_id, reason)
+
+    def unpin(self, memory_id: str) -> Memory:
+        return self._engine.unpin(memory_id)
+
+    def chain(self, memory_id: str) -> list[Memory]:
+        """The supersession chain a memory belongs to, oldest to newest."""
+        return self._engine.chain(memory_id)
+
+    def prune(
+        self,
+        *,
+        dataset: str = "main",
+        max_age_days: float | None = None,
+        min_score: float | None = None,
+        superseded_older_than_days: float | None = None,
+        dry_run: bool = True,
+    ) -> PruneResult:
+        """Remove what has decayed or been superseded; ``dry_run`` (the default) only reports."""
+        return self._engine.prune(dataset=dataset, max_age_days=max_age_days, min_score=min_score,
+                                  superseded_older_than_days=superseded_older_than_days,
+                                  dry_run=dry_run)
+
+    def datasets(self) -> list[str]:
+        return self._engine.store.datasets()
+
+
+class AsyncKenning:
+    """The async facade: the same verbs as ``Kenning``, awaited."""
+
+    def __init__(self, path_or_url: str | None = None, **kwargs: Any) -> None:
+        self._sync = Kenning(path_or_url, **kwargs)
+
+    @property
+    def settings(self) -> Settings:
+        return self._sync.settings
+
+    async def __aenter__(self) -> AsyncKenning:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(fn, *args, **kwargs)
+
+    async def close(self) -> None:
+        await self._run(self._sync.close)
+
+    async def remember(self, content: ContentInput | Sequence[ContentInput], **kwargs: Any) -> RememberResult:
+        return await self._run(self._sync.remember, content, **kwargs)
+
+    async def add(self, content: ContentInput | Sequence[ContentInput], **kwargs: Any) -> list[str]:
+        return await self._run(self._sync.add, content, **kwargs)
+
+    async def cognify(self, **kwargs: Any) -> CognifyResult:
+        return await self._run(self._sync.cognify, **kwargs)
+
+    async def recall(self, query: str, **kwargs: Any) -> RecallResult:
+        return await self._run(self._sync.recall, query, **kwargs)
+
+    async def timeline(self, entity: str, **kwargs: Any) -> Timeline:
+        return await self._run(self._sync.timeline, entity, **kwargs)
+
+    async def stats(self, dataset: str | None = None) -> Stats:
+        return await self._run(self._sync.stats, dataset)
+
+    async def get(self, memory_id: str) -> Memory:
+        return await self._run(self._sync.get, memory_id)
+
+    async def list(self, **kwargs: Any) -> list[Memory]:
+        return await self._run(self._sync.list, **kwargs)
+
+    async def update(self, memory_id: str, **changes: Any) -> Memory:
+        return await self._run(self._sync.update, memory_id, **changes)
+
+    async def delete(self, memory_id: str) -> ForgetResult:
+        return await self._run(self._sync.delete, memory_id)
+
+    async def forget(self, memory_id: str | None = None, **kwargs: Any) -> ForgetResult:
+        return await self._run(self._sync.forget, memory_id, **kwargs)
+
+    async def provenance(self, memory_id: str) -> Provenance:
+        return await self._run(self._sync.provenance, memory_id)
+
+    async def pin(self, memory_id: str, reason: str | None = None) -> Memory:
+        return await self._run(self._sync.pin, memory_id, reason)
+
+    async def unpin(self, memory_id: str) -> Memory:
+        return await self._run(self._sync.unpin, memory_id)
+
+    async def chain(self, memory_id: str) -> list[Memory]:
+        return await self._run(self._sync.chain, memory_id)
+
+    async def prune(self, **kwargs: Any) -> PruneResult:
+        return await self._run(self._sync.prune, **kwargs)
+
+    async def datasets(self) -> list[str]:
+        return await self._run(self._sync.datasets)

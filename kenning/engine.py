@@ -1,0 +1,431 @@
+"""The one core behind ``Kenning`` and ``AsyncKenning``: every decision is made here, once.
+
+The engine owns its collaborators (store, embedder, extractor, chat model, clock), all passed
+in or built from settings. It is synchronous and thread-safe; the async facade runs it on a
+worker thread, and model calls of a batch run on a bounded thread pool.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import logging
+import re
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+from ._time import as_utc, utcnow
+from .errors import KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
+from .models import (
+    CognifyResult,
+    Memory,
+    MemoryInput,
+    RecallResult,
+    RememberResult,
+    Stats,
+    Timeline,
+    Usage,
+)
+from .pipeline.dates import parse_date, parse_user_datetime
+from .pipeline.commit import CommitOutcome, apply_plan, new_id
+from .pipeline.extract import Extractor, normalize_name, normalize_relation
+from .pipeline.process import PipelineConfig, build_plan
+from .pipeline.temporal import RelationRules
+from .providers.base import ChatModel, Embedder
+from .search.recall import ANSWER_MODES, SEARCH_TYPES, Query, route, search
+from .settings import Settings
+from .store.base import MemoryFilter, Store
+
+__all__ = ["Engine", "content_hash"]
+
+log = logging.getLogger(__name__)
+
+#: a memory left ``processing`` this long ago was abandoned by a crashed worker
+_STALE_AFTER = dt.timedelta(minutes=10)
+_MAX_CONTENT_CHARS = 5_000_000
+_WS = re.compile(r"\s+")
+_DATASET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+
+ContentInput = str | MemoryInput | dict[str, Any]
+
+
+def content_hash(text: str) -> str:
+    """Content identity: sha-256 of the text with whitespace normalized."""
+    return hashlib.sha256(_WS.sub(" ", text).strip().encode()).hexdigest()
+
+
+def parse_when(value: dt.datetime | str | None) -> dt.datetime | None:
+    """A caller-given instant: a datetime, an RFC 3339 / ISO 8601 string, or a natural date."""
+    if value is None or isinstance(value, dt.datetime):
+        return as_utc(value)
+    return parse_user_datetime(value)
+
+
+def dates_in_query(text: str, now: dt.datetime) -> dt.datetime | None:
+    """The instant a temporal question asks about ("in 2023", "in June 2024"), if it names one."""
+    match = re.search(r"\b(?:in|on|as of|during)\s+([A-Za-z0-9 ,/-]{4,30})", text)
+    return parse_date(match.group(1).strip(" ?.,"), now) if match else None
+
+
+def check_dataset(name: str) -> str:
+    if not isinstance(name, str) or not _DATASET.match(name):
+        raise ValidationError(
+            f"invalid dataset name {name!r}: use 1-128 letters, digits, '_', '-' or '.'"
+        )
+    return name
+
+
+class Engine:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        embedder: Embedder,
+        extractor: Extractor,
+        chat: ChatModel | None = None,
+        clock: Callable[[], dt.datetime] = utcnow,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.embedder = embedder
+        self.extractor = extractor
+        self.chat = chat
+        self.clock = clock
+        self.rules = RelationRules(settings.single_valued_relations)
+        self.config = PipelineConfig(
+            chunk_size=settings.chunk_size,
+            chunk_overlap=settings.chunk_overlap,
+            entity_similarity=settings.entity_similarity,
+        )
+        self._result_lock = threading.Lock()
+        store.check_embedder(embedder.name, embedder.dimension)
+
+    def now(self) -> dt.datetime:
+        return as_utc(self.clock())
+
+    def close(self) -> None:
+        for part in (self.chat, self.embedder):
+            if part is not None:
+                part.close()
+        self.store.close()
+
+    # -- input -------------------------------------------------------------------------------
+    def _to_memory(
+        self,
+        item: ContentInput,
+        *,
+        dataset: str,
+        kind: str,
+        source: str | None,
+        valid_at: dt.datetime | None,
+        metadata: dict[str, Any] | None,
+        now: dt.datetime,
+    ) -> Memory:
+        fields: dict[str, Any] = {}
+        if isinstance(item, dict):
+            try:
+                item = MemoryInput(**item)
+            except (TypeError, ValueError) as exc:
+                raise ValidationError(f"invalid structured memory: {exc}") from exc
+        if isinstance(item, MemoryInput):
+            content = item.render()
+            fields = item.model_dump(exclude={"source", "metadata"})
+            fields["metadata"] = {**(metadata or {}), **item.metadata}
+            source = item.source or source
+            kind = "note" if kind == "knowledge" else kind
+        elif isinstance(item, str):
+            content = item
+            fields["metadata"] = dict(metadata or {})
+        else:
+            raise ValidationError(f"content must be a string or a structured memory, not {type(item).__name__}")
+        if not content.strip():
+            raise ValidationError("content is empty")
+        if len(content) > _MAX_CONTENT_CHARS:
+            raise ValidationError(
+                f"content is {len(content)} characters; the limit is {_MAX_CONTENT_CHARS}: split it"
+            )
+        return Memory(
+            id=new_id("mem"),
+            dataset=dataset,
+            kind=kind,
+            content=content,
+            source=source,
+            content_hash=content_hash(content),
+            valid_at=valid_at or now,
+            status="pending",
+            created_at=now,
+            updated_at=now,
+            **fields,
+        )
+
+    def add(
+        self,
+        content: ContentInput | Sequence[ContentInput],
+        *,
+        dataset: str = "main",
+        kind: str = "knowledge",
+        source: str | None = None,
+        valid_at: dt.datetime | str | None = None,
+        metadata: dict[str, Any] | None = None,
+    ) -> list[tuple[str, bool]]:
+        """Store memories as ``pending``; returns (id, created) in input order."""
+        check_dataset(dataset)
+        items = [content] if isinstance(content, (str, MemoryInput, dict)) else list(content)
+        if not items:
+            raise ValidationError("nothing to remember: content is an empty list")
+        now = self.now()
+        try:
+            reference = as_utc(valid_at)
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"invalid valid_at {valid_at!r}: {exc}") from exc
+        # Validate every item before storing any, so a bad batch stores nothing.
+        memories = [
+            self._to_memory(i, dataset=dataset, kind=kind, source=source, valid_at=reference,
+                            metadata=metadata, now=now)
+            for i in items
+        ]
+        out = []
+        for memory in memories:
+            memory_id, created = self.store.insert_memory(memory)
+            out.append((memory_id, created))
+        log.info("memories added", extra={"dataset": dataset, "count": len(out),
+                                          "new": sum(1 for _, c in out if c)})
+        return out
+
+    def remember(
+        self,
+        content: ContentInput | Sequence[ContentInput],
+        *,
+        dataset: str = "main",
+        kind: str = "knowledge",
+        source: str | None = None,
+        valid_at: dt.datetime | str | None = None,
+        metadata: dict[str, Any] | None = None,
+        force: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> RememberResult:
+        added = self.add(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
+                         metadata=metadata)
+        ids = [memory_id for memory_id, _ in added]
+        memories = {m.id: m for m in self.store.get_memories(list(dict.fromkeys(ids)))}
+        todo, skipped = [], []
+        for memory_id in dict.fromkeys(ids):
+            memory = memories[memory_id]
+            if memory.status in ("active", "superseded") and not force:
+                skipped.append(memory_id)
+            else:
+                todo.append(memory)
+        result = RememberResult(memory_ids=ids, skipped=skipped)
+        outcome = self._process(todo, result.usage, progress)
+        result.entities_created = outcome.entities_created
+        result.facts_created = outcome.facts_created
+        result.facts_invalidated = outcome.facts_invalidated
+        result.errors = [f"{memory_id}: {reason}" for memory_id, reason in outcome.failed.items()]
+        return result
+
+    def cognify(
+        self, *, dataset: str | None = None, force: bool = False, retry_failed: bool = False,
+        progress: Callable[[int], None] | None = None,
+    ) -> CognifyResult:
+        """Process every pending memory (and failed ones on request; everything with force)."""
+        if dataset is not None:
+            check_dataset(dataset)
+        statuses = ["pending"]
+        if retry_failed or force:
+            statuses.append("failed")
+        if force:
+            statuses += ["active"]
+        now = self.now()
+        claimed = self.store.claim(dataset, statuses, now, now - _STALE_AFTER)
+        result = CognifyResult()
+        outcome = self._process(claimed, result.usage, progress)
+        result.processed = outcome.processed
+        result.failed = outcome.failed
+        result.entities_created = outcome.entities_created
+        result.facts_created = outcome.facts_created
+        result.facts_invalidated = outcome.facts_invalidated
+        return result
+
+    # -- processing --------------------------------------------------------------------------
+    def _process(
+        self, memories: list[Memory], usage: Usage, progress: Callable[[int], None] | None
+    ) -> CognifyResult:
+        out = CognifyResult()
+        if not memories:
+            return out
+        io_bound = self.chat is not None or not self.embedder.name.startswith("hashing")
+        workers = min(self.settings.llm_concurrency, len(memories)) if io_bound else 1
+        if workers <= 1:
+            for memory in memories:
+                self._process_one(memory, usage, out)
+                if progress:
+                    progress(1)
+            return out
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kenning") as pool:
+            for _ in pool.map(lambda m: self._process_one(m, usage, out), memories):
+                if progress:
+                    progress(1)
+        return out
+
+    def _process_one(self, memory: Memory, usage: Usage, out: CognifyResult) -> None:
+        started = time.perf_counter()
+        spent = Usage()
+        replace = memory.processed_at is not None
+        try:
+            if memory.status != "processing":
+                self.store.set_status(memory.id, "processing", None, self.now())
+            plan = build_plan(
+                memory, config=self.config, extractor=self.extractor, embedder=self.embedder,
+                store=self.store, chat=self.chat, now=self.now(), replace=replace, usage=spent,
+            )
+            spent.seconds = round(time.perf_counter() - started, 6)
+            now = self.now()
+            plan.now = now
+            plan.memory_fields = {
+                "status": "superseded" if memory.superseded_by else "active",
+                "error": None, "processed_at": now, "updated_at": now, "usage": spent.model_dump(),
+            }
+            with self.store.transaction() as txn:
+                committed = apply_plan(txn, plan, self.rules)
+        except KenningError as exc:
+            self._fail(memory, exc.message, spent, usage, out)
+            return
+        except Exception as exc:  # noqa: BLE001 - any failure must leave the memory visible as failed
+            log.exception("processing failed", extra={"memory_id": memory.id})
+            self._fail(memory, f"{type(exc).__name__}: {exc}", spent, usage, out)
+            return
+        self._record(memory, committed, spent, usage, out)
+
+    def _fail(self, memory: Memory, reason: str, spent: Usage, usage: Usage, out: CognifyResult) -> None:
+        try:
+            self.store.set_status(memory.id, "failed", reason, self.now())
+        except KenningError:
+            log.exception("could not record failure", extra={"memory_id": memory.id})
+        with self._result_lock:
+            out.failed[memory.id] = reason
+            usage.add(spent)
+        log.warning("memory failed", extra={"memory_id": memory.id, "dataset": memory.dataset})
+
+    def _record(
+        self, memory: Memory, committed: CommitOutcome, spent: Usage, usage: Usage, out: CognifyResult
+    ) -> None:
+        with self._result_lock:
+            out.processed.append(memory.id)
+            out.entities_created += len(committed.entities_created)
+            out.facts_created += len(committed.facts_created)
+            out.facts_invalidated.extend(committed.facts_invalidated)
+            usage.add(spent)
+        log.info(
+            "memory processed",
+            extra={
+                "memory_id": memory.id, "dataset": memory.dataset,
+                "entities_created": len(committed.entities_created),
+                "facts_created": len(committed.facts_created),
+                "facts_invalidated": len(committed.facts_invalidated),
+                "facts_merged": len(committed.facts_merged),
+                "chat_calls": spent.chat_calls, "seconds": spent.seconds,
+            },
+        )
+
+    # -- reads -------------------------------------------------------------------------------
+    def stats(self, dataset: str | None = None) -> Stats:
+        if dataset is not None:
+            check_dataset(dataset)
+        return self.store.stats(dataset)
+
+    def get(self, memory_id: str) -> Memory:
+        found = self.store.get_memories([memory_id])
+        if not found:
+            raise NotFoundError(f"no memory {memory_id!r}")
+        return found[0]
+
+    def list(self, flt: MemoryFilter) -> list[Memory]:
+        return self.store.list_memories(flt)
+
+    def timeline(self, entity: str, *, dataset: str = "main", relation: str | None = None) -> Timeline:
+        check_dataset(dataset)
+        key = normalize_name(entity)
+        found = self.store.find_entities(dataset, [key])
+        if key not in found:
+            by_id = self.store.get_entities([entity])
+            if not by_id or by_id[0].dataset != dataset:
+                raise NotFoundError(f"no entity {entity!r} in dataset {dataset!r}")
+            entity_id = by_id[0].id
+        else:
+            entity_id = found[key].id
+        rel = normalize_relation(relation) if relation else None
+        return Timeline(
+            entity=self.store.get_entities([entity_id])[0],
+            facts=self.store.entity_facts(entity_id, rel),
+        )
+
+    # -- recall ------------------------------------------------------------------------------
+    def recall(
+        self,
+        query: str,
+        *,
+        dataset: str = "main",
+        search_type: str | None = "hybrid",
+        top_k: int = 10,
+        depth: int = 1,
+        as_of: dt.datetime | str | None = None,
+        known_at: dt.datetime | str | None = None,
+        answer: bool = False,
+        explain: bool = False,
+    ) -> RecallResult:
+        check_dataset(dataset)
+        started = time.perf_counter()
+        kind = search_type or "auto"
+        if kind not in SEARCH_TYPES:
+            raise ValidationError(f"unknown search type {kind!r}; choose one of {', '.join(SEARCH_TYPES)}")
+        if kind == "auto":
+            kind = route(query if isinstance(query, str) else "")
+        answer = answer or kind in ANSWER_MODES
+        try:
+            as_of_t, known_at_t = parse_when(as_of), parse_when(known_at)
+        except ValueError as exc:
+            raise ValidationError(f"invalid time: {exc}") from exc
+        if answer and self.chat is None:
+            raise ModelNotConfiguredError(
+                "an answer needs a chat model: set KENNING_LLM (and KENNING_LLM_BASE_URL) or pass llm=…"
+            )
+        now = self.now()
+        q = Query(text=query, dataset=dataset, search_type=ANSWER_MODES.get(kind, kind), top_k=top_k,
+                  depth=depth, as_of=as_of_t, known_at=known_at_t, explain=explain)
+        if kind == "temporal" and as_of_t is None and isinstance(query, str):
+            q.as_of = dates_in_query(query, now)
+        hits, memories = search(self.store, self.embedder, self.settings, q, now)
+        result = RecallResult(query=query, dataset=dataset, search_type=kind, hits=hits,
+                              as_of=q.as_of, known_at=known_at_t, memories=memories)
+        if hits:
+            self.store.record_access(
+                [m.id for m in memories],
+                [h.id for h in hits if h.kind == "entity"],
+                [h.id for h in hits if h.kind == "fact"],
+                now,
+            )
+        if answer:
+            self._answer(result, now)
+        result.seconds = round(time.perf_counter() - started, 6)
+        log.info("recall", extra={"dataset": dataset, "search_type": kind, "hits": len(hits),
+                                  "seconds": result.seconds})
+        return result
+
+    def _answer(self, result: RecallResult, now: dt.datetime) -> None:
+        """One model call with the retrieved facts, their timelines and the current time."""
+        if not result.hits:
+            result.answer = "No relevant memories."
+            return
+        from .search.answer import AnswerFact, answer_question
+
+        facts = [
+            AnswerFact(
+                id=h.id, sentence=h.text, valid_at=h.valid_at, invalid_at=h.invalid_at,
+                current=h.current, memory_ids=h.memory_ids,
+            )
+            for h in result.hits
+        ]
+        result.answer, result.citations = answer_question(self.chat, result.query, facts, now, result.usage)

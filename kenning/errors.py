@@ -1,0 +1,87 @@
+"""Typed errors of kenning. Every surface (Python, CLI, HTTP, MCP) maps these in one place.
+
+KenningError
+ ├── ConfigurationError        bad settings, unknown store URL, missing optional dependency
+ │    └── EmbedderMismatchError the store was built with another embedder
+ ├── ValidationError           bad input from the caller (empty content, bad date, bad field)
+ ├── NotFoundError             an id that does not exist (or that the caller may not see)
+ ├── PermissionDeniedError     authenticated, but not allowed on that dataset
+ ├── AuthenticationError       missing or wrong API key
+ ├── ConflictError             the operation clashes with the stored state
+ ├── StoreError                the database failed (I/O, locked, corrupt)
+ └── ModelError                a model provider call failed after retries
+      ├── ModelResponseError   the model answered, but not with what was asked
+      └── ModelNotConfiguredError  an operation needs a model and none is configured
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AuthenticationError",
+    "ConfigurationError",
+    "ConflictError",
+    "EmbedderMismatchError",
+    "KenningError",
+    "ModelError",
+    "ModelNotConfiguredError",
+    "ModelResponseError",
+    "NotFoundError",
+    "PermissionDeniedError",
+    "StoreError",
+    "ValidationError",
+]
+
+
+class KenningError(Exception):
+    """Base class of every error kenning raises on purpose."""
+
+    code = "error"
+
+    def __init__(self, message: str, **details: object) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details = details
+
+
+class ConfigurationError(KenningError):
+    code = "configuration_error"
+
+
+class EmbedderMismatchError(ConfigurationError):
+    code = "embedder_mismatch"
+
+
+class ValidationError(KenningError):
+    code = "validation_error"
+
+
+class NotFoundError(KenningError):
+    code = "not_found"
+
+
+class PermissionDeniedError(KenningError):
+    code = "permission_denied"
+
+
+class AuthenticationError(KenningError):
+    code = "authentication_error"
+
+
+class ConflictError(KenningError):
+    code = "conflict"
+
+
+class StoreError(KenningError):
+    code = "store_error"
+
+
+class ModelError(KenningError):
+    code = "model_error"
+
+
+class ModelResponseError(ModelError):
+    code = "model_response_error"
+
+
+class ModelNotConfiguredError(ModelError):
+    code = "model_not_configured"

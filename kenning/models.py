@@ -1,0 +1,251 @@
+"""Public data models. Pure pydantic: no database or network methods on them."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+__all__ = [
+    "CognifyResult",
+    "Entity",
+    "Fact",
+    "ForgetResult",
+    "Hit",
+    "Memory",
+    "MemoryInput",
+    "Provenance",
+    "PruneResult",
+    "RecallResult",
+    "RememberResult",
+    "Stats",
+    "Timeline",
+    "Usage",
+]
+
+Retention = Literal["permanent", "decision", "standard", "ephemeral", "session"]
+MemoryStatus = Literal["pending", "processing", "active", "failed", "superseded"]
+HitKind = Literal["fact", "entity", "chunk", "memory"]
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Usage(_Model):
+    """Model calls and tokens spent (estimated where a provider does not report them)."""
+
+    chat_calls: int = 0
+    embedding_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    embedded_texts: int = 0
+    seconds: float = 0.0
+
+    def add(self, other: Usage) -> None:
+        for name in type(self).model_fields:
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
+
+class MemoryInput(_Model):
+    """A structured memory: what was decided about a topic, and why."""
+
+    topic: str
+    context: str = ""
+    decisions: list[str] = Field(default_factory=list)
+    rationale: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    source: str | None = None
+    retention: Retention = "standard"
+    retention_until: dt.datetime | None = None
+    supersedes: list[str] = Field(default_factory=list)
+    supersession_reason: str | None = None
+
+    @field_validator("topic")
+    @classmethod
+    def _topic_not_empty(cls, value: str) -> str:
+        if not value or not value.strip():
+            raise ValueError("topic must not be empty")
+        return value.strip()
+
+    @field_validator("decisions", "rationale")
+    @classmethod
+    def _no_empty_items(cls, value: list[str]) -> list[str]:
+        items = [item.strip() for item in value]
+        if any(not item for item in items):
+            raise ValueError("items must not be empty strings")
+        return items
+
+    def render(self) -> str:
+        """The text that is chunked, extracted and searched for this memory."""
+        lines = [f"{self.topic}."]
+        if self.context.strip():
+            lines.append(self.context.strip())
+        lines.extend(f"Decision: {item}" for item in self.decisions)
+        lines.extend(f"Rationale: {item}" for item in self.rationale)
+        return "\n".join(lines)
+
+
+class Memory(_Model):
+    """A stored input: the raw content, kept, and its lifecycle state."""
+
+    id: str
+    dataset: str
+    kind: str
+    content: str
+    topic: str | None = None
+    context: str | None = None
+    decisions: list[str] = Field(default_factory=list)
+    rationale: list[str] = Field(default_factory=list)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    source: str | None = None
+    content_hash: str
+    valid_at: dt.datetime
+    status: MemoryStatus
+    error: str | None = None
+    retention: Retention = "standard"
+    retention_until: dt.datetime | None = None
+    pinned: bool = False
+    pin_reason: str | None = None
+    access_count: int = 0
+    last_accessed_at: dt.datetime | None = None
+    supersedes: list[str] = Field(default_factory=list)
+    superseded_by: str | None = None
+    supersession_reason: str | None = None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    processed_at: dt.datetime | None = None
+
+
+class Entity(_Model):
+    id: str
+    dataset: str
+    name: str
+    type: str
+    description: str = ""
+    aliases: list[str] = Field(default_factory=list)
+    created_at: dt.datetime
+    memory_ids: list[str] = Field(default_factory=list)
+
+
+class Fact(_Model):
+    """An edge between two entities with its sentence and two timelines."""
+
+    id: str
+    dataset: str
+    source_id: str
+    source: str
+    relation: str
+    target_id: str
+    target: str
+    description: str
+    valid_at: dt.datetime
+    invalid_at: dt.datetime | None = None
+    created_at: dt.datetime
+    expired_at: dt.datetime | None = None
+    superseded_by: str | None = None
+    weight: float = 1.0
+    memory_ids: list[str] = Field(default_factory=list)
+
+
+class RememberResult(_Model):
+    memory_ids: list[str] = Field(default_factory=list)
+    entities_created: int = 0
+    facts_created: int = 0
+    facts_invalidated: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+    errors: list[str] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    dry_run: bool = False
+
+
+class CognifyResult(_Model):
+    processed: list[str] = Field(default_factory=list)
+    skipped: list[str] = Field(default_factory=list)
+    failed: dict[str, str] = Field(default_factory=dict)
+    entities_created: int = 0
+    facts_created: int = 0
+    facts_invalidated: list[str] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+
+
+class Hit(_Model):
+    """One recall result. Facts carry their timelines; every hit names its memories."""
+
+    kind: HitKind
+    id: str
+    text: str
+    score: float
+    lanes: list[str] = Field(default_factory=list)
+    memory_ids: list[str] = Field(default_factory=list)
+    current: bool = True
+    source: str | None = None
+    relation: str | None = None
+    target: str | None = None
+    valid_at: dt.datetime | None = None
+    invalid_at: dt.datetime | None = None
+    created_at: dt.datetime | None = None
+    expired_at: dt.datetime | None = None
+    superseded_by: str | None = None
+    explanation: str | None = None
+
+
+class RecallResult(_Model):
+    query: str
+    dataset: str
+    search_type: str
+    hits: list[Hit] = Field(default_factory=list)
+    as_of: dt.datetime | None = None
+    known_at: dt.datetime | None = None
+    answer: str | None = None
+    citations: list[str] = Field(default_factory=list)
+    memories: list[Memory] = Field(default_factory=list)
+    usage: Usage = Field(default_factory=Usage)
+    seconds: float = 0.0
+
+
+class Timeline(_Model):
+    entity: Entity
+    facts: list[Fact] = Field(default_factory=list)
+
+
+class Stats(_Model):
+    dataset: str | None = None
+    memories: int = 0
+    pending: int = 0
+    failed: int = 0
+    chunks: int = 0
+    entities: int = 0
+    facts: int = 0
+    facts_live: int = 0
+    facts_closed: int = 0
+    datasets: list[str] = Field(default_factory=list)
+    last_processed_at: dt.datetime | None = None
+    usage: Usage = Field(default_factory=Usage)
+    embedder: str | None = None
+
+
+class PruneResult(_Model):
+    dry_run: bool
+    evaluated: int = 0
+    pruned: int = 0
+    memory_ids: list[str] = Field(default_factory=list)
+    entity_ids: list[str] = Field(default_factory=list)
+    fact_ids: list[str] = Field(default_factory=list)
+
+
+class ForgetResult(_Model):
+    """What a hard delete removed: the memories, and the entities and facts nothing else stated."""
+
+    memory_ids: list[str] = Field(default_factory=list)
+    entity_ids: list[str] = Field(default_factory=list)
+    fact_ids: list[str] = Field(default_factory=list)
+
+
+class Provenance(_Model):
+    """A memory's graph: the entities and facts it states."""
+
+    memory_id: str
+    entities: list[Entity] = Field(default_factory=list)
+    facts: list[Fact] = Field(default_factory=list)

@@ -1,0 +1,1 @@
+"""Model providers: chat models and embedders behind small interfaces."""

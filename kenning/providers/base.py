@@ -1,0 +1,60 @@
+"""The two provider interfaces. Batching and checks are written once here."""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+from ..models import Usage
+
+__all__ = ["ChatModel", "Embedder"]
+
+
+class Embedder(ABC):
+    """Turns texts into unit-length float32 vectors of a fixed dimension."""
+
+    #: recorded in the store; a store opened with another name/dimension is an error
+    name: str
+    dimension: int
+    batch_size: int = 256
+
+    @abstractmethod
+    def embed_batch(self, texts: list[str], usage: Usage) -> np.ndarray:
+        """Embed one batch (at most ``batch_size`` texts) -> array (len(texts), dimension)."""
+
+    def embed(self, texts: list[str], usage: Usage | None = None) -> np.ndarray:
+        usage = usage if usage is not None else Usage()
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        parts = [
+            self.embed_batch(texts[i : i + self.batch_size], usage)
+            for i in range(0, len(texts), self.batch_size)
+        ]
+        vectors = np.vstack(parts).astype(np.float32, copy=False)
+        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+        norms[norms == 0] = 1.0
+        return vectors / norms
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release clients or sessions."""
+
+
+class ChatModel(ABC):
+    """A chat model that answers with JSON matching a schema, or with text."""
+
+    name: str
+
+    @abstractmethod
+    def complete_json(
+        self, messages: list[dict[str, str]], schema: dict[str, Any], schema_name: str, usage: Usage
+    ) -> str:
+        """One call asking for structured output; returns the raw text of the answer."""
+
+    @abstractmethod
+    def complete_text(self, messages: list[dict[str, str]], usage: Usage) -> str:
+        """One plain chat call; returns the answer text."""
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release clients."""

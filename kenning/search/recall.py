@@ -1,0 +1,264 @@
+"""Recall: lanes (lexical, vector, graph) fused by reciprocal rank, then multipliers for
+validity at ``as_of``/``known_at``, decay and feedback weight. No model call happens here.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from ..errors import ValidationError
+from ..lifecycle.decay import decay_multiplier
+from ..models import Fact, Hit, Memory
+from ..pipeline.extract import normalize_name
+from ..providers.base import Embedder
+from ..settings import Settings
+from ..store.base import FactRow, Scored, Store
+
+__all__ = ["SEARCH_TYPES", "Query", "route", "search"]
+
+_RRF_K = 60
+_WORD = re.compile(r"\w+", re.UNICODE)
+_STOP = frozenset(
+    "a an the and or of to in on at for by with from is are was were be been am do does did what "
+    "where when who whom which how why that this these those it its i you he she we they me him "
+    "her us them my your his our their as about tell know any there has have had can could would "
+    "should will shall may might".split()
+)
+_MAX_TERMS = 64
+_MAX_EMBED_CHARS = 8000
+#: recall score multiplier for a fact that is not valid at the asked time (history)
+_HISTORY = 0.35
+_TEMPORAL_HINTS = re.compile(
+    r"\b(when|since|before|after|until|till|during|used to|formerly|previous(ly)?|history|ago|"
+    r"(in|on|as of) (\d{4}|january|february|march|april|may|june|july|august|september|october|"
+    r"november|december))\b",
+    re.IGNORECASE,
+)
+
+_LANES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
+    # search type: (lexical kinds, vector kinds, graph lane)
+    "hybrid": (("fact", "entity", "chunk"), ("fact", "entity", "chunk"), True),
+    "chunks": (("chunk",), ("chunk",), False),
+    "chunks_lexical": (("chunk",), (), False),
+    "facts": (("fact",), ("fact",), False),
+    "entities": (("entity",), ("entity",), False),
+    "graph": (("entity",), ("entity",), True),
+    "temporal": (("fact", "chunk"), ("fact", "chunk"), True),
+}
+#: answer modes retrieve like these, then make one model call
+ANSWER_MODES = {"graph_completion": "hybrid", "rag_completion": "chunks"}
+SEARCH_TYPES = tuple(_LANES) + tuple(ANSWER_MODES) + ("auto",)
+
+
+@dataclass
+class Query:
+    text: str
+    dataset: str = "main"
+    search_type: str = "hybrid"
+    top_k: int = 10
+    depth: int = 1
+    as_of: dt.datetime | None = None
+    known_at: dt.datetime | None = None
+    explain: bool = False
+
+
+def terms_of(text: str) -> list[str]:
+    words = [w for w in _WORD.findall(text[: _MAX_EMBED_CHARS * 4].casefold()) if w not in _STOP]
+    return list(dict.fromkeys(words))[:_MAX_TERMS]
+
+
+def route(text: str) -> str:
+    """The rule-based router: pick a search type from the wording of the query."""
+    if _TEMPORAL_HINTS.search(text):
+        return "temporal"
+    return "hybrid"
+
+
+@dataclass
+class _Candidate:
+    kind: str
+    id: str
+    score: float = 0.0
+    lanes: set[str] = field(default_factory=set)
+    why: list[str] = field(default_factory=list)
+
+
+def _fuse(ranked_lists: Iterable[tuple[str, list[Scored]]]) -> dict[tuple[str, str], _Candidate]:
+    pool: dict[tuple[str, str], _Candidate] = {}
+    for lane, items in ranked_lists:
+        for rank, item in enumerate(items):
+            cand = pool.setdefault((item.kind, item.id), _Candidate(item.kind, item.id))
+            cand.score += 1.0 / (_RRF_K + rank + 1)
+            cand.lanes.add(lane)
+            cand.why.append(f"{lane}#{rank + 1}")
+    return pool
+
+
+def search(
+    store: Store,
+    embedder: Embedder,
+    settings: Settings,
+    q: Query,
+    now: dt.datetime,
+) -> tuple[list[Hit], list[Memory]]:
+    if not isinstance(q.text, str) or not q.text.strip():
+        raise ValidationError("query is empty")
+    if q.top_k < 1 or q.top_k > 1000:
+        raise ValidationError("top_k must be between 1 and 1000")
+    if q.depth < 0 or q.depth > 5:
+        raise ValidationError("depth must be between 0 and 5")
+    lexical_kinds, vector_kinds, use_graph = _LANES[q.search_type]
+    limit = max(q.top_k * 3, 30)
+    terms = terms_of(q.text)
+    lanes: list[tuple[str, list[Scored]]] = []
+    for kind in lexical_kinds:
+        lanes.append(("lexical", store.lexical(q.dataset, kind, terms, limit)))
+    if vector_kinds:
+        vec = embedder.embed([q.text[:_MAX_EMBED_CHARS]])[0]
+        for kind in vector_kinds:
+            lanes.append(("vector", store.vector(q.dataset, kind, vec, limit)))
+    if use_graph and q.depth > 0:
+        lanes.append(("graph", _graph_lane(store, q, terms, lanes, limit)))
+    pool = _fuse(lanes)
+    if q.search_type in ("graph",):
+        pool = {k: c for k, c in pool.items() if c.kind == "fact"}
+    return _materialize(store, settings, q, pool, now)
+
+
+def _graph_lane(
+    store: Store, q: Query, terms: list[str], lanes: list[tuple[str, list[Scored]]], limit: int
+) -> list[Scored]:
+    """Breadth-first from the entities the query names and those the other lanes found."""
+    words = [normalize_name(w) for w in _WORD.findall(q.text[:2000])]
+    grams = {" ".join(words[i : i + n]) for n in range(1, 5) for i in range(len(words) - n + 1)}
+    named = {row.id for row in store.find_entities(q.dataset, [g for g in grams if g]).values()}
+    found = [s.id for _, items in lanes for s in items[:5] if s.kind == "entity"]
+    frontier = list(dict.fromkeys([*named, *found]))
+    seen_entities = set(frontier)
+    scored: dict[str, tuple[int, int, int]] = {}
+    rows: list[FactRow] = []
+    for hop in range(1, q.depth + 1):
+        if not frontier:
+            break
+        batch = store.neighbors(q.dataset, frontier, limit * 4)
+        nxt = []
+        for row in batch:
+            if row.id in scored:
+                continue
+            words_in = set(_WORD.findall((row.description + " " + row.relation.replace("_", " ")).casefold()))
+            overlap = sum(1 for t in terms if t in words_in or t.rstrip("s") in words_in)
+            both_named = int(row.source_id in named) + int(row.target_id in named)
+            scored[row.id] = (hop, -both_named, -overlap)
+            rows.append(row)
+            for e in (row.source_id, row.target_id):
+                if e not in seen_entities:
+                    seen_entities.add(e)
+                    nxt.append(e)
+        frontier = nxt
+    ordered = sorted(rows, key=lambda r: (scored[r.id], r.expired_at is not None))
+    return [Scored("fact", r.id, 1.0 / scored[r.id][0]) for r in ordered[:limit]]
+
+
+def _fact_state(fact: Fact, q: Query, now: dt.datetime) -> tuple[bool, bool]:
+    """(visible, current): whether kenning knew the fact at ``known_at`` and whether it was
+    valid at the asked instant. A closing learned after ``known_at`` was not yet believed."""
+    if q.known_at is not None and fact.created_at > q.known_at:
+        return False, False
+    invalid_at = fact.invalid_at
+    if q.known_at is not None and fact.expired_at is not None and fact.expired_at > q.known_at:
+        invalid_at = None  # the closing was learned after known_at
+    at = q.as_of or q.known_at or now
+    current = fact.valid_at <= at and (invalid_at is None or at < invalid_at)
+    return True, current
+
+
+def _materialize(
+    store: Store, settings: Settings, q: Query, pool: dict, now: dt.datetime
+) -> tuple[list[Hit], list[Memory]]:
+    by_kind: dict[str, list[str]] = defaultdict(list)
+    for kind, item_id in pool:
+        by_kind[kind].append(item_id)
+    facts = {f.id: f for f in store.get_facts(by_kind["fact"])}
+    entities = {e.id: e for e in store.get_entities(by_kind["entity"])}
+    chunks = {c.id: c for c in store.get_chunks(by_kind["chunk"])}
+    memory_ids = {c.memory_id for c in chunks.values()}
+    memory_ids |= {m for f in facts.values() for m in f.memory_ids}
+    memory_ids |= {m for e in entities.values() for m in e.memory_ids}
+    memories = {m.id: m for m in store.get_memories(sorted(memory_ids))}
+
+    hits: list[Hit] = []
+    for (kind, item_id), cand in pool.items():
+        hit = _hit(kind, item_id, cand, facts, entities, chunks, memories, q, now, settings)
+        if hit is not None:
+            hits.append(hit)
+    order = {"fact": 0, "entity": 1, "chunk": 2}
+    hits.sort(key=lambda h: (-h.score, order[h.kind], h.id))
+    hits = hits[: q.top_k]
+    used = list(dict.fromkeys(m for h in hits for m in h.memory_ids))
+    return hits, [memories[m] for m in used if m in memories]
+
+
+def _visible_memories(ids: list[str], memories: dict[str, Memory], q: Query, settings: Settings,
+                      now: dt.datetime) -> list[Memory]:
+    out = []
+    for memory_id in ids:
+        memory = memories.get(memory_id)
+        if memory is None:
+            continue
+        if q.known_at is not None and memory.created_at > q.known_at:
+            continue
+        if memory.status == "superseded" and memory.updated_at < now - dt.timedelta(
+            days=settings.supersession_grace_days
+        ):
+            continue
+        out.append(memory)
+    return out
+
+
+def _hit(kind, item_id, cand, facts, entities, chunks, memories, q, now, settings) -> Hit | None:  # noqa: ANN001, PLR0913
+    explanation = ", ".join(cand.why) if q.explain else None
+    if kind == "fact":
+        fact = facts.get(item_id)
+        if fact is None:
+            return None
+        visible, current = _fact_state(fact, q, now)
+        mems = _visible_memories(fact.memory_ids, memories, q, settings, now)
+        if not visible or not mems:
+            return None
+        weight = fact.weight * (1.0 if current else _HISTORY)
+        return Hit(
+            kind="fact", id=fact.id, text=fact.description, lanes=sorted(cand.lanes),
+            score=cand.score * weight * _decay(mems, settings, now), memory_ids=[m.id for m in mems],
+            current=current, source=fact.source, relation=fact.relation, target=fact.target,
+            valid_at=fact.valid_at, invalid_at=fact.invalid_at, created_at=fact.created_at,
+            expired_at=fact.expired_at, superseded_by=fact.superseded_by, explanation=explanation,
+        )
+    if kind == "entity":
+        entity = entities.get(item_id)
+        if entity is None or (q.known_at is not None and entity.created_at > q.known_at):
+            return None
+        mems = _visible_memories(entity.memory_ids, memories, q, settings, now)
+        if not mems:
+            return None
+        text = entity.name + (f": {entity.description}" if entity.description else "")
+        return Hit(kind="entity", id=entity.id, text=text, lanes=sorted(cand.lanes),
+                   score=cand.score * _decay(mems, settings, now), memory_ids=[m.id for m in mems],
+                   created_at=entity.created_at, explanation=explanation)
+    chunk = chunks.get(item_id)
+    if chunk is None:
+        return None
+    mems = _visible_memories([chunk.memory_id], memories, q, settings, now)
+    if not mems:
+        return None
+    return Hit(kind="chunk", id=chunk.id, text=chunk.text, lanes=sorted(cand.lanes),
+               score=cand.score * _decay(mems, settings, now), memory_ids=[chunk.memory_id],
+               current=mems[0].status != "superseded", created_at=mems[0].created_at,
+               explanation=explanation)
+
+
+def _decay(memories: list[Memory], settings: Settings, now: dt.datetime) -> float:
+    return max(decay_multiplier(m, settings, now) for m in memories)

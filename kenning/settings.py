@@ -1,0 +1,93 @@
+"""One settings object, read once: environment variables ``KENNING_*``, then arguments.
+
+Every field is documented in ``docs/settings.md`` (a test checks it). Nothing here runs at
+import time: a ``Settings`` is built when a ``Kenning`` is.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import AliasChoices, Field, SecretStr, field_validator
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+__all__ = ["Settings"]
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="KENNING_", extra="ignore", populate_by_name=True, validate_default=True
+    )
+
+    # -- store -----------------------------------------------------------------------------
+    db: str | None = Field(
+        default=None,
+        description="Store path or URL: a file path, sqlite:///path, :memory:, or postgresql://…",
+    )
+    pool_size: int = Field(default=4, ge=1, description="PostgreSQL connection pool size.")
+
+    # -- models ----------------------------------------------------------------------------
+    llm: str | None = Field(default=None, description="Chat model name; unset = offline extractor.")
+    llm_base_url: str | None = Field(default=None, description="OpenAI-compatible base URL.")
+    llm_api_key: SecretStr | None = Field(
+        default=None,
+        validation_alias=AliasChoices("llm_api_key", "KENNING_LLM_API_KEY", "OPENAI_API_KEY"),
+        description="API key for the chat endpoint (falls back to OPENAI_API_KEY).",
+    )
+    llm_concurrency: int = Field(default=8, ge=1, description="Model calls in flight at once.")
+    llm_timeout: float = Field(default=60.0, gt=0, description="Seconds before a model call times out.")
+    llm_max_retries: int = Field(default=4, ge=0, description="Retries of a failed model call.")
+    embedder: str = Field(
+        default="hashing",
+        description="hashing (offline default), openai:<model>, or local:<dir|package>.",
+    )
+    embedder_base_url: str | None = Field(default=None, description="Base URL for openai: embedders.")
+    embedder_api_key: SecretStr | None = Field(default=None, description="API key for the embedder.")
+    embedding_dimensions: int | None = Field(
+        default=None, ge=8, description="Requested embedding size (openai: embedders that allow it)."
+    )
+    graph_model: str | None = Field(
+        default=None,
+        description="Custom entity and relation types for the LLM extractor, as JSON "
+        '({"entity_types": [...], "relation_types": [...]}).',
+    )
+    prompt: str | None = Field(default=None, description="Extra instructions for the LLM extractor.")
+
+    # -- pipeline --------------------------------------------------------------------------
+    chunk_size: int = Field(default=256, ge=16, description="Chunk size in tokens.")
+    chunk_overlap: int = Field(default=32, ge=0, description="Tokens shared by neighbouring chunks.")
+    single_valued_relations: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Extra relations that hold one value per subject at a time (comma list in env).",
+    )
+    entity_similarity: float = Field(
+        default=0.92, gt=0, le=1, description="Embedding similarity that merges two entity names."
+    )
+
+    # -- lifecycle -------------------------------------------------------------------------
+    decay: bool = Field(default=False, description="Apply time decay to recall scores.")
+    half_life_days: float = Field(default=90.0, gt=0, description="Half-life for decay.")
+    decay_basis: Literal["access", "creation"] = Field(
+        default="access", description="Age measured from last access or from creation."
+    )
+    reference_access_count: int = Field(
+        default=10, ge=1, description="Accesses at which decay is fully offset."
+    )
+    supersession_grace_days: float = Field(
+        default=30.0, ge=0, description="Days a superseded memory stays searchable."
+    )
+
+    @field_validator("single_valued_relations", mode="before")
+    @classmethod
+    def _split_list(cls, value: object) -> object:
+        if isinstance(value, str):
+            return [item.strip() for item in value.split(",") if item.strip()]
+        return value
+
+    @field_validator("chunk_overlap")
+    @classmethod
+    def _overlap_smaller(cls, value: int, info) -> int:  # noqa: ANN001
+        size = info.data.get("chunk_size")
+        if size is not None and value >= size:
+            raise ValueError("chunk_overlap must be smaller than chunk_size")
+        return value

@@ -1,0 +1,39 @@
+"""Stores, chosen by URL: ``sqlite:///path`` (or a plain path, or ``:memory:``) and
+``postgresql://…``. The only place that knows which backends exist."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ..errors import ConfigurationError
+from .base import Store
+
+__all__ = ["Store", "default_path", "open_store"]
+
+
+def default_path() -> str:
+    from platformdirs import user_data_dir
+
+    return str(Path(user_data_dir("kenning", appauthor=False)) / "kenning.db")
+
+
+def open_store(url: str | None, *, pool_size: int = 4) -> Store:
+    if url is None or url == "":
+        url = default_path()
+    if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
+        try:
+            from .postgres import PostgresStore
+        except ImportError as exc:
+            raise ConfigurationError(
+                "PostgreSQL support needs extra packages: pip install 'kenning[postgres]'"
+            ) from exc
+        return PostgresStore(url, pool_size=pool_size)
+    from .sqlite import SQLiteStore
+
+    if url.startswith("sqlite://"):
+        path = url[len("sqlite://"):]
+        path = path[1:] if path.startswith("/") else path  # sqlite:///rel, sqlite:////abs
+        return SQLiteStore(path or ":memory:")
+    if "://" in url:
+        raise ConfigurationError(f"unknown store URL scheme in {url.split('://')[0]!r}://…")
+    return SQLiteStore(str(Path(url).expanduser()) if url != ":memory:" else url)

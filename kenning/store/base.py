@@ -1,0 +1,256 @@
+"""The narrow store interface. Two implementations (SQLite, PostgreSQL) live beside it; nothing
+outside ``kenning.store`` knows which one it talks to.
+
+Reads are plain methods. Writes go through :meth:`Store.transaction`, which yields a
+:class:`Txn` of small primitives; :func:`kenning.pipeline.commit.apply_plan` drives them, so the
+rules about what a write means are written once for every backend.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from ..models import Entity, Fact, Memory, Stats
+
+__all__ = [
+    "ChunkRow",
+    "EntityRow",
+    "FactRow",
+    "MemoryFilter",
+    "Scored",
+    "Store",
+    "Txn",
+]
+
+
+@dataclass
+class ChunkRow:
+    id: str
+    memory_id: str
+    dataset: str
+    position: int
+    text: str
+    token_count: int
+    embedding: np.ndarray | None = None
+
+
+@dataclass
+class EntityRow:
+    id: str
+    dataset: str
+    name: str
+    normalized: str
+    type: str
+    description: str = ""
+    aliases: list[str] = field(default_factory=list)
+    embedding: np.ndarray | None = None
+    created_at: dt.datetime | None = None
+
+
+@dataclass
+class FactRow:
+    id: str
+    dataset: str
+    source_id: str
+    relation: str
+    target_id: str
+    description: str
+    valid_at: dt.datetime
+    invalid_at: dt.datetime | None
+    created_at: dt.datetime
+    expired_at: dt.datetime | None = None
+    superseded_by: str | None = None
+    memory_id: str | None = None
+    embedding: np.ndarray | None = None
+    weight: float = 1.0
+
+
+@dataclass(frozen=True)
+class Scored:
+    """A search-lane candidate: record kind, id and the lane's own score (higher is better)."""
+
+    kind: str
+    id: str
+    score: float
+
+
+@dataclass
+class MemoryFilter:
+    dataset: str | None = None
+    kind: str | None = None
+    status: str | None = None
+    retention: str | None = None
+    pinned: bool | None = None
+    order_by: str = "created_at"
+    descending: bool = True
+    limit: int = 50
+    offset: int = 0
+
+
+class Txn(ABC):
+    """Primitives available inside one write transaction."""
+
+    # memories
+    @abstractmethod
+    def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def insert_chunks(self, rows: Sequence[ChunkRow]) -> None: ...
+
+    @abstractmethod
+    def delete_chunks(self, memory_id: str) -> None: ...
+
+    # entities
+    @abstractmethod
+    def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]: ...
+
+    @abstractmethod
+    def insert_entity(self, row: EntityRow) -> None: ...
+
+    @abstractmethod
+    def update_entity(self, entity_id: str, fields: dict[str, Any]) -> None: ...
+
+    @abstractmethod
+    def link_entity(self, entity_id: str, memory_id: str) -> None: ...
+
+    # facts
+    @abstractmethod
+    def live_facts_touching(
+        self, dataset: str, source_id: str, target_id: str, relation: str
+    ) -> list[FactRow]:
+        """Open (not expired) facts with the same source and relation, the same two endpoints
+        (either direction), or the same target and relation."""
+
+    @abstractmethod
+    def get_fact_rows(self, fact_ids: Sequence[str]) -> list[FactRow]: ...
+
+    @abstractmethod
+    def insert_fact(self, row: FactRow) -> None: ...
+
+    @abstractmethod
+    def close_fact(
+        self,
+        fact_id: str,
+        *,
+        invalid_at: dt.datetime | None,
+        expired_at: dt.datetime | None,
+        superseded_by: str | None,
+    ) -> None: ...
+
+    @abstractmethod
+    def link_fact(self, fact_id: str, memory_id: str) -> None: ...
+
+    # garbage collection
+    @abstractmethod
+    def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
+        """Drop a memory's provenance links; delete facts and entities nothing else states.
+        Facts closed by a deleted fact are reopened. Returns (entity_ids, fact_ids) deleted."""
+
+    @abstractmethod
+    def delete_memory(self, memory_id: str) -> None: ...
+
+
+class Store(ABC):
+    """A dataset-partitioned memory store. Implementations are thread-safe."""
+
+    url: str
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    @abstractmethod
+    def check_embedder(self, name: str, dimension: int) -> None:
+        """Record the embedder on first use; raise EmbedderMismatchError if it differs."""
+
+    @abstractmethod
+    def close(self) -> None: ...
+
+    @abstractmethod
+    def transaction(self) -> AbstractContextManager[Txn]: ...
+
+    # -- memories ----------------------------------------------------------------------------
+    @abstractmethod
+    def insert_memory(self, memory: Memory) -> tuple[str, bool]:
+        """Insert a pending memory; if (dataset, content_hash) exists return (its id, False)."""
+
+    @abstractmethod
+    def get_memories(self, ids: Sequence[str]) -> list[Memory]: ...
+
+    @abstractmethod
+    def list_memories(self, flt: MemoryFilter) -> list[Memory]: ...
+
+    @abstractmethod
+    def count_memories(self, flt: MemoryFilter) -> int: ...
+
+    @abstractmethod
+    def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
+        """Change a memory's columns (lifecycle fields, status) in their own transaction."""
+
+    @abstractmethod
+    def set_status(self, memory_id: str, status: str, error: str | None, at: dt.datetime) -> None: ...
+
+    @abstractmethod
+    def claim(
+        self, dataset: str | None, statuses: Sequence[str], at: dt.datetime, stale_before: dt.datetime
+    ) -> list[Memory]:
+        """Mark matching memories ``processing`` (one worker wins each) and return them.
+        ``processing`` memories last touched before ``stale_before`` are claimed again."""
+
+    # -- graph reads -------------------------------------------------------------------------
+    @abstractmethod
+    def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]: ...
+
+    @abstractmethod
+    def get_entities(self, ids: Sequence[str]) -> list[Entity]: ...
+
+    @abstractmethod
+    def get_facts(self, ids: Sequence[str]) -> list[Fact]: ...
+
+    @abstractmethod
+    def get_chunks(self, ids: Sequence[str]) -> list[ChunkRow]: ...
+
+    @abstractmethod
+    def live_facts_touching(
+        self, dataset: str, source_id: str, target_id: str, relation: str
+    ) -> list[FactRow]: ...
+
+    @abstractmethod
+    def entity_facts(self, entity_id: str, relation: str | None = None) -> list[Fact]:
+        """Every fact (open and closed) with the entity at either end."""
+
+    @abstractmethod
+    def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
+        """Provenance the other way: (entity_ids, fact_ids) a memory states."""
+
+    # -- search lanes ------------------------------------------------------------------------
+    @abstractmethod
+    def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
+        """Full-text search of ``kind`` (chunk | fact | entity) for any of ``terms``."""
+
+    @abstractmethod
+    def vector(self, dataset: str, kind: str, query: np.ndarray, limit: int) -> list[Scored]: ...
+
+    @abstractmethod
+    def neighbors(self, dataset: str, entity_ids: Sequence[str], limit: int) -> list[FactRow]:
+        """Facts with any of ``entity_ids`` at either end (one hop)."""
+
+    @abstractmethod
+    def record_access(
+        self,
+        memory_ids: Sequence[str],
+        entity_ids: Sequence[str],
+        fact_ids: Sequence[str],
+        at: dt.datetime,
+    ) -> None: ...
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    @abstractmethod
+    def stats(self, dataset: str | None) -> Stats: ...
+
+    @abstractmethod
+    def datasets(self) -> list[str]: ...

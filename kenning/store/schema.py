@@ -1,0 +1,119 @@
+"""The relational schema, shared in spirit by every backend. This documented schema is a
+public contract (docs/schema.md): tools may read it directly.
+
+Migrations are numbered; each runs with its bookkeeping in one transaction.
+"""
+
+from __future__ import annotations
+
+__all__ = ["SQLITE_MIGRATIONS"]
+
+_MEMORIES = """
+CREATE TABLE memories (
+    id TEXT PRIMARY KEY,
+    dataset TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    content TEXT NOT NULL,
+    topic TEXT,
+    context TEXT,
+    decisions TEXT NOT NULL DEFAULT '[]',
+    rationale TEXT NOT NULL DEFAULT '[]',
+    metadata TEXT NOT NULL DEFAULT '{}',
+    source TEXT,
+    content_hash TEXT NOT NULL,
+    valid_at TEXT NOT NULL,
+    status TEXT NOT NULL,
+    error TEXT,
+    retention TEXT NOT NULL DEFAULT 'standard',
+    retention_until TEXT,
+    pinned INTEGER NOT NULL DEFAULT 0,
+    pin_reason TEXT,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    last_accessed_at TEXT,
+    supersedes TEXT NOT NULL DEFAULT '[]',
+    superseded_by TEXT,
+    supersession_reason TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    processed_at TEXT,
+    usage TEXT NOT NULL DEFAULT '{}',
+    UNIQUE (dataset, content_hash)
+)"""
+
+_CHUNKS = """
+CREATE TABLE chunks (
+    id TEXT PRIMARY KEY,
+    memory_id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+    dataset TEXT NOT NULL,
+    position INTEGER NOT NULL,
+    text TEXT NOT NULL,
+    token_count INTEGER NOT NULL,
+    embedding BLOB
+)"""
+
+_ENTITIES = """
+CREATE TABLE entities (
+    id TEXT PRIMARY KEY,
+    dataset TEXT NOT NULL,
+    name TEXT NOT NULL,
+    normalized TEXT NOT NULL,
+    type TEXT NOT NULL,
+    description TEXT NOT NULL DEFAULT '',
+    aliases TEXT NOT NULL DEFAULT '[]',
+    embedding BLOB,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    last_accessed_at TEXT,
+    created_at TEXT NOT NULL,
+    UNIQUE (dataset, normalized)
+)"""
+
+_FACTS = """
+CREATE TABLE facts (
+    id TEXT PRIMARY KEY,
+    dataset TEXT NOT NULL,
+    source_id TEXT NOT NULL REFERENCES entities(id),
+    relation TEXT NOT NULL,
+    target_id TEXT NOT NULL REFERENCES entities(id),
+    description TEXT NOT NULL,
+    valid_at TEXT NOT NULL,
+    invalid_at TEXT,
+    created_at TEXT NOT NULL,
+    expired_at TEXT,
+    superseded_by TEXT,
+    memory_id TEXT,
+    embedding BLOB,
+    weight REAL NOT NULL DEFAULT 1.0,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    last_accessed_at TEXT
+)"""
+
+SQLITE_MIGRATIONS: list[list[str]] = [
+    [
+        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
+        "CREATE TABLE datasets (name TEXT PRIMARY KEY, owner_id TEXT, created_at TEXT NOT NULL)",
+        _MEMORIES,
+        "CREATE INDEX memories_status ON memories (dataset, status)",
+        "CREATE INDEX memories_created ON memories (dataset, created_at)",
+        _CHUNKS,
+        "CREATE INDEX chunks_memory ON chunks (memory_id)",
+        _ENTITIES,
+        _FACTS,
+        "CREATE INDEX facts_source ON facts (source_id, relation)",
+        "CREATE INDEX facts_target ON facts (target_id, relation)",
+        "CREATE INDEX facts_superseded ON facts (superseded_by)",
+        """CREATE TABLE fact_memories (
+            fact_id TEXT NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
+            memory_id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            PRIMARY KEY (fact_id, memory_id)) WITHOUT ROWID""",
+        "CREATE INDEX fact_memories_memory ON fact_memories (memory_id)",
+        """CREATE TABLE entity_memories (
+            entity_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+            memory_id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
+            PRIMARY KEY (entity_id, memory_id)) WITHOUT ROWID""",
+        "CREATE INDEX entity_memories_memory ON entity_memories (memory_id)",
+        # Full-text rows share the rowid of the record they index.
+        "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, tokenize='porter unicode61')",
+        "CREATE VIRTUAL TABLE facts_fts USING fts5(text, tokenize='porter unicode61')",
+        "CREATE VIRTUAL TABLE entities_fts USING fts5(text, tokenize='porter unicode61')",
+    ],
+]

@@ -1,0 +1,677 @@
+"""The embedded store: one SQLite file (WAL), FTS5 for the lexical lane, vectors as BLOBs in the
+rows and an in-process index rebuilt from them.
+
+One connection guarded by a lock; writes run inside ``BEGIN IMMEDIATE`` so a second process
+waits for the first instead of failing. ``PRAGMA data_version`` tells us when another process
+committed, and the vector index is rebuilt from the database then.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import logging
+import sqlite3
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._time import from_text, to_text
+from ..errors import EmbedderMismatchError, StoreError
+from ..models import Entity, Fact, Memory, Stats, Usage
+from .base import ChunkRow, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
+from .schema import SQLITE_MIGRATIONS
+from .vectors import VectorIndex, from_blob, to_blob
+
+__all__ = ["SQLiteStore"]
+
+log = logging.getLogger(__name__)
+
+_KIND_TABLE = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
+_JSON_FIELDS = ("decisions", "rationale", "metadata", "supersedes")
+_TIME_FIELDS = (
+    "valid_at",
+    "retention_until",
+    "last_accessed_at",
+    "created_at",
+    "updated_at",
+    "processed_at",
+)
+_ORDER = {"created_at", "updated_at", "access_count", "last_accessed_at"}
+_MEMORY_COLUMNS = (
+    "id, dataset, kind, content, topic, context, decisions, rationale, metadata, source, "
+    "content_hash, valid_at, status, error, retention, retention_until, pinned, pin_reason, "
+    "access_count, last_accessed_at, supersedes, superseded_by, supersession_reason, "
+    "created_at, updated_at, processed_at"
+)
+
+
+def _db_value(name: str, value: Any) -> Any:
+    if name in _JSON_FIELDS or name == "usage":
+        return json.dumps(value, default=str)
+    if name in _TIME_FIELDS or isinstance(value, dt.datetime):
+        return to_text(value)
+    if isinstance(value, bool):
+        return int(value)
+    return value
+
+
+def _memory(row: sqlite3.Row) -> Memory:
+    data = dict(row)
+    for name in _JSON_FIELDS:
+        data[name] = json.loads(data[name])
+    for name in _TIME_FIELDS:
+        data[name] = from_text(data[name])
+    data["pinned"] = bool(data["pinned"])
+    return Memory(**data)
+
+
+def _fact_row(row: sqlite3.Row) -> FactRow:
+    return FactRow(
+        id=row["id"],
+        dataset=row["dataset"],
+        source_id=row["source_id"],
+        relation=row["relation"],
+        target_id=row["target_id"],
+        description=row["description"],
+        valid_at=from_text(row["valid_at"]),
+        invalid_at=from_text(row["invalid_at"]),
+        created_at=from_text(row["created_at"]),
+        expired_at=from_text(row["expired_at"]),
+        superseded_by=row["superseded_by"],
+        memory_id=row["memory_id"],
+        weight=row["weight"],
+    )
+
+
+def _entity_row(row: sqlite3.Row) -> EntityRow:
+    return EntityRow(
+        id=row["id"],
+        dataset=row["dataset"],
+        name=row["name"],
+        normalized=row["normalized"],
+        type=row["type"],
+        description=row["description"],
+        aliases=json.loads(row["aliases"]),
+        created_at=from_text(row["created_at"]),
+    )
+
+
+def _placeholders(n: int) -> str:
+    return ",".join("?" * n)
+
+
+class _SQLiteTxn(Txn):
+    def __init__(self, store: SQLiteStore) -> None:
+        self.store = store
+        self.db = store._db
+        # Vector index changes, applied only once the transaction commits.
+        self.added: list[tuple[str, str, str, np.ndarray]] = []
+        self.removed: list[tuple[str, str]] = []
+
+    # -- memories ----------------------------------------------------------------------------
+    def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
+        self.store._update_memory(memory_id, fields)
+
+    def insert_chunks(self, rows: Sequence[ChunkRow]) -> None:
+        for row in rows:
+            cur = self.db.execute(
+                "INSERT INTO chunks (id, memory_id, dataset, position, text, token_count, embedding)"
+                " VALUES (?,?,?,?,?,?,?)",
+                (row.id, row.memory_id, row.dataset, row.position, row.text, row.token_count,
+                 to_blob(row.embedding)),
+            )
+            self.db.execute("INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, row.text))
+            if row.embedding is not None:
+                self.added.append(("chunk", row.dataset, row.id, row.embedding))
+
+    def delete_chunks(self, memory_id: str) -> None:
+        rows = self.db.execute("SELECT rowid, id FROM chunks WHERE memory_id = ?", (memory_id,)).fetchall()
+        for row in rows:
+            self.db.execute("DELETE FROM chunks_fts WHERE rowid = ?", (row["rowid"],))
+            self.removed.append(("chunk", row["id"]))
+        self.db.execute("DELETE FROM chunks WHERE memory_id = ?", (memory_id,))
+
+    # -- entities ----------------------------------------------------------------------------
+    def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
+        return self.store.find_entities(dataset, normalized)
+
+    def insert_entity(self, row: EntityRow) -> None:
+        cur = self.db.execute(
+            "INSERT INTO entities (id, dataset, name, normalized, type, description, aliases,"
+            " embedding, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
+            (row.id, row.dataset, row.name, row.normalized, row.type, row.description,
+             json.dumps(row.aliases), to_blob(row.embedding), to_text(row.created_at)),
+        )
+        self.db.execute(
+            "INSERT INTO entities_fts (rowid, text) VALUES (?, ?)",
+            (cur.lastrowid, _entity_text(row.name, row.aliases, row.description)),
+        )
+        if row.embedding is not None:
+            self.added.append(("entity", row.dataset, row.id, row.embedding))
+
+    def update_entity(self, entity_id: str, fields: dict[str, Any]) -> None:
+        if not fields:
+            return
+        values = {k: (json.dumps(v) if k == "aliases" else v) for k, v in fields.items()}
+        sets = ", ".join(f"{k} = ?" for k in values)
+        self.db.execute(f"UPDATE entities SET {sets} WHERE id = ?", (*values.values(), entity_id))
+        row = self.db.execute(
+            "SELECT rowid, name, aliases, description FROM entities WHERE id = ?", (entity_id,)
+        ).fetchone()
+        text = _entity_text(row["name"], json.loads(row["aliases"]), row["description"])
+        self.db.execute("UPDATE entities_fts SET text = ? WHERE rowid = ?", (text, row["rowid"]))
+
+    def link_entity(self, entity_id: str, memory_id: str) -> None:
+        self.db.execute(
+            "INSERT OR IGNORE INTO entity_memories (entity_id, memory_id) VALUES (?, ?)",
+            (entity_id, memory_id),
+        )
+
+    # -- facts -------------------------------------------------------------------------------
+    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str) -> list[FactRow]:
+        return self.store.live_facts_touching(dataset, source_id, target_id, relation)
+
+    def get_fact_rows(self, fact_ids: Sequence[str]) -> list[FactRow]:
+        return self.store._fact_rows(fact_ids)
+
+    def insert_fact(self, row: FactRow) -> None:
+        cur = self.db.execute(
+            "INSERT INTO facts (id, dataset, source_id, relation, target_id, description, valid_at,"
+            " invalid_at, created_at, expired_at, superseded_by, memory_id, embedding, weight)"
+            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
+            (row.id, row.dataset, row.source_id, row.relation, row.target_id, row.description,
+             to_text(row.valid_at), to_text(row.invalid_at), to_text(row.created_at),
+             to_text(row.expired_at), row.superseded_by, row.memory_id, to_blob(row.embedding),
+             row.weight),
+        )
+        self.db.execute("INSERT INTO facts_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, row.description))
+        if row.embedding is not None:
+            self.added.append(("fact", row.dataset, row.id, row.embedding))
+
+    def close_fact(self, fact_id: str, *, invalid_at, expired_at, superseded_by) -> None:  # noqa: ANN001
+        self.db.execute(
+            "UPDATE facts SET invalid_at = ?, expired_at = ?, superseded_by = ? WHERE id = ?",
+            (to_text(invalid_at), to_text(expired_at), superseded_by, fact_id),
+        )
+
+    def link_fact(self, fact_id: str, memory_id: str) -> None:
+        self.db.execute(
+            "INSERT OR IGNORE INTO fact_memories (fact_id, memory_id) VALUES (?, ?)", (fact_id, memory_id)
+        )
+
+    # -- garbage collection ------------------------------------------------------------------
+    def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
+        db = self.db
+        fact_ids = [r[0] for r in db.execute("SELECT fact_id FROM fact_memories WHERE memory_id = ?", (memory_id,))]
+        entity_ids = [r[0] for r in db.execute("SELECT entity_id FROM entity_memories WHERE memory_id = ?", (memory_id,))]
+        db.execute("DELETE FROM fact_memories WHERE memory_id = ?", (memory_id,))
+        db.execute("DELETE FROM entity_memories WHERE memory_id = ?", (memory_id,))
+        dead_facts = [
+            fid for fid in fact_ids
+            if db.execute("SELECT 1 FROM fact_memories WHERE fact_id = ? LIMIT 1", (fid,)).fetchone() is None
+        ]
+        for fid in dead_facts:
+            # A fact closed only because of the fact we delete is open again: the knowledge
+            # that closed it is gone.
+            db.execute(
+                "UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
+                " WHERE superseded_by = ? AND expired_at IS NOT NULL",
+                (fid,),
+            )
+            row = db.execute("SELECT rowid FROM facts WHERE id = ?", (fid,)).fetchone()
+            db.execute("DELETE FROM facts_fts WHERE rowid = ?", (row["rowid"],))
+            db.execute("DELETE FROM facts WHERE id = ?", (fid,))
+            self.removed.append(("fact", fid))
+        dead_entities = []
+        for eid in entity_ids:
+            if db.execute("SELECT 1 FROM entity_memories WHERE entity_id = ? LIMIT 1", (eid,)).fetchone():
+                continue
+            if db.execute(
+                "SELECT 1 FROM facts WHERE source_id = ? OR target_id = ? LIMIT 1", (eid, eid)
+            ).fetchone():
+                continue
+            row = db.execute("SELECT rowid FROM entities WHERE id = ?", (eid,)).fetchone()
+            db.execute("DELETE FROM entities_fts WHERE rowid = ?", (row["rowid"],))
+            db.execute("DELETE FROM entities WHERE id = ?", (eid,))
+            self.removed.append(("entity", eid))
+            dead_entities.append(eid)
+        return dead_entities, dead_facts
+
+    def delete_memory(self, memory_id: str) -> None:
+        self.delete_chunks(memory_id)
+        self.db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+
+
+def _entity_text(name: str, aliases: list[str], description: str) -> str:
+    return " ".join([name, *aliases, description])
+
+
+class SQLiteStore(Store):
+    def __init__(self, path: str, *, timeout: float = 30.0) -> None:
+        self.url = f"sqlite:///{path}"
+        self.path = path
+        if path != ":memory:":
+            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self._db = sqlite3.connect(
+                path, timeout=timeout, isolation_level=None, check_same_thread=False
+            )
+        except sqlite3.Error as exc:
+            raise StoreError(f"cannot open SQLite database at {path}: {exc}") from exc
+        self._db.row_factory = sqlite3.Row
+        self._lock = threading.RLock()
+        self._db.execute("PRAGMA foreign_keys = ON")
+        self._db.execute("PRAGMA busy_timeout = %d" % int(timeout * 1000))
+        if path != ":memory:":
+            self._db.execute("PRAGMA journal_mode = WAL")
+            self._db.execute("PRAGMA synchronous = NORMAL")
+        self._migrate()
+        self._dimension: int | None = None
+        self._indexes: dict[str, VectorIndex] | None = None
+        self._data_version = self._read_data_version()
+
+    # -- lifecycle ---------------------------------------------------------------------------
+    def _migrate(self) -> None:
+        with self._lock:
+            version = self._db.execute("PRAGMA user_version").fetchone()[0]
+            for number, statements in enumerate(SQLITE_MIGRATIONS[version:], start=version + 1):
+                self._db.execute("BEGIN IMMEDIATE")
+                try:
+                    # Another process may have migrated while we waited for the lock.
+                    if self._db.execute("PRAGMA user_version").fetchone()[0] >= number:
+                        self._db.execute("ROLLBACK")
+                        continue
+                    for sql in statements:
+                        self._db.execute(sql)
+                    self._db.execute(f"PRAGMA user_version = {number}")
+                    self._db.execute("COMMIT")
+                except BaseException:
+                    self._db.execute("ROLLBACK")
+                    raise
+                log.info("migrated store", extra={"schema_version": number})
+
+    def check_embedder(self, name: str, dimension: int) -> None:
+        with self._lock:
+            rows = dict(self._db.execute("SELECT key, value FROM meta WHERE key LIKE 'embedder%'").fetchall())
+            if not rows:
+                with self._write():
+                    self._db.execute("INSERT OR IGNORE INTO meta VALUES ('embedder', ?)", (name,))
+                    self._db.execute("INSERT OR IGNORE INTO meta VALUES ('embedder_dimension', ?)", (str(dimension),))
+                rows = {"embedder": name, "embedder_dimension": str(dimension)}
+            if rows["embedder"] != name or int(rows["embedder_dimension"]) != dimension:
+                raise EmbedderMismatchError(
+                    f"this store was built with embedder {rows['embedder']!r} "
+                    f"({rows['embedder_dimension']} dimensions), not {name!r} ({dimension}); "
+                    f"open it with KENNING_EMBEDDER={rows['embedder'].split('-v1-')[0]!r}, or re-embed it "
+                    f"with: kenning reembed --db {self.path}",
+                    stored=rows["embedder"],
+                    requested=name,
+                )
+            self._dimension = dimension
+
+    def set_embedder(self, name: str, dimension: int) -> None:
+        """Record a new embedder (used by re-embedding, which rewrites every vector)."""
+        with self._write():
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (name,))
+            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dimension', ?)", (str(dimension),))
+        self._dimension = dimension
+        self._indexes = None
+
+    def close(self) -> None:
+        with self._lock:
+            self._db.close()
+
+    @contextmanager
+    def _write(self) -> Iterator[None]:
+        with self._lock:
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError as exc:
+                raise StoreError(f"database is busy: {exc}") from exc
+            try:
+                yield
+            except BaseException:
+                self._db.execute("ROLLBACK")
+                raise
+            self._db.execute("COMMIT")
+
+    @contextmanager
+    def transaction(self) -> Iterator[Txn]:
+        with self._lock:
+            txn = _SQLiteTxn(self)
+            with self._write():
+                yield txn
+            self._apply_index_changes(txn.added, txn.removed)
+
+    # -- memories ----------------------------------------------------------------------------
+    def insert_memory(self, memory: Memory) -> tuple[str, bool]:
+        data = memory.model_dump()
+        names = [n for n in data if n not in ("error",)]
+        with self._write():
+            existing = self._db.execute(
+                "SELECT id FROM memories WHERE dataset = ? AND content_hash = ?",
+                (memory.dataset, memory.content_hash),
+            ).fetchone()
+            if existing:
+                return existing["id"], False
+            self._db.execute(
+                "INSERT OR IGNORE INTO datasets (name, created_at) VALUES (?, ?)",
+                (memory.dataset, to_text(memory.created_at)),
+            )
+            self._db.execute(
+                f"INSERT INTO memories ({', '.join(names)}) VALUES ({_placeholders(len(names))})",
+                [_db_value(n, data[n]) for n in names],
+            )
+        return memory.id, True
+
+    def _update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
+        if not fields:
+            return
+        sets = ", ".join(f"{k} = ?" for k in fields)
+        self._db.execute(
+            f"UPDATE memories SET {sets} WHERE id = ?",
+            (*[_db_value(k, v) for k, v in fields.items()], memory_id),
+        )
+
+    def get_memories(self, ids: Sequence[str]) -> list[Memory]:
+        if not ids:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN ({_placeholders(len(ids))})", list(ids)
+            ).fetchall()
+        by_id = {r["id"]: _memory(r) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def _where(self, flt: MemoryFilter) -> tuple[str, list[Any]]:
+        clauses, args = [], []
+        for name in ("dataset", "kind", "status", "retention"):
+            value = getattr(flt, name)
+            if value is not None:
+                clauses.append(f"{name} = ?")
+                args.append(value)
+        if flt.pinned is not None:
+            clauses.append("pinned = ?")
+            args.append(int(flt.pinned))
+        return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
+
+    def list_memories(self, flt: MemoryFilter) -> list[Memory]:
+        if flt.order_by not in _ORDER:
+            raise ValueError(f"cannot order by {flt.order_by!r}")
+        where, args = self._where(flt)
+        direction = "DESC" if flt.descending else "ASC"
+        sql = (
+            f"SELECT {_MEMORY_COLUMNS} FROM memories{where} ORDER BY {flt.order_by} {direction}, id"
+            f" {direction} LIMIT ? OFFSET ?"
+        )
+        with self._lock:
+            rows = self._db.execute(sql, [*args, flt.limit, flt.offset]).fetchall()
+        return [_memory(r) for r in rows]
+
+    def count_memories(self, flt: MemoryFilter) -> int:
+        where, args = self._where(flt)
+        with self._lock:
+            return self._db.execute(f"SELECT count(*) FROM memories{where}", args).fetchone()[0]
+
+    def set_status(self, memory_id: str, status: str, error: str | None, at: dt.datetime) -> None:
+        with self._write():
+            self._update_memory(memory_id, {"status": status, "error": error, "updated_at": at})
+
+    def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
+        with self._write():
+            self._update_memory(memory_id, fields)
+
+    def claim(self, dataset, statuses, at, stale_before) -> list[Memory]:  # noqa: ANN001
+        clauses = [f"status IN ({_placeholders(len(statuses))})"] if statuses else ["0"]
+        args: list[Any] = list(statuses)
+        clauses.append("(status = 'processing' AND updated_at < ?)")
+        args.append(to_text(stale_before))
+        where = "(" + " OR ".join(clauses) + ")"
+        if dataset is not None:
+            where += " AND dataset = ?"
+            args.append(dataset)
+        with self._write():
+            rows = self._db.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY created_at, id", args
+            ).fetchall()
+            ids = [r["id"] for r in rows]
+            if ids:
+                self._db.execute(
+                    f"UPDATE memories SET status = 'processing', updated_at = ? "
+                    f"WHERE id IN ({_placeholders(len(ids))})",
+                    [to_text(at), *ids],
+                )
+        return [_memory(r) for r in rows]
+
+    # -- graph reads -------------------------------------------------------------------------
+    def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
+        keys = list(dict.fromkeys(normalized))
+        if not keys:
+            return {}
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT * FROM entities WHERE dataset = ? AND normalized IN ({_placeholders(len(keys))})",
+                [dataset, *keys],
+            ).fetchall()
+        return {r["normalized"]: _entity_row(r) for r in rows}
+
+    def _provenance(self, table: str, column: str, ids: Sequence[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {i: [] for i in ids}
+        if not ids:
+            return out
+        rows = self._db.execute(
+            f"SELECT {column}, memory_id FROM {table} WHERE {column} IN ({_placeholders(len(ids))})"
+            f" ORDER BY memory_id",
+            list(ids),
+        ).fetchall()
+        for key, memory_id in rows:
+            out[key].append(memory_id)
+        return out
+
+    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
+        if not ids:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT * FROM entities WHERE id IN ({_placeholders(len(ids))})", list(ids)
+            ).fetchall()
+            prov = self._provenance("entity_memories", "entity_id", ids)
+        by_id = {
+            r["id"]: Entity(
+                id=r["id"], dataset=r["dataset"], name=r["name"], type=r["type"],
+                description=r["description"], aliases=json.loads(r["aliases"]),
+                created_at=from_text(r["created_at"]), memory_ids=prov[r["id"]],
+            )
+            for r in rows
+        }
+        return [by_id[i] for i in ids if i in by_id]
+
+    def _fact_rows(self, ids: Sequence[str]) -> list[FactRow]:
+        if not ids:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT * FROM facts WHERE id IN ({_placeholders(len(ids))})", list(ids)
+            ).fetchall()
+        by_id = {r["id"]: _fact_row(r) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def get_facts(self, ids: Sequence[str]) -> list[Fact]:
+        if not ids:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT f.*, s.name AS source_name, t.name AS target_name FROM facts f"
+                " JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id"
+                f" WHERE f.id IN ({_placeholders(len(ids))})",
+                list(ids),
+            ).fetchall()
+            prov = self._provenance("fact_memories", "fact_id", ids)
+        by_id = {r["id"]: _fact(r, prov[r["id"]]) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def get_chunks(self, ids: Sequence[str]) -> list[ChunkRow]:
+        if not ids:
+            return []
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, memory_id, dataset, position, text, token_count FROM chunks"
+                f" WHERE id IN ({_placeholders(len(ids))})",
+                list(ids),
+            ).fetchall()
+        by_id = {r["id"]: ChunkRow(**dict(r)) for r in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str) -> list[FactRow]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM facts WHERE dataset = ? AND expired_at IS NULL AND ("
+                " (source_id = ? AND relation = ?)"
+                " OR (source_id = ? AND target_id = ?) OR (source_id = ? AND target_id = ?)"
+                " OR (target_id = ? AND relation = ?)) ORDER BY valid_at, id",
+                (dataset, source_id, relation, source_id, target_id, target_id, source_id,
+                 target_id, relation),
+            ).fetchall()
+        return [_fact_row(r) for r in rows]
+
+    def entity_facts(self, entity_id: str, relation: str | None = None) -> list[Fact]:
+        sql = "SELECT id FROM facts WHERE (source_id = ? OR target_id = ?)"
+        args: list[Any] = [entity_id, entity_id]
+        if relation:
+            sql += " AND relation = ?"
+            args.append(relation)
+        with self._lock:
+            ids = [r[0] for r in self._db.execute(sql + " ORDER BY valid_at, created_at, id", args)]
+        return self.get_facts(ids)
+
+    def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
+        with self._lock:
+            entities = [r[0] for r in self._db.execute(
+                "SELECT entity_id FROM entity_memories WHERE memory_id = ? ORDER BY entity_id", (memory_id,))]
+            facts = [r[0] for r in self._db.execute(
+                "SELECT fact_id FROM fact_memories WHERE memory_id = ? ORDER BY fact_id", (memory_id,))]
+        return entities, facts
+
+    # -- search lanes ------------------------------------------------------------------------
+    def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
+        if not terms:
+            return []
+        table = _KIND_TABLE[kind]
+        # Every term is a quoted FTS5 string (inner quotes doubled), so no user text is ever
+        # read as FTS5 syntax (NEAR, *, column filters, parentheses).
+        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        sql = (
+            f"SELECT r.id AS id, bm25({table}_fts) AS rank FROM {table}_fts"
+            f" JOIN {table} r ON r.rowid = {table}_fts.rowid"
+            f" WHERE {table}_fts MATCH ? AND r.dataset = ? ORDER BY rank LIMIT ?"
+        )
+        with self._lock:
+            rows = self._db.execute(sql, (match, dataset, limit)).fetchall()
+        return [Scored(kind, r["id"], -r["rank"]) for r in rows]
+
+    def vector(self, dataset: str, kind: str, query: np.ndarray, limit: int) -> list[Scored]:
+        index = self._index(kind)
+        return [Scored(kind, i, s) for i, s in index.search(dataset, query, limit)]
+
+    def neighbors(self, dataset: str, entity_ids: Sequence[str], limit: int) -> list[FactRow]:
+        if not entity_ids:
+            return []
+        marks = _placeholders(len(entity_ids))
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT * FROM facts WHERE dataset = ? AND (source_id IN ({marks}) OR target_id IN ({marks}))"
+                " ORDER BY expired_at IS NOT NULL, valid_at DESC LIMIT ?",
+                [dataset, *entity_ids, *entity_ids, limit],
+            ).fetchall()
+        return [_fact_row(r) for r in rows]
+
+    def record_access(self, memory_ids, entity_ids, fact_ids, at) -> None:  # noqa: ANN001
+        stamp = to_text(at)
+        with self._write():
+            for table, ids in (("memories", memory_ids), ("entities", entity_ids), ("facts", fact_ids)):
+                if ids:
+                    self._db.execute(
+                        f"UPDATE {table} SET access_count = access_count + 1, last_accessed_at = ?"
+                        f" WHERE id IN ({_placeholders(len(ids))})",
+                        [stamp, *ids],
+                    )
+
+    # -- vector index ------------------------------------------------------------------------
+    def _read_data_version(self) -> int:
+        with self._lock:
+            return self._db.execute("PRAGMA data_version").fetchone()[0]
+
+    def _index(self, kind: str) -> VectorIndex:
+        with self._lock:
+            version = self._read_data_version()
+            if self._indexes is None or version != self._data_version:
+                self._indexes = self._build_indexes()
+                self._data_version = version
+            return self._indexes[kind]
+
+    def _build_indexes(self) -> dict[str, VectorIndex]:
+        if self._dimension is None:
+            row = self._db.execute("SELECT value FROM meta WHERE key = 'embedder_dimension'").fetchone()
+            self._dimension = int(row[0]) if row else 0
+        indexes = {}
+        for kind, table in _KIND_TABLE.items():
+            index = VectorIndex(self._dimension)
+            cursor = self._db.execute(f"SELECT dataset, id, embedding FROM {table} WHERE embedding IS NOT NULL")
+            while batch := cursor.fetchmany(4096):
+                index.add_many((r[0], r[1], from_blob(r[2])) for r in batch)
+            indexes[kind] = index
+        log.debug("vector index rebuilt", extra={"dimension": self._dimension})
+        return indexes
+
+    def _apply_index_changes(self, added, removed) -> None:  # noqa: ANN001
+        if self._indexes is None:
+            return
+        for kind, item_id in removed:
+            self._indexes[kind].remove_many([item_id])
+        for kind, dataset, item_id, vector in added:
+            self._indexes[kind].add_many([(dataset, item_id, vector)])
+
+    # -- bookkeeping -------------------------------------------------------------------------
+    def stats(self, dataset: str | None) -> Stats:
+        where, args = ("WHERE dataset = ?", [dataset]) if dataset else ("", [])
+        and_ = "AND" if dataset else "WHERE"
+        q = self._db.execute
+        with self._lock:
+            memories = q(f"SELECT count(*) FROM memories {where}", args).fetchone()[0]
+            pending = q(f"SELECT count(*) FROM memories {where} {and_} status IN ('pending','processing')", args).fetchone()[0]
+            failed = q(f"SELECT count(*) FROM memories {where} {and_} status = 'failed'", args).fetchone()[0]
+            chunks = q(f"SELECT count(*) FROM chunks {where}", args).fetchone()[0]
+            entities = q(f"SELECT count(*) FROM entities {where}", args).fetchone()[0]
+            facts = q(f"SELECT count(*) FROM facts {where}", args).fetchone()[0]
+            live = q(f"SELECT count(*) FROM facts {where} {and_} expired_at IS NULL AND invalid_at IS NULL", args).fetchone()[0]
+            last = q(f"SELECT max(processed_at) FROM memories {where}", args).fetchone()[0]
+            usage = Usage()
+            for (raw,) in q(f"SELECT usage FROM memories {where} {and_} usage != '{{}}'", args):
+                usage.add(Usage(**json.loads(raw)))
+            embedder = q("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
+        return Stats(
+            dataset=dataset, memories=memories, pending=pending, failed=failed, chunks=chunks,
+            entities=entities, facts=facts, facts_live=live, facts_closed=facts - live,
+            datasets=self.datasets() if dataset is None else [dataset],
+            last_processed_at=from_text(last), usage=usage, embedder=embedder[0] if embedder else None,
+        )
+
+    def datasets(self) -> list[str]:
+        with self._lock:
+            return [r[0] for r in self._db.execute("SELECT name FROM datasets ORDER BY name")]
+
+
+def _fact(row: sqlite3.Row, memory_ids: list[str]) -> Fact:
+    return Fact(
+        id=row["id"], dataset=row["dataset"], source_id=row["source_id"], source=row["source_name"],
+        relation=row["relation"], target_id=row["target_id"], target=row["target_name"],
+        description=row["description"], valid_at=from_text(row["valid_at"]),
+        invalid_at=from_text(row["invalid_at"]), created_at=from_text(row["created_at"]),
+        expired_at=from_text(row["expired_at"]), superseded_by=row["superseded_by"],
+        weight=row["weight"], memory_ids=memory_ids,
+    )
