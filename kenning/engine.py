@@ -43,9 +43,6 @@ __all__ = ["Engine", "content_hash"]
 
 log = logging.getLogger(__name__)
 
-#: a memory left ``processing`` this long ago was abandoned by a crashed worker
-_STALE_AFTER = dt.timedelta(minutes=10)
-_MAX_CONTENT_CHARS = 5_000_000
 _WS = re.compile(r"\s+")
 _DATASET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
@@ -143,10 +140,9 @@ class Engine:
             raise ValidationError(f"content must be a string or a structured memory, not {type(item).__name__}")
         if not content.strip():
             raise ValidationError("content is empty")
-        if len(content) > _MAX_CONTENT_CHARS:
-            raise ValidationError(
-                f"content is {len(content)} characters; the limit is {_MAX_CONTENT_CHARS}: split it"
-            )
+        limit = self.settings.max_content_chars
+        if len(content) > limit:
+            raise ValidationError(f"content is {len(content)} characters; the limit is {limit}: split it")
         return Memory(
             id=new_id("mem"),
             dataset=dataset,
@@ -239,7 +235,8 @@ class Engine:
         if force:
             statuses += ["active"]
         now = self.now()
-        claimed = self.store.claim(dataset, statuses, now, now - _STALE_AFTER)
+        stale = now - dt.timedelta(seconds=self.settings.processing_timeout)
+        claimed = self.store.claim(dataset, statuses, now, stale)
         result = CognifyResult()
         outcome = self._process(claimed, result.usage, progress)
         result.processed = outcome.processed

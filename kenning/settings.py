@@ -60,6 +60,13 @@ class Settings(BaseSettings):
         default_factory=list,
         description="Extra relations that hold one value per subject at a time (comma list in env).",
     )
+    processing_timeout: float = Field(
+        default=600.0, ge=0,
+        description="Seconds after which a memory left 'processing' (a crashed worker) is claimed again.",
+    )
+    max_content_chars: int = Field(
+        default=5_000_000, ge=1, description="Largest accepted memory content, in characters."
+    )
     entity_similarity: float = Field(
         default=0.92, gt=0, le=1, description="Embedding similarity that merges two entity names."
     )

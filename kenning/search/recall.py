@@ -29,6 +29,24 @@ _STOP = frozenset(
     "should will shall may might".split()
 )
 _MAX_TERMS = 64
+#: question words that point at a relation ("where does X live" -> lives_in)
+_RELATION_CUES = {
+    "works_at": {"work", "job", "employ", "employer", "company"},
+    "lives_in": {"live", "home", "reside", "move", "based", "city"},
+    "located_in": {"locat", "where", "headquarter", "based"},
+    "ceo_of": {"ceo", "chief", "run", "lead"},
+    "has_role": {"role", "title", "position", "job"},
+    "married_to": {"married", "marri", "spouse", "wife", "husband"},
+    "uses": {"use", "built", "stack", "technology", "tool"},
+    "likes": {"like", "enjoy", "love", "favorite", "favourite"},
+    "member_of": {"member", "belong"},
+    "owns": {"own", "owner"},
+    "founded": {"found", "founder", "start"},
+}
+#: score multiplier for a fact whose relation the question asks about
+_RELATION_BOOST = 1.3
+#: score multiplier for a hit about an entity the question names
+_NAMED_BOOST = 1.2
 _MAX_EMBED_CHARS = 8000
 #: recall score multiplier for a fact that is not valid at the asked time (history)
 _HISTORY = 0.35
@@ -69,6 +87,20 @@ class Query:
 def terms_of(text: str) -> list[str]:
     words = [w for w in _WORD.findall(text[: _MAX_EMBED_CHARS * 4].casefold()) if w not in _STOP]
     return list(dict.fromkeys(words))[:_MAX_TERMS]
+
+
+def _stem(word: str) -> str:
+    for suffix in ("ing", "ed", "es", "s", "e"):
+        if len(word) > len(suffix) + 2 and word.endswith(suffix):
+            return word[: -len(suffix)]
+    return word
+
+
+def asked_relations(terms: list[str]) -> set[str]:
+    """Relations a question is about: their own words, or the cue words above."""
+    stems = {_stem(t) for t in terms}
+    out = {rel for rel, cues in _RELATION_CUES.items() if stems & {_stem(c) for c in cues}}
+    return out | {"__stems__:" + s for s in stems}
 
 
 def route(text: str) -> str:
@@ -121,21 +153,37 @@ def search(
         vec = embedder.embed([q.text[:_MAX_EMBED_CHARS]])[0]
         for kind in vector_kinds:
             lanes.append(("vector", store.vector(q.dataset, kind, vec, limit)))
+    named = _named_entities(store, q)
     if use_graph and q.depth > 0:
-        lanes.append(("graph", _graph_lane(store, q, terms, lanes, limit)))
+        lanes.append(("graph", _graph_lane(store, q, terms, lanes, limit, named)))
     pool = _fuse(lanes)
     if q.search_type in ("graph",):
         pool = {k: c for k, c in pool.items() if c.kind == "fact"}
-    return _materialize(store, settings, q, pool, now)
+    return _materialize(store, settings, q, pool, now, asked_relations(terms), named)
+
+
+def _named_entities(store: Store, q: Query) -> set[str]:
+    """Entities the query names: word n-grams (up to 4) matched on normalized names. Where a
+    longer name matches ("Alice Novak"), its parts ("Novak") do not count on their own."""
+    words = [normalize_name(w) for w in _WORD.findall(q.text[:2000])]
+    grams = [" ".join(words[i : i + n]) for n in range(4, 0, -1) for i in range(len(words) - n + 1)]
+    found = store.find_entities(q.dataset, [g for g in grams if g])
+    covered: set[str] = set()
+    named = set()
+    for gram in sorted(found, key=lambda g: -len(g.split())):
+        parts = set(gram.split())
+        if parts <= covered:
+            continue
+        covered |= parts
+        named.add(found[gram].id)
+    return named
 
 
 def _graph_lane(
-    store: Store, q: Query, terms: list[str], lanes: list[tuple[str, list[Scored]]], limit: int
+    store: Store, q: Query, terms: list[str], lanes: list[tuple[str, list[Scored]]], limit: int,
+    named: set[str],
 ) -> list[Scored]:
     """Breadth-first from the entities the query names and those the other lanes found."""
-    words = [normalize_name(w) for w in _WORD.findall(q.text[:2000])]
-    grams = {" ".join(words[i : i + n]) for n in range(1, 5) for i in range(len(words) - n + 1)}
-    named = {row.id for row in store.find_entities(q.dataset, [g for g in grams if g]).values()}
     found = [s.id for _, items in lanes for s in items[:5] if s.kind == "entity"]
     frontier = list(dict.fromkeys([*named, *found]))
     seen_entities = set(frontier)
@@ -176,8 +224,32 @@ def _fact_state(fact: Fact, q: Query, now: dt.datetime) -> tuple[bool, bool]:
     return True, current
 
 
+def _relation_matches(relation: str, asked: set[str]) -> bool:
+    if relation in asked:
+        return True
+    return any("__stems__:" + _stem(w) in asked for w in relation.split("_") if len(w) > 2)
+
+
+def _dedupe(hits: list[Hit]) -> list[Hit]:
+    """One hit per text: a sentence that states several facts is shown once, with the
+    provenance of all."""
+    seen: dict[tuple[str, str], Hit] = {}
+    out = []
+    for hit in hits:
+        key = (hit.kind if hit.kind != "chunk" else "fact", hit.text.strip().casefold())
+        first = seen.get(key)
+        if first is None:
+            seen[key] = hit
+            out.append(hit)
+        else:
+            first.memory_ids = list(dict.fromkeys([*first.memory_ids, *hit.memory_ids]))
+            first.lanes = sorted(set(first.lanes) | set(hit.lanes))
+    return out
+
+
 def _materialize(
-    store: Store, settings: Settings, q: Query, pool: dict, now: dt.datetime
+    store: Store, settings: Settings, q: Query, pool: dict, now: dt.datetime, asked: set[str],
+    named: set[str],
 ) -> tuple[list[Hit], list[Memory]]:
     by_kind: dict[str, list[str]] = defaultdict(list)
     for kind, item_id in pool:
@@ -193,11 +265,20 @@ def _materialize(
     hits: list[Hit] = []
     for (kind, item_id), cand in pool.items():
         hit = _hit(kind, item_id, cand, facts, entities, chunks, memories, q, now, settings)
-        if hit is not None:
-            hits.append(hit)
+        if hit is None:
+            continue
+        if hit.kind == "fact":
+            fact = facts[item_id]
+            if _relation_matches(fact.relation, asked):
+                hit.score *= _RELATION_BOOST
+            if fact.source_id in named or fact.target_id in named:
+                hit.score *= _NAMED_BOOST
+        elif hit.kind == "entity" and item_id in named:
+            hit.score *= _NAMED_BOOST
+        hits.append(hit)
     order = {"fact": 0, "entity": 1, "chunk": 2}
     hits.sort(key=lambda h: (-h.score, order[h.kind], h.id))
-    hits = hits[: q.top_k]
+    hits = _dedupe(hits)[: q.top_k]
     used = list(dict.fromkeys(m for h in hits for m in h.memory_ids))
     return hits, [memories[m] for m in used if m in memories]
 

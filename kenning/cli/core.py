@@ -1,0 +1,272 @@
+"""Core commands: remember, add, cognify, recall, timeline, stats, demo."""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+from pathlib import Path
+
+import click
+
+from ..models import Hit, RecallResult
+from ._common import call, dump_json, fail, open_kenning, short_time
+
+__all__ = ["register"]
+
+_SEARCH_TYPES = ["auto", "hybrid", "chunks", "chunks_lexical", "facts", "entities", "graph", "temporal",
+                 "graph_completion", "rag_completion"]
+
+
+def _read_inputs(texts: tuple[str, ...], files: tuple[str, ...]) -> list[str]:
+    items: list[str] = []
+    for text in texts:
+        items.append(sys.stdin.read() if text == "-" else text)
+    for name in files:
+        try:
+            items.append(Path(name).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError) as exc:
+            fail(f"cannot read {name}: {exc}")
+    if not items:
+        fail("nothing to remember: give TEXT arguments, '-' for standard input, or --file")
+    return items
+
+
+def _remember_options(fn):  # noqa: ANN001, ANN202
+    for option in reversed([
+        click.argument("texts", nargs=-1),
+        click.option("--file", "-f", "files", multiple=True, type=click.Path(dir_okay=False),
+                     help="Read a memory from a file (repeatable)."),
+        click.option("--dataset", "-d", default="main", show_default=True),
+        click.option("--kind", default="knowledge", show_default=True),
+        click.option("--source", default=None, help="Where the text came from."),
+        click.option("--valid-at", default=None, help="Reference time of the input (default: now)."),
+        click.option("--json", "as_json", is_flag=True, help="Print JSON."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def register(group: click.Group) -> None:
+    for command in (remember, add, cognify, recall, timeline, stats, demo):
+        group.add_command(command)
+
+
+@click.command()
+@_remember_options
+@click.option("--force", is_flag=True, help="Reprocess content seen before.")
+@click.pass_context
+def remember(ctx, texts, files, dataset, kind, source, valid_at, as_json, force) -> None:  # noqa: ANN001
+    """Store and process memories now.
+
+    Example: kenning remember "Alice works at Acme." "Bob lives in Paris."
+    """
+    items = _read_inputs(texts, files)
+    with open_kenning(ctx) as kn:
+        if len(items) > 1 and not as_json:
+            with click.progressbar(length=len(items), label="remembering", file=sys.stderr) as bar:
+                result = call(kn._engine.remember, items, dataset=dataset, kind=kind, source=source,
+                              valid_at=valid_at, force=force, progress=bar.update)
+        else:
+            result = call(kn.remember, items if len(items) > 1 else items[0], dataset=dataset,
+                          kind=kind, source=source, valid_at=valid_at, force=force)
+    if as_json:
+        dump_json(result)
+        return
+    click.echo(
+        f"remembered {len(result.memory_ids)} ({len(result.skipped)} already known): "
+        f"{result.entities_created} entities, {result.facts_created} facts created, "
+        f"{len(result.facts_invalidated)} facts closed"
+    )
+    for error in result.errors:
+        click.echo(f"failed: {error}", err=True)
+    if result.errors:
+        sys.exit(1)
+
+
+@click.command()
+@_remember_options
+@click.pass_context
+def add(ctx, texts, files, dataset, kind, source, valid_at, as_json) -> None:  # noqa: ANN001
+    """Store memories as pending, to be processed by `kenning cognify`.
+
+    Example: kenning add -f notes.md && kenning cognify
+    """
+    items = _read_inputs(texts, files)
+    with open_kenning(ctx) as kn:
+        ids = call(kn.add, items, dataset=dataset, kind=kind, source=source, valid_at=valid_at)
+    if as_json:
+        dump_json({"memory_ids": ids})
+    else:
+        click.echo(f"added {len(ids)} pending: {' '.join(ids)}")
+
+
+@click.command()
+@click.option("--dataset", "-d", default=None, help="Only this dataset (default: all).")
+@click.option("--force", is_flag=True, help="Reprocess everything, processed or not.")
+@click.option("--retry-failed", is_flag=True, help="Also retry memories that failed.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def cognify(ctx, dataset, force, retry_failed, as_json) -> None:  # noqa: ANN001
+    """Process pending memories.
+
+    Example: kenning cognify --retry-failed
+    """
+    with open_kenning(ctx) as kn:
+        result = call(kn.cognify, dataset=dataset, force=force, retry_failed=retry_failed)
+    if as_json:
+        dump_json(result)
+        return
+    click.echo(f"processed {len(result.processed)}, failed {len(result.failed)}: "
+               f"{result.entities_created} entities, {result.facts_created} facts created")
+    for memory_id, reason in result.failed.items():
+        click.echo(f"failed: {memory_id}: {reason}", err=True)
+    if result.failed:
+        sys.exit(1)
+
+
+def print_hit(hit: Hit, rank: int, memories: dict) -> None:  # noqa: ANN001
+    when = ""
+    if hit.kind == "fact":
+        state = "" if hit.current else " [history]"
+        when = f"  ({short_time(hit.valid_at)} → {short_time(hit.invalid_at)}){state}"
+    click.echo(f"{rank:>2}. [{hit.kind}] {hit.text}{when}")
+    sources = []
+    for memory_id in hit.memory_ids[:3]:
+        memory = memories.get(memory_id)
+        label = f"{memory.source}" if memory is not None and memory.source else ""
+        sources.append(f"{memory_id}{' ' + label if label else ''}")
+    more = f" +{len(hit.memory_ids) - 3}" if len(hit.memory_ids) > 3 else ""
+    click.echo(f"    score {hit.score:.4f} via {'+'.join(hit.lanes)}; from {', '.join(sources)}{more}")
+
+
+def print_result(result: RecallResult) -> None:
+    memories = {m.id: m for m in result.memories}
+    if not result.hits:
+        click.echo("no relevant memories")
+    for rank, hit in enumerate(result.hits, 1):
+        print_hit(hit, rank, memories)
+    if result.answer is not None:
+        click.echo(f"\nanswer: {result.answer}")
+        if result.citations:
+            click.echo(f"cites: {', '.join(result.citations)}")
+
+
+@click.command()
+@click.argument("query")
+@click.option("--dataset", "-d", default="main", show_default=True)
+@click.option("--top-k", "-k", default=10, show_default=True, type=int)
+@click.option("--type", "search_type", default="hybrid", show_default=True, type=click.Choice(_SEARCH_TYPES))
+@click.option("--depth", default=1, show_default=True, type=int, help="Graph expansion hops.")
+@click.option("--as-of", default=None, help="Answer about this valid time (e.g. 2023-06-01).")
+@click.option("--known-at", default=None, help="Answer with what was believed at this time.")
+@click.option("--answer", is_flag=True, help="Ask the configured model for an answer (one call).")
+@click.option("--explain", is_flag=True, help="Show which lanes ranked each hit where.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def recall(ctx, query, dataset, top_k, search_type, depth, as_of, known_at, answer, explain, as_json) -> None:  # noqa: ANN001
+    """Search memory: full-text, vector and graph lanes, fused.
+
+    Example: kenning recall "Where does Alice work?" --as-of 2023-06-01
+    """
+    with open_kenning(ctx) as kn:
+        result = call(kn.recall, query, dataset=dataset, search_type=search_type, top_k=top_k,
+                      depth=depth, as_of=as_of, known_at=known_at, answer=answer, explain=explain)
+    if as_json:
+        dump_json(result)
+        return
+    print_result(result)
+    if explain:
+        for hit in result.hits:
+            click.echo(f"  {hit.id}: {hit.explanation}")
+
+
+@click.command()
+@click.argument("entity")
+@click.option("--dataset", "-d", default="main", show_default=True)
+@click.option("--relation", default=None, help="Only facts with this relation.")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def timeline(ctx, entity, dataset, relation, as_json) -> None:  # noqa: ANN001
+    """An entity's facts in time order, with what superseded what.
+
+    Example: kenning timeline "Alice Novak"
+    """
+    with open_kenning(ctx) as kn:
+        result = call(kn.timeline, entity, dataset=dataset, relation=relation)
+    if as_json:
+        dump_json(result)
+        return
+    click.echo(f"{result.entity.name} ({result.entity.type})")
+    for fact in result.facts:
+        state = "closed" if (fact.invalid_at or fact.expired_at) else "current"
+        line = f"  {short_time(fact.valid_at)} → {short_time(fact.invalid_at)}  {fact.description}  [{state}]"
+        if fact.superseded_by:
+            line += f" superseded by {fact.superseded_by}"
+        click.echo(line)
+
+
+@click.command()
+@click.option("--dataset", "-d", default=None, help="Only this dataset (default: all).")
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def stats(ctx, dataset, as_json) -> None:  # noqa: ANN001
+    """Counts of memories, chunks, entities and facts.
+
+    Example: kenning stats --dataset main
+    """
+    with open_kenning(ctx) as kn:
+        result = call(kn.stats, dataset)
+    if as_json:
+        dump_json(result)
+        return
+    rows = [
+        ("datasets", ", ".join(result.datasets) or "-"), ("memories", result.memories),
+        ("pending", result.pending), ("failed", result.failed), ("chunks", result.chunks),
+        ("entities", result.entities), ("facts", f"{result.facts} ({result.facts_live} live, "
+                                                 f"{result.facts_closed} closed)"),
+        ("last processed", short_time(result.last_processed_at)),
+        ("model calls", f"{result.usage.chat_calls} chat, {result.usage.embedding_calls} embedding"),
+        ("embedder", result.embedder or "-"),
+    ]
+    for name, value in rows:
+        click.echo(f"{name:>15}: {value}")
+
+
+@click.command()
+@click.option("--keep", is_flag=True, help="Keep the demo store and print its path.")
+@click.pass_context
+def demo(ctx, keep) -> None:  # noqa: ANN001
+    """Remember a bundled sample corpus and answer a few questions, offline.
+
+    Uses --db when given, else a fresh temporary store.
+
+    Example: kenning demo
+    """
+    from ..demo import CORPUS, QUESTIONS
+
+    tmp = None
+    if ctx.obj.get("db") is None:
+        tmp = tempfile.mkdtemp(prefix="kenning-demo-")
+        ctx.obj["db"] = os.path.join(tmp, "demo.db")
+    with open_kenning(ctx) as kn:
+        click.echo(f"store: {ctx.obj['db']}")
+        for date, source, text in CORPUS:
+            result = call(kn.remember, text, dataset="demo", source=source, valid_at=date)
+            closed = f", closed {len(result.facts_invalidated)}" if result.facts_invalidated else ""
+            click.echo(f"  remembered [{date}] {text}  → {result.facts_created} facts{closed}")
+        st = kn.stats("demo")
+        click.echo(f"\n{st.memories} memories, {st.entities} entities, {st.facts} facts "
+                   f"({st.facts_live} current, {st.facts_closed} closed)\n")
+        for question, options in QUESTIONS:
+            suffix = f"  (as of {options['as_of']})" if "as_of" in options else ""
+            click.echo(f"? {question}{suffix}")
+            print_result(call(kn.recall, question, dataset="demo", top_k=3, **options))
+            click.echo("")
+        click.echo("timeline of Alice Novak:")
+        for fact in call(kn.timeline, "Alice Novak", dataset="demo").facts:
+            click.echo(f"  {short_time(fact.valid_at)} → {short_time(fact.invalid_at)}  {fact.description}")
+    if tmp is not None and not keep:
+        import shutil
+
+        shutil.rmtree(tmp, ignore_errors=True)
