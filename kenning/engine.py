@@ -29,7 +29,7 @@ from .models import (
     Timeline,
     Usage,
 )
-from .pipeline.dates import parse_date, parse_user_datetime
+from .pipeline.dates import find_dates, parse_user_datetime
 from .pipeline.commit import CommitOutcome, apply_plan, new_id
 from .pipeline.extract import Extractor, normalize_name, normalize_relation
 from .pipeline.process import PipelineConfig, build_plan
@@ -63,8 +63,7 @@ def parse_when(value: dt.datetime | str | None) -> dt.datetime | None:
 
 def dates_in_query(text: str, now: dt.datetime) -> dt.datetime | None:
     """The instant a temporal question asks about ("in 2023", "in June 2024"), if it names one."""
-    match = re.search(r"\b(?:in|on|as of|during)\s+([A-Za-z0-9 ,/-]{4,30})", text)
-    return parse_date(match.group(1).strip(" ?.,"), now) if match else None
+    return find_dates(text, now).valid_at
 
 
 def check_dataset(name: str) -> str:

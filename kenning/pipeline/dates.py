@@ -1,0 +1,292 @@
+"""Dates in text, resolved against a reference time. Pure, stdlib only.
+
+Three entry points:
+
+- ``parse_date(text, reference)``: one date expression -> its earliest instant (UTC), or None.
+- ``find_dates(sentence, reference)``: the validity period a sentence states ("since 2019",
+  "from 2019 to 2021", "in June 2024", "last year"...) and the character spans it consumed, so
+  the offline extractor can cut date phrases out before it reads names.
+- ``parse_user_datetime(text)``: a date given by a user (CLI, API); raises ``ValidationError``.
+
+Conventions (DESIGN §3):
+
+- Partial dates take their earliest instant: "June 2024" is 2024-06-01T00:00Z, "2019" is
+  2019-01-01T00:00Z, "last week" is the Monday that week began. "from 2019 to 2021" therefore
+  ends at 2021-01-01: the earliest reading, consistently.
+- A month without a year ("in June") is that month of the reference year, even when it lies
+  after the reference: the text rarely says which year, and guessing the previous one would be
+  wrong as often as right.
+- "N units ago" keeps the day: "two years ago" from 2024-06-15T10:00 is 2022-06-15T00:00
+  (months shift by calendar month, clamped to the month's last day).
+- Slash dates are US order: "03/01/2024" is March 1.
+- Everything returned is timezone-aware UTC; a naive reference is taken as UTC.
+"""
+
+from __future__ import annotations
+
+import calendar
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+from .._time import UTC, as_utc, utcnow
+from ..errors import ValidationError
+
+__all__ = ["DateSpan", "find_dates", "parse_date", "parse_user_datetime"]
+
+_MONTH_NUMBERS = {
+    name: number
+    for number, name in enumerate(
+        ("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct", "nov", "dec"), 1
+    )
+}
+_NUMBER_WORDS = {
+    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6,
+    "seven": 7, "eight": 8, "nine": 9, "ten": 10, "eleven": 11, "twelve": 12,
+}  # fmt: skip
+
+# Building blocks. Every token is bounded by \b, so a scan never starts inside a word.
+_TOKENS = {
+    "MONTH": (
+        r"\b(?:jan(?:uary)?|feb(?:ruary)?|mar(?:ch)?|apr(?:il)?|may|june?|july?|aug(?:ust)?"
+        r"|sep(?:t(?:ember)?)?|oct(?:ober)?|nov(?:ember)?|dec(?:ember)?)\b\.?"
+    ),
+    "DAY": r"\b(?:3[01]|[12]\d|0?[1-9])(?:st|nd|rd|th)?\b",
+    "YEAR": r"\b(?:1[6-9]|2[01])\d\d\b",
+    "NUM": r"\b(?:\d{1,3}|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)\b",
+}
+
+
+def _expand(template: str) -> str:
+    for token, pattern in _TOKENS.items():
+        template = template.replace(token, pattern)
+    return template
+
+
+# One date expression per form, most specific first: in an alternation the first form that
+# matches wins, so "June 5, 2024" must be tried before "June 5" and "June".
+_FORMS: list[tuple[str, str]] = [
+    ("iso", r"\b(?P<y>\d{4})-(?P<m>\d\d?)-(?P<d>\d\d?)\b"),
+    ("us", r"\b(?P<m>\d\d?)/(?P<d>\d\d?)/(?P<y>\d{4})\b"),
+    ("mdy", _expand(r"(?P<mon>MONTH)\s+(?P<d>DAY),?\s+(?P<y>YEAR)")),
+    ("dmy", _expand(r"(?P<d>DAY)\s+(?:of\s+)?(?P<mon>MONTH),?\s+(?P<y>YEAR)")),
+    ("my", _expand(r"(?P<mon>MONTH),?\s+(?:of\s+)?(?P<y>YEAR)")),
+    ("md", _expand(r"(?P<mon>MONTH)\s+(?P<d>DAY)")),
+    ("dm", _expand(r"(?P<d>DAY)\s+(?:of\s+)?(?P<mon>MONTH)")),
+    ("rel", r"\b(?P<which>last|this|next|past)\s+(?P<unit>year|month|week)\b"),
+    ("ago", _expand(r"(?P<n>NUM)\s+(?P<unit>day|week|month|year)s?\s+ago\b")),
+    ("word", r"\b(?P<word>yesterday|today|tomorrow)\b"),
+    ("y", _expand(r"(?P<y>YEAR)")),
+    ("mon", _expand(r"(?P<mon>MONTH)")),
+]
+# Forms that read as a date on their own; the others ("2019", "June", "June 5") only count
+# after a preposition, or "Acme has 2000 employees" and "Alice may join" would be dates.
+_STRONG = {"iso", "us", "mdy", "dmy", "my", "rel", "ago", "word"}
+
+_FULL = {kind: re.compile(pattern, re.IGNORECASE) for kind, pattern in _FORMS}
+_NOW = re.compile(r"now|right\s+now", re.IGNORECASE)
+_LEADING_PREPOSITION = re.compile(r"(?:in|on|during|at)\s+(?:the\s+)?", re.IGNORECASE)
+
+
+def _unnamed(pattern: str) -> str:
+    return re.sub(r"\(\?P<\w+>", "(?:", pattern)
+
+
+_ANY = "(?:" + "|".join(_unnamed(p) for _, p in _FORMS) + ")"
+_ANY_STRONG = "(?:" + "|".join(_unnamed(p) for k, p in _FORMS if k in _STRONG) + ")"
+
+# Phrases, scanned in this order; a later phrase may not overlap an earlier one.
+_PHRASES: list[tuple[str, re.Pattern[str]]] = [
+    (
+        "range",
+        re.compile(
+            rf"\b(?:from|between)\s+(?P<a>{_ANY})"
+            rf"(?:\s+(?:to|and|until|till|through)\s+|\s*[-–—]\s*)(?P<b>{_ANY})",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "range",
+        re.compile(
+            _expand(r"(?:\b(?:in|from|during)\s+)?(?P<a>YEAR)\s*[-–—]\s*(?P<b>YEAR)"),
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "since",
+        re.compile(
+            r"\b(?:since|starting(?:\s+(?:in|on|from))?|beginning(?:\s+(?:in|on))?"
+            rf"|as\s+of|effective(?:\s+(?:from|on))?)\s+(?:the\s+)?(?P<a>{_ANY})",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "until",
+        re.compile(
+            r"\b(?:until|till|til|through|thru|up\s+(?:to|until)|ending(?:\s+(?:in|on))?)"
+            rf"\s+(?:the\s+)?(?P<b>{_ANY})",
+            re.IGNORECASE,
+        ),
+    ),
+    (
+        "point",
+        re.compile(
+            rf"\b(?:in|on|during)\s+(?:the\s+)?(?:(?:early|mid|late)[-\s]+)?(?P<a>{_ANY})",
+            re.IGNORECASE,
+        ),
+    ),
+    ("point", re.compile(rf"(?P<a>{_ANY_STRONG})", re.IGNORECASE)),
+]
+# Cheap gate: most sentences hold no date at all, and this one search is all they pay.
+_HINT = re.compile(
+    _expand(r"\d|MONTH|\b(?:last|this|next|past|yesterday|today|tomorrow|ago)\b"), re.IGNORECASE
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DateSpan:
+    """The validity period a sentence states, and the character spans that stated it."""
+
+    valid_at: dt.datetime | None = None
+    invalid_at: dt.datetime | None = None
+    spans: tuple[tuple[int, int], ...] = ()
+
+    def strip(self, sentence: str) -> str:
+        """The sentence with the date phrases cut out (whitespace left as it falls)."""
+        parts, start = [], 0
+        for begin, end in self.spans:
+            parts.append(sentence[start:begin])
+            start = end
+        parts.append(sentence[start:])
+        return " ".join(part.strip() for part in parts if part.strip())
+
+
+def parse_date(text: str, reference: dt.datetime) -> dt.datetime | None:
+    """The earliest instant ``text`` names, relative to ``reference``; None if it names none."""
+    if not isinstance(text, str):
+        return None
+    text = " ".join(text.split())
+    preposition = _LEADING_PREPOSITION.match(text)
+    if preposition:
+        text = text[preposition.end() :]
+    reference = as_utc(reference)
+    if _NOW.fullmatch(text):
+        return reference
+    for kind, pattern in _FULL.items():
+        match = pattern.fullmatch(text)
+        if match:
+            try:
+                return _resolve(match.groupdict(), reference)
+            except (ValueError, OverflowError):  # "2024-02-30", "13/45/2024": not a date
+                return None
+    return None
+
+
+def _resolve(groups: dict[str, str | None], reference: dt.datetime) -> dt.datetime:
+    if groups.get("word"):
+        offset = {"yesterday": -1, "today": 0, "tomorrow": 1}[groups["word"].lower()]
+        return _midnight(reference.date() + dt.timedelta(days=offset))
+    if groups.get("which"):
+        return _calendar_relative(groups["which"].lower(), groups["unit"].lower(), reference)
+    if groups.get("n"):
+        count = groups["n"].lower()
+        amount = int(count) if count.isdigit() else _NUMBER_WORDS[count]
+        return _ago(amount, groups["unit"].lower(), reference)
+    year = int(groups["y"]) if groups.get("y") else reference.year
+    if groups.get("mon"):
+        month = _MONTH_NUMBERS[groups["mon"][:3].lower()]
+    else:
+        month = int(groups["m"]) if groups.get("m") else 1
+    day = int(re.match(r"\d+", groups["d"]).group()) if groups.get("d") else 1
+    return dt.datetime(year, month, day, tzinfo=UTC)
+
+
+def _calendar_relative(which: str, unit: str, reference: dt.datetime) -> dt.datetime:
+    step = {"last": -1, "past": -1, "this": 0, "next": 1}[which]
+    today = reference.date()
+    if unit == "year":
+        return dt.datetime(today.year + step, 1, 1, tzinfo=UTC)
+    if unit == "month":
+        first = _shift_months(today.replace(day=1), step)
+        return _midnight(first)
+    monday = today - dt.timedelta(days=today.weekday())
+    return _midnight(monday + dt.timedelta(weeks=step))
+
+
+def _ago(amount: int, unit: str, reference: dt.datetime) -> dt.datetime:
+    today = reference.date()
+    if unit == "day":
+        return _midnight(today - dt.timedelta(days=amount))
+    if unit == "week":
+        return _midnight(today - dt.timedelta(weeks=amount))
+    months = amount * (12 if unit == "year" else 1)
+    return _midnight(_shift_months(today, -months))
+
+
+def _shift_months(day: dt.date, months: int) -> dt.date:
+    index = day.year * 12 + day.month - 1 + months
+    year, month = divmod(index, 12)
+    last = calendar.monthrange(year, month + 1)[1]
+    return dt.date(year, month + 1, min(day.day, last))
+
+
+def _midnight(day: dt.date) -> dt.datetime:
+    return dt.datetime(day.year, day.month, day.day, tzinfo=UTC)
+
+
+def find_dates(sentence: str, reference: dt.datetime) -> DateSpan:
+    """The period ``sentence`` states: "since"/points give valid_at, "until" gives invalid_at.
+
+    The first phrase of each kind wins; later date phrases are still consumed (their spans are
+    returned) so they never end up inside an entity name. An ``invalid_at`` not after
+    ``valid_at`` is dropped.
+    """
+    if not sentence or not _HINT.search(sentence):
+        return DateSpan()
+    reference = as_utc(reference)
+    valid_at = invalid_at = None
+    spans: list[tuple[int, int]] = []
+    for _kind, pattern in _PHRASES:
+        for match in pattern.finditer(sentence):
+            if any(match.start() < end and start < match.end() for start, end in spans):
+                continue
+            start_date = _group_date(match, "a", reference)
+            end_date = _group_date(match, "b", reference)
+            if start_date is None and end_date is None:
+                continue
+            spans.append(match.span())
+            valid_at = valid_at or start_date
+            invalid_at = invalid_at or end_date
+    if valid_at and invalid_at and invalid_at <= valid_at:
+        invalid_at = None
+    return DateSpan(valid_at, invalid_at, tuple(sorted(spans)))
+
+
+def _group_date(match: re.Match[str], name: str, reference: dt.datetime) -> dt.datetime | None:
+    text = match.groupdict().get(name)
+    return parse_date(text, reference) if text else None
+
+
+def parse_user_datetime(text: str | dt.datetime, *, now: dt.datetime | None = None) -> dt.datetime:
+    """A date typed by a user: ISO 8601 / RFC 3339 (with or without time and zone; naive is UTC)
+    or a natural phrase ("June 2024", "last year", "3 days ago", "now") relative to ``now``.
+
+    Raises ``ValidationError`` naming the accepted forms when the text is none of them.
+    """
+    if isinstance(text, dt.datetime):
+        return as_utc(text)
+    value = text.strip() if isinstance(text, str) else ""
+    if not value:
+        raise ValidationError("a date is required, e.g. 2024-03-01 or 2024-03-01T12:00:00Z")
+    try:
+        return as_utc(value)
+    except ValueError:
+        pass  # not ISO 8601: try the natural forms
+    parsed = parse_date(value, now or utcnow())
+    if parsed is None:
+        raise ValidationError(
+            f"could not read {value!r} as a date: use ISO 8601 (2024-03-01, "
+            "2024-03-01T12:00:00Z) or a phrase such as 'June 2024', 'last year', '3 days ago'",
+            value=value,
+        )
+    return parsed
