@@ -232,14 +232,18 @@ def _relation_matches(relation: str, asked: set[str]) -> bool:
 
 def _dedupe(hits: list[Hit]) -> list[Hit]:
     """One hit per text: a sentence that states several facts is shown once, with the
-    provenance of all."""
+    provenance of all; a chunk that only repeats a fact's sentence gives way to the fact,
+    which carries the timeline."""
+    fact_texts = {h.text.strip().casefold() for h in hits if h.kind == "fact"}
     seen: dict[tuple[str, str], Hit] = {}
     out = []
     for hit in hits:
-        key = (hit.kind if hit.kind != "chunk" else "fact", hit.text.strip().casefold())
-        first = seen.get(key)
+        text = hit.text.strip().casefold()
+        if hit.kind == "chunk" and text in fact_texts:
+            continue
+        first = seen.get((hit.kind, text))
         if first is None:
-            seen[key] = hit
+            seen[(hit.kind, text)] = hit
             out.append(hit)
         else:
             first.memory_ids = list(dict.fromkeys([*first.memory_ids, *hit.memory_ids]))

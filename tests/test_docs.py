@@ -1,0 +1,52 @@
+"""The documentation keeps up with the code: settings, exports, README and CI agree."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import kenning
+from kenning.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def test_every_setting_is_documented() -> None:
+    text = (ROOT / "docs" / "settings.md").read_text()
+    missing = [name for name in Settings.model_fields if f"`{name}`" not in text]
+    assert missing == []
+
+
+def test_init_only_reexports_and_all_is_complete() -> None:
+    public = {name for name in dir(kenning) if not name.startswith("_")}
+    modules = {"client", "engine", "errors", "models", "settings", "pipeline", "providers", "store",
+               "search", "lifecycle", "cli", "demo", "server", "mcp", "eval", "_time"}
+    assert public - modules - set(kenning.__all__) == set()
+    for name in kenning.__all__:
+        assert hasattr(kenning, name), name
+
+
+def test_readme_quickstart_has_two_commands_and_ci_runs_the_test_one() -> None:
+    readme = (ROOT / "README.md").read_text()
+    quickstart = readme.split("## Quickstart", 1)[1].split("\n## ", 1)[0]
+    commands = re.findall(r"```bash\n(.+?)\n```", quickstart, re.S)
+    assert len(commands) == 2
+    assert "kenning demo" in commands[0]
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert commands[1].strip() in ci
+
+
+def test_every_cli_command_has_help_with_an_example() -> None:
+    import click
+
+    from kenning.cli import cli
+
+    def walk(group: click.Group, prefix: str = ""):  # noqa: ANN202
+        for name, command in group.commands.items():
+            if isinstance(command, click.Group):
+                yield from walk(command, prefix + name + " ")
+            else:
+                yield prefix + name, command
+
+    undocumented = [name for name, command in walk(cli) if "Example:" not in (command.help or "")]
+    assert undocumented == []
