@@ -41,6 +41,7 @@ def _build_engine(
     extractor: Extractor | None,
     clock: Callable[[], dt.datetime] | None,
     settings: dict[str, Any],
+    verify_embedder: bool = True,
 ) -> Engine:
     from .providers.registry import make_chat, make_embedder
 
@@ -60,7 +61,8 @@ def _build_engine(
                 from .pipeline.offline import OfflineExtractor
 
                 extractor = OfflineExtractor()
-        return Engine(config, store, embedder, extractor, chat, clock or utcnow)
+        return Engine(config, store, embedder, extractor, chat, clock or utcnow,
+                      verify_embedder=verify_embedder)
     except BaseException:
         store.close()
         raise
@@ -101,6 +103,16 @@ class Kenning:
     @property
     def settings(self) -> Settings:
         return self._engine.settings
+
+    @classmethod
+    def reembed(cls, path_or_url: str | None = None, **kwargs: Any) -> dict[str, int]:
+        """Re-embed a whole store with the configured embedder (after changing embedders):
+        ``Kenning.reembed("memory.db", embedder="local:all-MiniLM-L6-v2")``."""
+        self = cls.__new__(cls)
+        known = {k: kwargs.pop(k, None) for k in ("store", "embedder", "chat", "extractor", "clock")}
+        self._engine = _build_engine(path_or_url, settings=kwargs, verify_embedder=False, **known)
+        with self:
+            return self._engine.reembed()
 
     def __enter__(self) -> Kenning:
         return self

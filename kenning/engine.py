@@ -83,6 +83,8 @@ class Engine:
         extractor: Extractor,
         chat: ChatModel | None = None,
         clock: Callable[[], dt.datetime] = utcnow,
+        *,
+        verify_embedder: bool = True,
     ) -> None:
         self.settings = settings
         self.store = store
@@ -97,7 +99,8 @@ class Engine:
             entity_similarity=settings.entity_similarity,
         )
         self._result_lock = threading.Lock()
-        store.check_embedder(embedder.name, embedder.dimension)
+        if verify_embedder:
+            store.check_embedder(embedder.name, embedder.dimension)
 
     def now(self) -> dt.datetime:
         return as_utc(self.clock())
@@ -325,6 +328,24 @@ class Engine:
                 "chat_calls": spent.chat_calls, "seconds": spent.seconds,
             },
         )
+
+    def reembed(self, *, missing_only: bool = False, page: int = 512) -> dict[str, int]:
+        """Rewrite every stored vector with this engine's embedder, then record it as the
+        store's embedder. While it runs the store names no valid embedder, so an interrupted
+        run is noticed (and simply run again) rather than leaving mixed vectors in use."""
+        if not missing_only:
+            self.store.set_embedder(f"reembedding:{self.embedder.name}", self.embedder.dimension)
+        counts: dict[str, int] = {}
+        for kind in ("chunk", "entity", "fact"):
+            after, done = None, 0
+            while rows := self.store.texts_to_embed(kind, after, page, missing_only):
+                vectors = self.embedder.embed([text for _, text in rows])
+                self.store.set_embeddings(kind, [(i, v) for (i, _), v in zip(rows, vectors)])
+                after, done = rows[-1][0], done + len(rows)
+            counts[kind] = done
+        self.store.set_embedder(self.embedder.name, self.embedder.dimension)
+        log.info("re-embedded store", extra={"embedder_dimension": self.embedder.dimension, **counts})
+        return counts
 
     # -- reads -------------------------------------------------------------------------------
     def stats(self, dataset: str | None = None) -> Stats:

@@ -250,3 +250,16 @@ def test_recall_makes_no_model_call_and_needs_a_model_for_answers(kn: Kenning) -
     assert kn.recall("Alice").usage.chat_calls == 0
     with pytest.raises(ModelNotConfiguredError):
         kn.recall("Where does Alice work?", answer=True)
+
+
+def test_reembed_switches_the_store_to_a_new_embedder(store_url: str) -> None:
+    with Kenning(store_url) as kn:
+        kn.remember(["Alice works at Acme.", "Bob lives in Paris."])
+    small = HashingEmbedder(dimension=64)
+    counts = Kenning.reembed(store_url, embedder=small)
+    assert counts["chunk"] == 2 and counts["fact"] == 2 and counts["entity"] == 4
+    with pytest.raises(EmbedderMismatchError):
+        Kenning(store_url)
+    with Kenning(store_url, embedder=HashingEmbedder(dimension=64)) as kn:
+        hits = kn.recall("Where does Alice work?", search_type="facts").hits
+        assert hits[0].target == "Acme" and "vector" in hits[0].lanes

@@ -48,7 +48,7 @@ def _remember_options(fn):  # noqa: ANN001, ANN202
 
 
 def register(group: click.Group) -> None:
-    for command in (remember, add, cognify, recall, timeline, stats, demo):
+    for command in (remember, add, cognify, recall, timeline, stats, reembed, demo):
         group.add_command(command)
 
 
@@ -231,6 +231,21 @@ def stats(ctx, dataset, as_json) -> None:  # noqa: ANN001
     ]
     for name, value in rows:
         click.echo(f"{name:>15}: {value}")
+
+
+@click.command()
+@click.option("--embedder", default=None, help="The new embedder (default: KENNING_EMBEDDER).")
+@click.pass_context
+def reembed(ctx, embedder) -> None:  # noqa: ANN001
+    """Rewrite every stored vector with a new embedder and record it in the store.
+
+    Example: KENNING_EMBEDDER=local:all-MiniLM-L6-v2 kenning --db memory.db reembed
+    """
+    from ..client import Kenning
+
+    settings = {"embedder": embedder} if embedder else {}
+    counts = call(Kenning.reembed, ctx.obj.get("db"), **settings)
+    click.echo("re-embedded " + ", ".join(f"{n} {kind}s" for kind, n in counts.items()))
 
 
 @click.command()

@@ -248,6 +248,21 @@ class Store(ABC):
         at: dt.datetime,
     ) -> None: ...
 
+    # -- embeddings --------------------------------------------------------------------------
+    @abstractmethod
+    def texts_to_embed(
+        self, kind: str, after_id: str | None, limit: int, missing_only: bool = False
+    ) -> list[tuple[str, str]]:
+        """(id, text) of ``kind`` records ordered by id, for (re-)embedding page by page."""
+
+    @abstractmethod
+    def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
+        """Replace the vectors of the given records (one transaction)."""
+
+    @abstractmethod
+    def set_embedder(self, name: str, dimension: int) -> None:
+        """Record the embedder the stored vectors come from."""
+
     # -- bookkeeping -------------------------------------------------------------------------
     @abstractmethod
     def stats(self, dataset: str | None) -> Stats: ...

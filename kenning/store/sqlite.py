@@ -305,10 +305,10 @@ class SQLiteStore(Store):
                 rows = {"embedder": name, "embedder_dimension": str(dimension)}
             if rows["embedder"] != name or int(rows["embedder_dimension"]) != dimension:
                 raise EmbedderMismatchError(
-                    f"this store was built with embedder {rows['embedder']!r} "
-                    f"({rows['embedder_dimension']} dimensions), not {name!r} ({dimension}); "
-                    f"open it with KENNING_EMBEDDER={rows['embedder'].split('-v1-')[0]!r}, or re-embed it "
-                    f"with: kenning reembed --db {self.path}",
+                    f"this store's vectors come from embedder {rows['embedder']!r} "
+                    f"({rows['embedder_dimension']} dimensions), not {name!r} ({dimension}); open it with "
+                    f"the embedder it was built with, or re-embed it with the new one: "
+                    f"kenning --db {self.path} reembed",
                     stored=rows["embedder"],
                     requested=name,
                 )
@@ -600,6 +600,30 @@ class SQLiteStore(Store):
                         f" WHERE id IN ({_placeholders(len(ids))})",
                         [stamp, *ids],
                     )
+
+    # -- embeddings --------------------------------------------------------------------------
+    _EMBED_TEXT = {"chunk": "text", "entity": "name", "fact": "description"}
+
+    def texts_to_embed(self, kind, after_id, limit, missing_only=False) -> list[tuple[str, str]]:  # noqa: ANN001
+        table, column = _KIND_TABLE[kind], self._EMBED_TEXT[kind]
+        where = ["id > ?"] if after_id else []
+        if missing_only:
+            where.append("embedding IS NULL")
+        clause = (" WHERE " + " AND ".join(where)) if where else ""
+        with self._lock:
+            rows = self._db.execute(
+                f"SELECT id, {column} FROM {table}{clause} ORDER BY id LIMIT ?",
+                ([after_id] if after_id else []) + [limit],
+            ).fetchall()
+        return [(r[0], r[1]) for r in rows]
+
+    def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
+        table = _KIND_TABLE[kind]
+        with self._write():
+            self._db.executemany(
+                f"UPDATE {table} SET embedding = ? WHERE id = ?", [(to_blob(v), i) for i, v in rows]
+            )
+        self._indexes = None  # rebuilt from the stored vectors on next use
 
     # -- vector index ------------------------------------------------------------------------
     def _read_data_version(self) -> int:
