@@ -133,10 +133,13 @@ class Kenning:
         valid_at: dt.datetime | str | None = None,
         metadata: dict[str, Any] | None = None,
         force: bool = False,
+        dry_run: bool = False,
     ) -> RememberResult:
-        """Store and process now: a string, a structured memory, or a list of them."""
+        """Store and process now: a string, a structured memory, or a list of them.
+        ``dry_run`` estimates model calls and tokens without storing or calling anything."""
         return self._engine.remember(content, dataset=dataset, kind=kind, source=source,
-                                     valid_at=valid_at, metadata=metadata, force=force)
+                                     valid_at=valid_at, metadata=metadata, force=force,
+                                     dry_run=dry_run)
 
     def add(
         self,

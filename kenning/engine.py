@@ -30,6 +30,7 @@ from .models import (
     Usage,
 )
 from .pipeline.dates import find_dates, parse_user_datetime
+from .pipeline.chunk import chunk_text
 from .pipeline.commit import CommitOutcome, apply_plan, new_id
 from .pipeline.extract import Extractor, normalize_name, normalize_relation
 from .pipeline.process import PipelineConfig, build_plan
@@ -203,8 +204,12 @@ class Engine:
         valid_at: dt.datetime | str | None = None,
         metadata: dict[str, Any] | None = None,
         force: bool = False,
+        dry_run: bool = False,
         progress: Callable[[int], None] | None = None,
     ) -> RememberResult:
+        if dry_run:
+            return self._estimate(content, dataset=dataset, kind=kind, source=source,
+                                  valid_at=valid_at, metadata=metadata, force=force)
         added = self.add(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
                          metadata=metadata)
         ids = [memory_id for memory_id, _ in added]
@@ -222,6 +227,35 @@ class Engine:
         result.facts_created = outcome.facts_created
         result.facts_invalidated = outcome.facts_invalidated
         result.errors = [f"{memory_id}: {reason}" for memory_id, reason in outcome.failed.items()]
+        return result
+
+    def _estimate(self, content: ContentInput | Sequence[ContentInput], *, dataset: str,
+                  force: bool, **fields: Any) -> RememberResult:
+        """What ``remember`` would spend, without storing anything or calling any model:
+        extraction calls and tokens from the extractor's own estimate, at most one resolution
+        call per memory when the dataset already has facts, one embedding call per memory."""
+        check_dataset(dataset)
+        items = [content] if isinstance(content, (str, MemoryInput, dict)) else list(content)
+        now = self.now()
+        memories = [self._to_memory(i, dataset=dataset, now=now, kind=fields["kind"],
+                                    source=fields["source"], valid_at=as_utc(fields["valid_at"]),
+                                    metadata=fields["metadata"]) for i in items]
+        result = RememberResult(dry_run=True, memory_ids=[])
+        has_facts = self.store.stats(dataset).facts > 0
+        remote_embedder = not self.embedder.name.startswith("hashing")
+        seen: set[str] = set()
+        for memory in memories:
+            if memory.content_hash in seen:
+                continue
+            seen.add(memory.content_hash)
+            chunks = [c.text for c in chunk_text(memory.content, self.settings.chunk_size,
+                                                 self.settings.chunk_overlap)]
+            estimate = getattr(self.extractor, "estimate", None)
+            if self.chat is not None and estimate is not None:
+                result.usage.add(estimate(chunks, memory.valid_at))
+                result.usage.chat_calls += 1 if has_facts else 0
+            result.usage.embedding_calls += 1 if remote_embedder else 0
+            result.usage.embedded_texts += len(chunks)
         return result
 
     def cognify(
