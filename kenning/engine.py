@@ -123,6 +123,7 @@ class Engine:
         valid_at: dt.datetime | None,
         metadata: dict[str, Any] | None,
         now: dt.datetime,
+        status: str = "pending",
     ) -> Memory:
         fields: dict[str, Any] = {}
         if isinstance(item, dict):
@@ -154,7 +155,7 @@ class Engine:
             source=source,
             content_hash=content_hash(content),
             valid_at=valid_at or now,
-            status="pending",
+            status=status,
             created_at=now,
             updated_at=now,
             **fields,
@@ -169,8 +170,12 @@ class Engine:
         source: str | None = None,
         valid_at: dt.datetime | str | None = None,
         metadata: dict[str, Any] | None = None,
+        status: str = "pending",
     ) -> list[tuple[str, bool]]:
-        """Store memories as ``pending``; returns (id, created) in input order."""
+        """Store memories as ``pending``; returns (id, created) in input order.
+
+        ``remember`` stores them directly as ``processing`` (it processes them at once): one
+        write fewer per memory, and a crash still leaves them visible and reclaimable."""
         check_dataset(dataset)
         items = [content] if isinstance(content, (str, MemoryInput, dict)) else list(content)
         if not items:
@@ -183,7 +188,7 @@ class Engine:
         # Validate every item before storing any, so a bad batch stores nothing.
         memories = [
             self._to_memory(i, dataset=dataset, kind=kind, source=source, valid_at=reference,
-                            metadata=metadata, now=now)
+                            metadata=metadata, now=now, status=status)
             for i in items
         ]
         out = []
@@ -211,7 +216,7 @@ class Engine:
             return self._estimate(content, dataset=dataset, kind=kind, source=source,
                                   valid_at=valid_at, metadata=metadata, force=force)
         added = self.add(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
-                         metadata=metadata)
+                         metadata=metadata, status="processing")
         ids = [memory_id for memory_id, _ in added]
         memories = {m.id: m for m in self.store.get_memories(list(dict.fromkeys(ids)))}
         todo, skipped = [], []

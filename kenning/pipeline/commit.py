@@ -134,7 +134,10 @@ def _write_fact(
     out: CommitOutcome,
 ) -> None:
     source_id, target_id = ids[draft.source_key], ids[draft.target_key]
-    candidates = txn.live_facts_touching(plan.dataset, source_id, target_id, draft.relation)
+    if draft.relation in rules.single_target:
+        candidates = txn.live_facts_touching(plan.dataset, source_id, target_id, draft.relation, by_target=True)
+    else:
+        candidates = txn.live_facts_touching(plan.dataset, source_id, target_id, draft.relation)
     repeat = _repeat_of(candidates, source_id, draft, target_id)
     if repeat is None and draft.duplicate_of:
         repeat = next((c for c in txn.get_fact_rows([draft.duplicate_of]) if c.expired_at is None), None)

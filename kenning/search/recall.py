@@ -45,6 +45,7 @@ _RELATION_CUES = {
 }
 #: score multiplier for a fact whose relation the question asks about
 _RELATION_BOOST = 1.3
+_MAX_PROVENANCE = 10
 #: score multiplier for a hit about an entity the question names
 _NAMED_BOOST = 1.2
 _MAX_EMBED_CHARS = 8000
@@ -159,6 +160,10 @@ def search(
     pool = _fuse(lanes)
     if q.search_type in ("graph",):
         pool = {k: c for k, c in pool.items() if c.kind == "fact"}
+    # Only the best fused candidates are loaded: the multipliers reorder within a few ranks,
+    # and loading hundreds of records per query would dominate the latency.
+    keep = sorted(pool.items(), key=lambda kv: -kv[1].score)[: max(q.top_k * 4, 40)]
+    pool = dict(keep)
     return _materialize(store, settings, q, pool, now, asked_relations(terms), named)
 
 
@@ -260,6 +265,10 @@ def _materialize(
         by_kind[kind].append(item_id)
     facts = {f.id: f for f in store.get_facts(by_kind["fact"])}
     entities = {e.id: e for e in store.get_entities(by_kind["entity"])}
+    # A hit names at most _MAX_PROVENANCE memories: an entity mentioned by thousands of
+    # memories would otherwise make every query load them all.
+    for record in (*facts.values(), *entities.values()):
+        record.memory_ids = record.memory_ids[:_MAX_PROVENANCE]
     chunks = {c.id: c for c in store.get_chunks(by_kind["chunk"])}
     memory_ids = {c.memory_id for c in chunks.values()}
     memory_ids |= {m for f in facts.values() for m in f.memory_ids}

@@ -123,10 +123,10 @@ class Txn(ABC):
     # facts
     @abstractmethod
     def live_facts_touching(
-        self, dataset: str, source_id: str, target_id: str, relation: str
+        self, dataset: str, source_id: str, target_id: str, relation: str, by_target: bool = False
     ) -> list[FactRow]:
-        """Open (not expired) facts with the same source and relation, the same two endpoints
-        (either direction), or the same target and relation."""
+        """Open (not expired) facts with the same source and relation or the same two endpoints
+        (either direction); with ``by_target`` also those with the same target and relation."""
 
     @abstractmethod
     def get_fact_rows(self, fact_ids: Sequence[str]) -> list[FactRow]: ...
@@ -216,7 +216,7 @@ class Store(ABC):
 
     @abstractmethod
     def live_facts_touching(
-        self, dataset: str, source_id: str, target_id: str, relation: str
+        self, dataset: str, source_id: str, target_id: str, relation: str, by_target: bool = False
     ) -> list[FactRow]: ...
 
     @abstractmethod

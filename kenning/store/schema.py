@@ -111,9 +111,16 @@ SQLITE_MIGRATIONS: list[list[str]] = [
             memory_id TEXT NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
             PRIMARY KEY (entity_id, memory_id)) WITHOUT ROWID""",
         "CREATE INDEX entity_memories_memory ON entity_memories (memory_id)",
-        # Full-text rows share the rowid of the record they index.
-        "CREATE VIRTUAL TABLE chunks_fts USING fts5(text, tokenize='porter unicode61')",
-        "CREATE VIRTUAL TABLE facts_fts USING fts5(text, tokenize='porter unicode61')",
-        "CREATE VIRTUAL TABLE entities_fts USING fts5(text, tokenize='porter unicode61')",
+        # Full-text rows share the rowid of the record they index. The ``ds`` column holds one
+        # token naming the dataset, so FTS5 itself restricts a search to one dataset; it has
+        # weight 0 in the ranking.
+        *(
+            sql
+            for table in ("chunks", "facts", "entities")
+            for sql in (
+                f"CREATE VIRTUAL TABLE {table}_fts USING fts5(ds, text, tokenize='porter unicode61')",
+                f"INSERT INTO {table}_fts ({table}_fts, rank) VALUES ('rank', 'bm25(0.0, 1.0)')",
+            )
+        ),
     ],
 ]

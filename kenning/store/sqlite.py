@@ -9,6 +9,7 @@ committed, and the vector index is rebuilt from the database then.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import logging
 import sqlite3
@@ -125,7 +126,8 @@ class _SQLiteTxn(Txn):
                 (row.id, row.memory_id, row.dataset, row.position, row.text, row.token_count,
                  to_blob(row.embedding)),
             )
-            self.db.execute("INSERT INTO chunks_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, row.text))
+            self.db.execute("INSERT INTO chunks_fts (rowid, ds, text) VALUES (?, ?, ?)",
+                            (cur.lastrowid, dataset_token(row.dataset), row.text))
             if row.embedding is not None:
                 self.added.append(("chunk", row.dataset, row.id, row.embedding))
 
@@ -148,8 +150,8 @@ class _SQLiteTxn(Txn):
              json.dumps(row.aliases), to_blob(row.embedding), to_text(row.created_at)),
         )
         self.db.execute(
-            "INSERT INTO entities_fts (rowid, text) VALUES (?, ?)",
-            (cur.lastrowid, _entity_text(row.name, row.aliases, row.description)),
+            "INSERT INTO entities_fts (rowid, ds, text) VALUES (?, ?, ?)",
+            (cur.lastrowid, dataset_token(row.dataset), _entity_text(row.name, row.aliases, row.description)),
         )
         if row.embedding is not None:
             self.added.append(("entity", row.dataset, row.id, row.embedding))
@@ -173,8 +175,9 @@ class _SQLiteTxn(Txn):
         )
 
     # -- facts -------------------------------------------------------------------------------
-    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str) -> list[FactRow]:
-        return self.store.live_facts_touching(dataset, source_id, target_id, relation)
+    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
+                            by_target: bool = False) -> list[FactRow]:
+        return self.store.live_facts_touching(dataset, source_id, target_id, relation, by_target)
 
     def get_fact_rows(self, fact_ids: Sequence[str]) -> list[FactRow]:
         return self.store._fact_rows(fact_ids)
@@ -189,7 +192,8 @@ class _SQLiteTxn(Txn):
              to_text(row.expired_at), row.superseded_by, row.memory_id, to_blob(row.embedding),
              row.weight),
         )
-        self.db.execute("INSERT INTO facts_fts (rowid, text) VALUES (?, ?)", (cur.lastrowid, row.description))
+        self.db.execute("INSERT INTO facts_fts (rowid, ds, text) VALUES (?, ?, ?)",
+                        (cur.lastrowid, dataset_token(row.dataset), row.description))
         if row.embedding is not None:
             self.added.append(("fact", row.dataset, row.id, row.embedding))
 
@@ -245,6 +249,11 @@ class _SQLiteTxn(Txn):
     def delete_memory(self, memory_id: str) -> None:
         self.delete_chunks(memory_id)
         self.db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+
+
+def dataset_token(dataset: str) -> str:
+    """One full-text token that names a dataset, whatever characters its name has."""
+    return "ds" + hashlib.sha1(dataset.encode()).hexdigest()[:16]
 
 
 def _entity_text(name: str, aliases: list[str], description: str) -> str:
@@ -527,16 +536,19 @@ class SQLiteStore(Store):
         by_id = {r["id"]: ChunkRow(**dict(r)) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
-    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str) -> list[FactRow]:
+    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
+                            by_target: bool = False) -> list[FactRow]:
+        sql = (
+            "SELECT * FROM facts WHERE source_id = ? AND relation = ? AND dataset = ? AND expired_at IS NULL"
+            " UNION SELECT * FROM facts WHERE source_id = ? AND target_id = ? AND dataset = ? AND expired_at IS NULL"
+            " UNION SELECT * FROM facts WHERE source_id = ? AND target_id = ? AND dataset = ? AND expired_at IS NULL"
+        )
+        args: list[Any] = [source_id, relation, dataset, source_id, target_id, dataset, target_id, source_id, dataset]
+        if by_target:
+            sql += " UNION SELECT * FROM facts WHERE target_id = ? AND relation = ? AND dataset = ? AND expired_at IS NULL"
+            args += [target_id, relation, dataset]
         with self._lock:
-            rows = self._db.execute(
-                "SELECT * FROM facts WHERE dataset = ? AND expired_at IS NULL AND ("
-                " (source_id = ? AND relation = ?)"
-                " OR (source_id = ? AND target_id = ?) OR (source_id = ? AND target_id = ?)"
-                " OR (target_id = ? AND relation = ?)) ORDER BY valid_at, id",
-                (dataset, source_id, relation, source_id, target_id, target_id, source_id,
-                 target_id, relation),
-            ).fetchall()
+            rows = self._db.execute(f"SELECT * FROM ({sql}) ORDER BY valid_at, id", args).fetchall()
         return [_fact_row(r) for r in rows]
 
     def entity_facts(self, entity_id: str, relation: str | None = None) -> list[Fact]:
@@ -564,14 +576,15 @@ class SQLiteStore(Store):
         table = _KIND_TABLE[kind]
         # Every term is a quoted FTS5 string (inner quotes doubled), so no user text is ever
         # read as FTS5 syntax (NEAR, *, column filters, parentheses).
-        match = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+        match = f'ds : "{dataset_token(dataset)}" AND text : ({words})'
         sql = (
-            f"SELECT r.id AS id, bm25({table}_fts) AS rank FROM {table}_fts"
-            f" JOIN {table} r ON r.rowid = {table}_fts.rowid"
-            f" WHERE {table}_fts MATCH ? AND r.dataset = ? ORDER BY rank LIMIT ?"
+            f"SELECT r.id AS id, f.rank AS rank FROM"
+            f" (SELECT rowid, rank FROM {table}_fts WHERE {table}_fts MATCH ? ORDER BY rank LIMIT ?) f"
+            f" JOIN {table} r ON r.rowid = f.rowid ORDER BY f.rank"
         )
         with self._lock:
-            rows = self._db.execute(sql, (match, dataset, limit)).fetchall()
+            rows = self._db.execute(sql, (match, limit)).fetchall()
         return [Scored(kind, r["id"], -r["rank"]) for r in rows]
 
     def vector(self, dataset: str, kind: str, query: np.ndarray, limit: int) -> list[Scored]:
