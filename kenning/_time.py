@@ -41,7 +41,8 @@ def as_utc(value: dt.datetime | dt.date | str | None) -> dt.datetime | None:
 def to_text(value: dt.datetime | None) -> str | None:
     if value is None:
         return None
-    return as_utc(value).strftime("%Y-%m-%dT%H:%M:%S.%f+00:00")
+    # isoformat pads the year to four digits (strftime's %Y does not on every platform).
+    return as_utc(value).isoformat(timespec="microseconds")
 
 
 def from_text(value: str | None) -> dt.datetime | None:

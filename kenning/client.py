@@ -47,6 +47,8 @@ def _build_engine(
 
     if path_or_url is not None:
         settings["db"] = str(path_or_url)
+    if isinstance(embedder, str):  # a spec such as "openai:text-embedding-3-small" is a setting
+        settings["embedder"], embedder = embedder, None
     config = Settings(**settings)
     store = store if store is not None else open_store(config.db, pool_size=config.pool_size)
     try:
@@ -103,6 +105,11 @@ class Kenning:
     @property
     def settings(self) -> Settings:
         return self._engine.settings
+
+    @property
+    def store(self) -> Store:
+        """The store this instance writes to (for tools that need more than the verbs)."""
+        return self._engine.store
 
     @classmethod
     def reembed(cls, path_or_url: str | None = None, **kwargs: Any) -> dict[str, int]:

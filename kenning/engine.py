@@ -8,7 +8,6 @@ worker thread, and model calls of a batch run on a bounded thread pool.
 from __future__ import annotations
 
 import datetime as dt
-import hashlib
 import logging
 import re
 import threading
@@ -36,23 +35,18 @@ from .pipeline.extract import Extractor, normalize_name, normalize_relation
 from .pipeline.process import PipelineConfig, build_plan
 from .pipeline.temporal import RelationRules
 from .providers.base import ChatModel, Embedder
+from .lifecycle.verbs import LifecycleMixin
+from ._identity import check_dataset, content_hash
 from .search.recall import ANSWER_MODES, SEARCH_TYPES, Query, route, search
 from .settings import Settings
 from .store.base import MemoryFilter, Store
 
-__all__ = ["Engine", "content_hash"]
+__all__ = ["Engine"]
 
 log = logging.getLogger(__name__)
 
-_WS = re.compile(r"\s+")
-_DATASET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
 
 ContentInput = str | MemoryInput | dict[str, Any]
-
-
-def content_hash(text: str) -> str:
-    """Content identity: sha-256 of the text with whitespace normalized."""
-    return hashlib.sha256(_WS.sub(" ", text).strip().encode()).hexdigest()
 
 
 def parse_when(value: dt.datetime | str | None) -> dt.datetime | None:
@@ -67,15 +61,7 @@ def dates_in_query(text: str, now: dt.datetime) -> dt.datetime | None:
     return find_dates(text, now).valid_at
 
 
-def check_dataset(name: str) -> str:
-    if not isinstance(name, str) or not _DATASET.match(name):
-        raise ValidationError(
-            f"invalid dataset name {name!r}: use 1-128 letters, digits, '_', '-' or '.'"
-        )
-    return name
-
-
-class Engine:
+class Engine(LifecycleMixin):
     def __init__(
         self,
         settings: Settings,
@@ -191,9 +177,12 @@ class Engine:
                             metadata=metadata, now=now, status=status)
             for i in items
         ]
+        self._check_supersedes(memories)
         out = []
         for memory in memories:
             memory_id, created = self.store.insert_memory(memory)
+            if created and memory.supersedes:
+                self._apply_supersession(memory)
             out.append((memory_id, created))
         log.info("memories added", extra={"dataset": dataset, "count": len(out),
                                           "new": sum(1 for _, c in out if c)})
@@ -219,10 +208,15 @@ class Engine:
                          metadata=metadata, status="processing")
         ids = [memory_id for memory_id, _ in added]
         memories = {m.id: m for m in self.store.get_memories(list(dict.fromkeys(ids)))}
+        created = {memory_id for memory_id, new in added if new}
         todo, skipped = [], []
         for memory_id in dict.fromkeys(ids):
             memory = memories[memory_id]
-            if memory.status in ("active", "superseded") and not force:
+            if memory_id in created:
+                todo.append(memory)
+            elif memory.status == "processing":
+                skipped.append(memory_id)  # another worker has it; a crash is reclaimed by cognify
+            elif memory.status in ("active", "superseded") and not force:
                 skipped.append(memory_id)
             else:
                 todo.append(memory)
@@ -332,7 +326,8 @@ class Engine:
             self._fail(memory, exc.message, spent, usage, out)
             return
         except Exception as exc:  # noqa: BLE001 - any failure must leave the memory visible as failed
-            log.exception("processing failed", extra={"memory_id": memory.id})
+            # No traceback: exception messages may quote content, and logs never hold content.
+            log.error("processing failed", extra={"memory_id": memory.id, "error_type": type(exc).__name__})
             self._fail(memory, f"{type(exc).__name__}: {exc}", spent, usage, out)
             return
         self._record(memory, committed, spent, usage, out)
@@ -340,8 +335,8 @@ class Engine:
     def _fail(self, memory: Memory, reason: str, spent: Usage, usage: Usage, out: CognifyResult) -> None:
         try:
             self.store.set_status(memory.id, "failed", reason, self.now())
-        except KenningError:
-            log.exception("could not record failure", extra={"memory_id": memory.id})
+        except KenningError as exc:
+            log.error("could not record failure", extra={"memory_id": memory.id, "error_type": type(exc).__name__})
         with self._result_lock:
             out.failed[memory.id] = reason
             usage.add(spent)
@@ -453,9 +448,10 @@ class Engine:
                   depth=depth, as_of=as_of_t, known_at=known_at_t, explain=explain)
         if kind == "temporal" and as_of_t is None and isinstance(query, str):
             q.as_of = dates_in_query(query, now)
-        hits, memories = search(self.store, self.embedder, self.settings, q, now)
+        usage = Usage()
+        hits, memories = search(self.store, self.embedder, self.settings, q, now, usage)
         result = RecallResult(query=query, dataset=dataset, search_type=kind, hits=hits,
-                              as_of=q.as_of, known_at=known_at_t, memories=memories)
+                              as_of=q.as_of, known_at=known_at_t, memories=memories, usage=usage)
         if hits:
             self.store.record_access(
                 [m.id for m in memories],

@@ -9,6 +9,7 @@ import os
 import pytest
 
 from kenning import Kenning
+from tests.fakeopenai import FakeOpenAI, fake_openai  # noqa: F401  (fixture)
 
 UTC = dt.timezone.utc
 

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from ..errors import ValidationError
 from ..lifecycle.decay import decay_multiplier
-from ..models import Fact, Hit, Memory
+from ..models import Fact, Hit, Memory, Usage
 from ..pipeline.extract import normalize_name
 from ..providers.base import Embedder
 from ..settings import Settings
@@ -137,6 +137,7 @@ def search(
     settings: Settings,
     q: Query,
     now: dt.datetime,
+    usage: Usage | None = None,
 ) -> tuple[list[Hit], list[Memory]]:
     if not isinstance(q.text, str) or not q.text.strip():
         raise ValidationError("query is empty")
@@ -151,7 +152,7 @@ def search(
     for kind in lexical_kinds:
         lanes.append(("lexical", store.lexical(q.dataset, kind, terms, limit)))
     if vector_kinds:
-        vec = embedder.embed([q.text[:_MAX_EMBED_CHARS]])[0]
+        vec = embedder.embed([q.text[:_MAX_EMBED_CHARS]], usage)[0]
         for kind in vector_kinds:
             lanes.append(("vector", store.vector(q.dataset, kind, vec, limit)))
     named = _named_entities(store, q)

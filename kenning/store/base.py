@@ -182,6 +182,9 @@ class Store(ABC):
     def get_memories(self, ids: Sequence[str]) -> list[Memory]: ...
 
     @abstractmethod
+    def memory_by_hash(self, dataset: str, content_hash: str) -> Memory | None: ...
+
+    @abstractmethod
     def list_memories(self, flt: MemoryFilter) -> list[Memory]: ...
 
     @abstractmethod

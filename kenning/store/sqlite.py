@@ -26,6 +26,7 @@ from ..errors import EmbedderMismatchError, StoreError
 from ..models import Entity, Fact, Memory, Stats, Usage
 from .base import ChunkRow, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
 from .schema import SQLITE_MIGRATIONS
+from .sqlite_auth import SQLiteAuthMixin
 from .vectors import VectorIndex, from_blob, to_blob
 
 __all__ = ["SQLiteStore"]
@@ -260,7 +261,7 @@ def _entity_text(name: str, aliases: list[str], description: str) -> str:
     return " ".join([name, *aliases, description])
 
 
-class SQLiteStore(Store):
+class SQLiteStore(SQLiteAuthMixin, Store):
     def __init__(self, path: str, *, timeout: float = 30.0) -> None:
         self.url = f"sqlite:///{path}"
         self.path = path
@@ -396,6 +397,14 @@ class SQLiteStore(Store):
             ).fetchall()
         by_id = {r["id"]: _memory(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
+
+    def memory_by_hash(self, dataset: str, content_hash: str) -> Memory | None:
+        with self._lock:
+            row = self._db.execute(
+                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE dataset = ? AND content_hash = ?",
+                (dataset, content_hash),
+            ).fetchone()
+        return _memory(row) if row else None
 
     def _where(self, flt: MemoryFilter) -> tuple[str, list[Any]]:
         clauses, args = [], []

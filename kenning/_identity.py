@@ -1,0 +1,26 @@
+"""Content identity and dataset names: the two checks every input path shares."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+
+from .errors import ValidationError
+
+__all__ = ["check_dataset", "content_hash"]
+
+_WS = re.compile(r"\s+")
+_DATASET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+
+
+def content_hash(text: str) -> str:
+    """Content identity: sha-256 of the text with whitespace normalized."""
+    return hashlib.sha256(_WS.sub(" ", text).strip().encode()).hexdigest()
+
+
+def check_dataset(name: str) -> str:
+    if not isinstance(name, str) or not _DATASET.match(name):
+        raise ValidationError(
+            f"invalid dataset name {name!r}: use 1-128 letters, digits, '_', '-' or '.'"
+        )
+    return name
