@@ -1,0 +1,373 @@
+"""Memory management verbs of the engine: update, delete, forget, provenance, pin, unpin,
+supersession chains and prune.
+
+``LifecycleMixin`` is one of ``Engine``'s bases: it uses the engine's collaborators (``store``,
+``settings``, ``extractor``, ``embedder``, ``chat``, ``config``, ``rules``) and its clock
+(``now()``), and adds no state of its own. Every write is one store transaction.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections import Counter
+from collections.abc import Iterator, Sequence
+from typing import TYPE_CHECKING, Any
+
+from .._identity import check_dataset, content_hash
+from .._time import as_utc
+from ..errors import ConflictError, KenningError, NotFoundError, ValidationError
+from ..models import ForgetResult, Memory, MemoryInput, Provenance, PruneResult, Usage
+from ..pipeline.commit import apply_plan
+from ..pipeline.process import build_plan
+from ..store.base import MemoryFilter
+from .prune import PruneCriteria, prune_reason
+from .remove import remove_memories, scrub_entities
+
+if TYPE_CHECKING:
+    from ..pipeline.extract import Extractor
+    from ..pipeline.process import PipelineConfig
+    from ..pipeline.temporal import RelationRules
+    from ..providers.base import ChatModel, Embedder
+    from ..settings import Settings
+    from ..store.base import Store
+
+__all__ = ["UPDATABLE_FIELDS", "LifecycleMixin"]
+
+log = logging.getLogger(__name__)
+
+#: the fields ``update`` accepts
+UPDATABLE_FIELDS = frozenset({
+    "content", "topic", "context", "decisions", "rationale", "metadata", "source", "retention",
+    "retention_until", "kind", "valid_at",
+})
+_STRUCTURED = ("topic", "context", "decisions", "rationale")
+_PAGE = 500
+_CHAIN_LIMIT = 10_000
+
+
+class _Rollback(Exception):
+    """Raised inside a dry run's transaction so that the store rolls it back."""
+
+
+class LifecycleMixin:
+    settings: Settings
+    store: Store
+    embedder: Embedder
+    extractor: Extractor
+    chat: ChatModel | None
+    config: PipelineConfig
+    rules: RelationRules
+
+    if TYPE_CHECKING:
+        def now(self) -> dt.datetime: ...  # provided by Engine
+
+    # -- helpers -----------------------------------------------------------------------------
+    def _memory(self, memory_id: str) -> Memory:
+        found = self.store.get_memories([memory_id]) if isinstance(memory_id, str) else []
+        if not found:
+            raise NotFoundError(f"no memory {memory_id!r}")
+        return found[0]
+
+    def _pages(self, flt: MemoryFilter) -> Iterator[list[Memory]]:
+        """Every memory matching ``flt``, a page at a time (never all of them at once)."""
+        offset = 0
+        while True:
+            page = self.store.list_memories(
+                MemoryFilter(**{**vars(flt), "limit": _PAGE, "offset": offset})
+            )
+            if not page:
+                return
+            yield page
+            offset += len(page)
+
+    def _holder_of(self, dataset: str, digest: str, exclude: str) -> str | None:
+        """The id of another memory in ``dataset`` with this content hash."""
+        found = self.store.memory_by_hash(dataset, digest)
+        return found.id if found is not None and found.id != exclude else None
+
+    # -- supersession ------------------------------------------------------------------------
+    def _check_supersedes(self, memories: Sequence[Memory]) -> None:
+        """Validate every ``supersedes`` list of a batch before anything is stored."""
+        claimed: dict[str, str] = {}
+        for memory in memories:
+            if not memory.supersedes:
+                continue
+            found = {m.id: m for m in self.store.get_memories(list(dict.fromkeys(memory.supersedes)))}
+            for old_id in memory.supersedes:
+                old = found.get(old_id)
+                if old is None or old.dataset != memory.dataset:
+                    raise ValidationError(
+                        f"supersedes names unknown memory {old_id!r} in dataset {memory.dataset!r}"
+                    )
+                if old.superseded_by is not None:
+                    raise ValidationError(
+                        f"memory {old_id!r} is already superseded by {old.superseded_by!r}; "
+                        "supersede the newest memory of its chain"
+                    )
+                if old.status == "processing":
+                    raise ConflictError(f"memory {old_id!r} is being processed; try again when it is done")
+                if claimed.setdefault(old_id, memory.id) != memory.id:
+                    raise ValidationError(f"memory {old_id!r} is superseded twice in one batch")
+
+    def _apply_supersession(self, memory: Memory) -> None:
+        """Mark the memories ``memory`` supersedes (one transaction)."""
+        if not memory.supersedes:
+            return
+        now = self.now()
+        with self.store.transaction() as txn:
+            for old_id in dict.fromkeys(memory.supersedes):
+                txn.update_memory(
+                    old_id, {"status": "superseded", "superseded_by": memory.id, "updated_at": now}
+                )
+        log.info("memories superseded", extra={"memory_id": memory.id, "dataset": memory.dataset,
+                                               "superseded_ids": list(memory.supersedes)})
+
+    def chain(self, memory_id: str) -> list[Memory]:
+        """The memory's supersession chain (everything connected to it by ``supersedes`` /
+        ``superseded_by``), oldest to newest."""
+        start = self._memory(memory_id)
+        seen = {start.id: start}
+        frontier = [start]
+        while frontier and len(seen) < _CHAIN_LIMIT:
+            ids = {i for m in frontier for i in [*m.supersedes, m.superseded_by] if i} - seen.keys()
+            frontier = self.store.get_memories(sorted(ids))
+            seen.update((m.id, m) for m in frontier)
+        return sorted(seen.values(), key=lambda m: (m.created_at, m.id))
+
+    # -- update ------------------------------------------------------------------------------
+    def update(self, memory_id: str, **changes: Any) -> Memory:
+        """Change only the given fields; changed content is re-extracted atomically."""
+
+        started = time.perf_counter()
+        memory = self._memory(memory_id)
+        unknown = sorted(set(changes) - UPDATABLE_FIELDS)
+        if unknown:
+            raise ValidationError(
+                f"cannot update {', '.join(unknown)}; updatable: {', '.join(sorted(UPDATABLE_FIELDS))}"
+            )
+        fields = _changed_fields(memory, changes)
+        now = self.now()
+        reprocess = "content" in fields or "valid_at" in fields
+        if "content" in fields:
+            fields["content_hash"] = content_hash(fields["content"])
+            holder = self._holder_of(memory.dataset, fields["content_hash"], memory.id)
+            if holder is not None:
+                raise ConflictError(f"memory {holder!r} already has this content", memory_id=holder)
+        if reprocess and memory.status == "processing":
+            raise ConflictError(f"memory {memory_id!r} is being processed; try again when it is done")
+        if reprocess and memory.status != "pending":
+            self._reprocess(memory, fields, now)
+        elif fields:
+            self.store.update_memory(memory_id, {**fields, "updated_at": now})
+        log.info("memory updated", extra={
+            "memory_id": memory_id, "dataset": memory.dataset, "fields": sorted(fields),
+            "reprocessed": reprocess and memory.status != "pending",
+            "seconds": round(time.perf_counter() - started, 6),
+        })
+        return self._memory(memory_id)
+
+    def _reprocess(self, memory: Memory, fields: dict[str, Any], now: dt.datetime) -> None:
+        """Extract the new version first (model calls outside any transaction), then swap the
+        graph in one transaction. A failure changes nothing and is raised."""
+        new = memory.model_copy(update=fields)
+        spent = Usage()
+        started = time.perf_counter()
+        try:
+            plan = build_plan(
+                new, config=self.config, extractor=self.extractor, embedder=self.embedder,
+                store=self.store, chat=self.chat, now=now, replace=memory.processed_at is not None,
+                usage=spent,
+            )
+        except KenningError:
+            log.warning("update failed", extra={"memory_id": memory.id, "dataset": memory.dataset})
+            raise
+        spent.seconds = round(time.perf_counter() - started, 6)
+        plan.memory_fields = {
+            **fields, "status": "superseded" if memory.superseded_by else "active", "error": None,
+            "processed_at": now, "updated_at": now, "usage": spent.model_dump(),
+        }
+        old_entities = set(self.store.memory_graph(memory.id)[0])
+        with self.store.transaction() as txn:
+            apply_plan(txn, plan, self.rules)
+            scrub_entities(self.store, txn, old_entities, gone=set(),
+                           replaced={memory.id: new.content})
+
+    # -- delete and forget -------------------------------------------------------------------
+    def _remove(self, memories: list[Memory], *, dry_run: bool = False) -> tuple[list[str], list[str]]:
+        now = self.now()
+        result: tuple[list[str], list[str]] = ([], [])
+        try:
+            with self.store.transaction() as txn:
+                current = self.store.get_memories([m.id for m in memories])
+                result = remove_memories(self.store, txn, current, now)
+                if dry_run:
+                    raise _Rollback
+        except _Rollback:
+            pass
+        return result
+
+    def delete(self, memory_id: str) -> ForgetResult:
+        """Hard-delete one memory; entities and facts another memory states survive."""
+        started = time.perf_counter()
+        memory = self._memory(memory_id)
+        entity_ids, fact_ids = self._remove([memory])
+        log.info("memory deleted", extra={
+            "memory_id": memory_id, "dataset": memory.dataset, "entities_removed": len(entity_ids),
+            "facts_removed": len(fact_ids), "seconds": round(time.perf_counter() - started, 6),
+        })
+        return ForgetResult(memory_ids=[memory_id], entity_ids=entity_ids, fact_ids=fact_ids)
+
+    def forget(
+        self, memory_id: str | None = None, *, dataset: str | None = None, everything: bool = False
+    ) -> ForgetResult:
+        """Hard-delete one memory, a dataset or everything (exactly one selector)."""
+
+        chosen = sum([memory_id is not None, dataset is not None, bool(everything)])
+        if chosen != 1:
+            raise ValidationError("forget needs exactly one of: a memory id, dataset=…, everything=True")
+        if memory_id is not None:
+            return self.delete(memory_id)
+        if dataset is not None:
+            check_dataset(dataset)
+        started = time.perf_counter()
+        out = ForgetResult()
+        # Each page is deleted in its own transaction, so forgetting a huge dataset never
+        # holds the write lock for long; a rerun finishes an interrupted forget.
+        while page := self.store.list_memories(
+            MemoryFilter(dataset=dataset, order_by="created_at", descending=False, limit=_PAGE)
+        ):
+            entity_ids, fact_ids = self._remove(page)
+            out.memory_ids += [m.id for m in page]
+            out.entity_ids += entity_ids
+            out.fact_ids += fact_ids
+        log.info("forgot", extra={
+            "dataset": dataset, "everything": bool(everything), "memories": len(out.memory_ids),
+            "entities_removed": len(out.entity_ids), "facts_removed": len(out.fact_ids),
+            "seconds": round(time.perf_counter() - started, 6),
+        })
+        return out
+
+    # -- provenance and pinning --------------------------------------------------------------
+    def provenance(self, memory_id: str) -> Provenance:
+        self._memory(memory_id)
+        entity_ids, fact_ids = self.store.memory_graph(memory_id)
+        return Provenance(memory_id=memory_id, entities=self.store.get_entities(entity_ids),
+                          facts=self.store.get_facts(fact_ids))
+
+    def pin(self, memory_id: str, reason: str | None = None) -> Memory:
+        if reason is not None and not isinstance(reason, str):
+            raise ValidationError("pin reason must be a string")
+        self._memory(memory_id)
+        self.store.update_memory(memory_id, {"pinned": True, "pin_reason": reason or None,
+                                             "updated_at": self.now()})
+        log.info("memory pinned", extra={"memory_id": memory_id})
+        return self._memory(memory_id)
+
+    def unpin(self, memory_id: str) -> Memory:
+        self._memory(memory_id)
+        self.store.update_memory(memory_id, {"pinned": False, "pin_reason": None, "updated_at": self.now()})
+        log.info("memory unpinned", extra={"memory_id": memory_id})
+        return self._memory(memory_id)
+
+    # -- prune -------------------------------------------------------------------------------
+    def prune(
+        self,
+        *,
+        dataset: str = "main",
+        max_age_days: float | None = None,
+        min_score: float | None = None,
+        superseded_older_than_days: float | None = None,
+        dry_run: bool = True,
+    ) -> PruneResult:
+        """Remove what has decayed, aged out or been superseded. A dry run runs the same
+        deletion in a transaction that is rolled back, so it reports exactly what a real run
+        would remove."""
+
+        check_dataset(dataset)
+        criteria = PruneCriteria(max_age_days, min_score, superseded_older_than_days)
+        started = time.perf_counter()
+        now = self.now()
+        evaluated, selected = 0, []
+        reasons: Counter[str] = Counter()
+        for page in self._pages(MemoryFilter(dataset=dataset, order_by="created_at", descending=False)):
+            evaluated += len(page)
+            for memory in page:
+                reason = prune_reason(memory, criteria, self.settings, now)
+                if reason is not None:
+                    selected.append(memory.id)
+                    reasons[reason] += 1
+        result = PruneResult(dry_run=dry_run, evaluated=evaluated)
+        if selected:
+            self._prune_selected(selected, criteria, now, result)
+        log.info("prune", extra={
+            "dataset": dataset, "dry_run": dry_run, "evaluated": evaluated, "pruned": result.pruned,
+            "reasons": dict(reasons), "entities_removed": len(result.entity_ids),
+            "facts_removed": len(result.fact_ids), "seconds": round(time.perf_counter() - started, 6),
+        })
+        return result
+
+    def _prune_selected(self, ids: list[str], criteria: PruneCriteria, now: dt.datetime,
+                        result: PruneResult) -> None:
+        try:
+            with self.store.transaction() as txn:
+                for start in range(0, len(ids), _PAGE):
+                    # Decide again inside the transaction: a memory pinned meanwhile stays.
+                    batch = [m for m in self.store.get_memories(ids[start : start + _PAGE])
+                             if prune_reason(m, criteria, self.settings, now) is not None]
+                    entity_ids, fact_ids = remove_memories(self.store, txn, batch, now)
+                    result.memory_ids += [m.id for m in batch]
+                    result.entity_ids += entity_ids
+                    result.fact_ids += fact_ids
+                if result.dry_run:
+                    raise _Rollback
+        except _Rollback:
+            pass
+        result.pruned = len(result.memory_ids)
+
+
+def _changed_fields(memory: Memory, changes: dict[str, Any]) -> dict[str, Any]:
+    """Validate ``changes`` against ``memory``; return the columns that really change."""
+    fields = dict(changes)
+    structured = [name for name in _STRUCTURED if name in fields]
+    if structured and memory.topic is None:
+        raise ValidationError(
+            f"memory {memory.id!r} is plain text: update its content, not {', '.join(structured)}"
+        )
+    if "content" in fields and memory.topic is not None:
+        raise ValidationError(
+            "a structured memory's content is rendered from its fields: update topic, context, "
+            "decisions or rationale"
+        )
+    if structured:
+        current = {name: getattr(memory, name) or ("" if name in ("topic", "context") else [])
+                   for name in _STRUCTURED}
+        try:
+            rendered = MemoryInput(**{**current, **{k: fields[k] for k in structured}})
+        except (TypeError, ValueError) as exc:
+            raise ValidationError(f"invalid structured memory: {exc}") from exc
+        fields.update({name: getattr(rendered, name) for name in structured})
+        fields["content"] = rendered.render()
+    if "content" in fields:
+        content = fields["content"]
+        if not isinstance(content, str) or not content.strip():
+            raise ValidationError("content must be a non-empty string")
+    for name in ("valid_at", "retention_until"):
+        if name in fields:
+            try:
+                fields[name] = as_utc(fields[name])
+            except (TypeError, ValueError) as exc:
+                raise ValidationError(f"invalid {name}: {exc}") from exc
+    if "valid_at" in fields and fields["valid_at"] is None:
+        raise ValidationError("valid_at cannot be removed")
+    if "kind" in fields and (not isinstance(fields["kind"], str) or not fields["kind"].strip()):
+        raise ValidationError("kind must be a non-empty string")
+    try:
+        checked = Memory.model_validate({**memory.model_dump(), **fields})
+    except ValueError as exc:
+        raise ValidationError(f"invalid update: {exc}") from exc
+    return {
+        name: getattr(checked, name) for name in fields
+        if getattr(checked, name) != getattr(memory, name)
+    }

@@ -1,0 +1,112 @@
+"""prune: criteria, dry run equal to the real run, paging, validation."""
+
+from __future__ import annotations
+
+import sqlite3
+
+import pytest
+
+from kenning import Kenning, MemoryInput, ValidationError
+
+
+
+def table_counts(db: str) -> dict[str, int]:
+    con = sqlite3.connect(db)
+    try:
+        tables = ("memories", "chunks", "entities", "facts", "fact_memories", "entity_memories",
+                  "chunks_fts", "facts_fts", "entities_fts")
+        return {t: con.execute(f"SELECT count(*) FROM {t}").fetchone()[0] for t in tables}
+    finally:
+        con.close()
+
+
+def test_dry_run_changes_nothing_and_equals_the_real_run(tmp_path, clock) -> None:
+    db = str(tmp_path / "kn.db")
+    with Kenning(db, clock=clock) as kn:
+        old = kn.remember(["Alice works at Acme. Dave owns Zeppelin.", "Bob lives in Paris."])
+        note = kn.remember(MemoryInput(topic="Session note", context="Erin knows Frank.",
+                                       retention="session")).memory_ids[0]
+        clock.advance(days=100)
+        kept = kn.remember("Alice works at Acme. Carol lives in Rome.").memory_ids[0]
+        before, memories_before = table_counts(db), kn.list(limit=100)
+
+        dry = kn.prune(max_age_days=50)
+        assert dry.dry_run and dry.evaluated == 4 and dry.pruned == 3
+        assert table_counts(db) == before
+        assert kn.list(limit=100) == memories_before
+
+        real = kn.prune(max_age_days=50, dry_run=False)
+        assert real.dry_run is False
+        assert real.model_dump(exclude={"dry_run"}) == dry.model_dump(exclude={"dry_run"})
+        assert set(real.memory_ids) == {*old.memory_ids, note}
+        # the fact and entities the kept memory states as well survive
+        survivors = kn.provenance(kept)
+        assert {e.name for e in survivors.entities} == {"Alice", "Acme", "Carol", "Rome"}
+        assert not {e.id for e in survivors.entities} & set(real.entity_ids)
+        assert not {f.id for f in survivors.facts} & set(real.fact_ids)
+        assert len(real.fact_ids) == 3  # Dave owns, Bob lives in, Erin knows
+        assert [m.id for m in kn.list()] == [kept]
+        assert kn.prune(max_age_days=50).pruned == 0
+
+
+def test_min_score_uses_decay_even_when_recall_decay_is_off(tmp_path, clock) -> None:
+    with Kenning(str(tmp_path / "kn.db"), clock=clock, half_life_days=10) as kn:
+        stale = kn.remember("Alice works at Acme.").memory_ids[0]
+        clock.advance(days=20)  # score 0.25
+        fresh = kn.remember("Bob lives in Paris.").memory_ids[0]
+        assert kn.prune(min_score=0.2).memory_ids == []
+        assert kn.prune(min_score=0.3).memory_ids == [stale]
+        kn.recall("Alice works at Acme", search_type="chunks_lexical")  # access resets the age
+        assert kn.prune(min_score=0.3).memory_ids == []
+        assert [m.id for m in kn.list()] == [fresh, stale]
+
+
+def test_superseded_older_than(tmp_path, clock) -> None:
+    with Kenning(str(tmp_path / "kn.db"), clock=clock) as kn:
+        old = kn.remember(MemoryInput(topic="Cache", decisions=["Use memcached"])).memory_ids[0]
+        clock.advance(days=5)
+        new = kn.remember(MemoryInput(topic="Cache", decisions=["Use Redis"], supersedes=[old])).memory_ids[0]
+        clock.advance(days=5)
+        assert kn.prune(superseded_older_than_days=7).pruned == 0
+        clock.advance(days=3)
+        result = kn.prune(superseded_older_than_days=7, dry_run=False)
+        assert result.memory_ids == [old]
+        assert [m.id for m in kn.chain(new)] == [new]
+
+
+def test_pending_and_pinned_memories_are_not_pruned(tmp_path, clock) -> None:
+    with Kenning(str(tmp_path / "kn.db"), clock=clock) as kn:
+        pending = kn.add("Alice works at Acme.")[0]
+        pinned = kn.remember("Bob lives in Paris.").memory_ids[0]
+        kn.pin(pinned)
+        clock.advance(days=1000)
+        result = kn.prune(max_age_days=1, min_score=1.0, dry_run=False)
+        assert result.evaluated == 2 and result.pruned == 0
+        assert {m.id for m in kn.list()} == {pending, pinned}
+
+
+def test_prune_pages_through_many_memories(tmp_path, clock) -> None:
+    with Kenning(str(tmp_path / "kn.db"), clock=clock) as kn:
+        kn.remember([f"Note number {i} about nothing." for i in range(1203)])
+        clock.advance(days=10)
+        dry = kn.prune(max_age_days=5)
+        assert dry.evaluated == 1203 and dry.pruned == 1203 and len(set(dry.memory_ids)) == 1203
+        real = kn.prune(max_age_days=5, dry_run=False)
+        assert real.memory_ids == dry.memory_ids
+        assert kn.stats().memories == 0
+
+
+def test_prune_only_touches_its_dataset(tmp_path, clock) -> None:
+    with Kenning(str(tmp_path / "kn.db"), clock=clock) as kn:
+        other = kn.remember("Alice works at Acme.", dataset="other").memory_ids[0]
+        clock.advance(days=10)
+        assert kn.prune(max_age_days=1, dry_run=False).evaluated == 0
+        assert kn.get(other).dataset == "other"
+        assert kn.prune(dataset="other", max_age_days=1).memory_ids == [other]
+
+
+@pytest.mark.parametrize("kwargs", [{"max_age_days": -1}, {"min_score": 1.5},
+                                    {"superseded_older_than_days": -0.5}, {"dataset": "no such!"}])
+def test_prune_validates_its_arguments(tmp_path, kwargs) -> None:
+    with Kenning(str(tmp_path / "kn.db")) as kn, pytest.raises(ValidationError):
+        kn.prune(**kwargs)
