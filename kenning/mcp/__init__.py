@@ -1,0 +1,16 @@
+"""The MCP server (the official ``mcp`` SDK): ``build_server(kn, auth=…)``. Needs the ``mcp``
+extra; imported on first use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["build_server"]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "build_server":
+        from .server import build_server
+
+        return build_server
+    raise AttributeError(name)

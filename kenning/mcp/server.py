@@ -1,0 +1,168 @@
+"""The MCP server: one tool per verb, each one checked call of ``kenning.server.service``.
+
+Over stdio the caller is fixed when the server starts (the key in ``KENNING_API_KEY``, or the
+local single user). Over streamable HTTP every request names its caller with
+``Authorization: Bearer kn_…``, and sees only the datasets that key may use.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from typing import Any
+
+import anyio.to_thread
+from pydantic import BaseModel
+
+from ..errors import KenningError
+from ..server.access import Access, Principal, auth_store
+from ..server.errors import error_body
+from ..server.service import Service
+
+try:  # mcp >= 2
+    from mcp.server.mcpserver import Context, MCPServer
+    from mcp.server.mcpserver.exceptions import ToolError
+except ImportError:  # mcp 1.x
+    from mcp.server.fastmcp import Context  # type: ignore[no-redef]
+    from mcp.server.fastmcp import FastMCP as MCPServer
+    from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
+
+__all__ = ["build_server"]
+
+INSTRUCTIONS = (
+    "kenning is persistent, temporal knowledge-graph memory. Call `remember` with what happened "
+    "or was decided, `recall` with a question to get facts (with their valid times) and the "
+    "memories behind them, `timeline` for how one entity's facts changed, and `forget` to drop "
+    "a memory. Datasets are namespaces (default 'main')."
+)
+
+Json = dict[str, Any]
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, list):
+        return [_json(v) for v in value]
+    return value
+
+
+def _headers(ctx: Context | None) -> Any:
+    if ctx is None:
+        return None
+    headers = getattr(ctx, "headers", None)  # mcp >= 2
+    if headers is None:
+        request = getattr(ctx.request_context, "request", None)
+        headers = getattr(request, "headers", None)
+    return headers
+
+
+def _bearer(headers: Any) -> str | None:
+    if not headers:
+        return None
+    value = headers.get("authorization") or ""
+    if value.lower().startswith("bearer "):
+        return value[7:].strip()
+    return headers.get("x-api-key")
+
+
+class _Tools:
+    """Resolves the caller and runs a service call off the event loop, errors as JSON text."""
+
+    def __init__(self, service: Service, fixed: Principal | None) -> None:
+        self.service = service
+        self.fixed = fixed
+
+    async def run(self, ctx: Context | None, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
+        def call() -> Any:
+            who = self.fixed or self.service.access.authenticate(_bearer(_headers(ctx)))
+            return _json(fn(who, *args, **kw))
+
+        try:
+            return await anyio.to_thread.run_sync(call)
+        except KenningError as exc:
+            raise ToolError(json.dumps(error_body(exc.code, exc.message))) from None
+
+
+def build_server(kn: Any, *, auth: bool, principal: Principal | None = None) -> MCPServer:
+    """The MCP server over ``kn``. ``principal`` fixes the caller (stdio); otherwise, with
+    ``auth``, each HTTP request is authenticated from its bearer key."""
+    access = Access(auth_store(kn) if auth else None, kn.datasets)
+    service = Service(kn, access)
+    tools = _Tools(service, principal if principal is not None else (None if auth else access.authenticate(None)))
+    mcp = MCPServer("kenning", instructions=INSTRUCTIONS)
+    _register(mcp, service, tools)
+    return mcp
+
+
+def _register(mcp: MCPServer, s: Service, t: _Tools) -> None:
+    @mcp.tool()
+    async def remember(content: str, ctx: Context, dataset: str = "main", kind: str = "knowledge",
+                       source: str | None = None, valid_at: str | None = None, force: bool = False) -> Json:
+        """Store a memory and extract its entities and facts now. ``valid_at``: when it happened
+        (ISO date or time; default now)."""
+        return await t.run(ctx, s.remember, content, dataset=dataset, kind=kind, source=source,
+                           valid_at=valid_at, force=force)
+
+    @mcp.tool()
+    async def recall(query: str, ctx: Context, dataset: str = "main", search_type: str = "hybrid",
+                     top_k: int = 10, as_of: str | None = None, known_at: str | None = None) -> Json:
+        """Search memory: facts with their valid times, entities and text, best first.
+        ``as_of`` asks about another time than now."""
+        return await t.run(ctx, s.recall, query, dataset=dataset, search_type=search_type,
+                           top_k=top_k, as_of=as_of, known_at=known_at)
+
+    @mcp.tool()
+    async def forget(ctx: Context, memory_id: str | None = None, dataset: str | None = None) -> Json:
+        """Hard-delete one memory (``memory_id``) or a whole dataset's memories (``dataset``)."""
+        return await t.run(ctx, s.forget, memory_id, dataset=dataset)
+
+    @mcp.tool()
+    async def timeline(entity: str, ctx: Context, dataset: str = "main", relation: str | None = None) -> Json:
+        """An entity's facts in time order, current and past."""
+        return await t.run(ctx, s.timeline, entity, dataset=dataset, relation=relation)
+
+    @mcp.tool()
+    async def get_memory(memory_id: str, ctx: Context) -> Json:
+        """One stored memory by id."""
+        return await t.run(ctx, s.get, memory_id)
+
+    @mcp.tool()
+    async def list_memories(ctx: Context, dataset: str = "main", kind: str | None = None,
+                            status: str | None = None, pinned: bool | None = None,
+                            limit: int = 20, offset: int = 0) -> Json:
+        """Stored memories, newest first, a page at a time."""
+        return await t.run(ctx, s.list, dataset=dataset, kind=kind, status=status, pinned=pinned,
+                           limit=max(1, min(limit, 1000)), offset=max(0, offset))
+
+    @mcp.tool()
+    async def stats(ctx: Context, dataset: str | None = None) -> Json:
+        """Counts of memories, entities and facts (all datasets you may read if none given)."""
+        return await t.run(ctx, s.stats, dataset)
+
+    @mcp.tool()
+    async def update_memory(memory_id: str, ctx: Context, content: str | None = None,
+                            topic: str | None = None, metadata: dict[str, Any] | None = None,
+                            retention: str | None = None) -> Json:
+        """Change a memory's fields; new content is extracted again."""
+        given = {"content": content, "topic": topic, "metadata": metadata, "retention": retention}
+        return await t.run(ctx, s.update, memory_id, {k: v for k, v in given.items() if v is not None})
+
+    @mcp.tool()
+    async def delete_memory(memory_id: str, ctx: Context) -> Json:
+        """Hard-delete one memory and what only it stated."""
+        return await t.run(ctx, s.delete, memory_id)
+
+    @mcp.tool()
+    async def pin_memory(memory_id: str, ctx: Context, reason: str | None = None, pinned: bool = True) -> Json:
+        """Pin a memory (never decays or gets pruned), or unpin it with ``pinned=false``."""
+        if pinned:
+            return await t.run(ctx, s.pin, memory_id, reason)
+        return await t.run(ctx, s.unpin, memory_id)
+
+    @mcp.tool()
+    async def prune(ctx: Context, dataset: str = "main", max_age_days: float | None = None,
+                    min_score: float | None = None, dry_run: bool = True) -> Json:
+        """Remove decayed memories; ``dry_run`` (default) only reports what would go."""
+        return await t.run(ctx, s.prune, dataset=dataset, max_age_days=max_age_days,
+                           min_score=min_score, dry_run=dry_run)

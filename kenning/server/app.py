@@ -1,0 +1,109 @@
+"""The HTTP application: ``create_app(kn)`` serves one ``Kenning`` under ``/v1``.
+
+Endpoints are plain ``def`` functions, so FastAPI runs them on its thread pool and the event
+loop never waits on the store or a model.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from fastapi import Depends, FastAPI
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+
+from .. import __version__
+from . import errors
+from .access import Access, Principal, auth_store
+from .routes import build_router
+from .schemas import Health
+from .service import Service
+
+__all__ = ["DEFAULT_MAX_BODY", "create_app"]
+
+DEFAULT_MAX_BODY = 10 * 1024 * 1024
+
+
+class _TooLarge(Exception):
+    pass
+
+
+class BodyLimit:
+    """Refuse request bodies over ``limit`` bytes with 413, whether or not they announce their
+    length (a chunked body is counted as it arrives)."""
+
+    def __init__(self, app: Any, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: dict, receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope.get("headers") or []).get(b"content-length")
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await self._refuse(send)
+            return
+        seen = 0
+        over = False
+
+        async def counted_receive() -> dict:
+            nonlocal seen, over
+            message = await receive()
+            seen += len(message.get("body", b""))
+            if seen > self.limit:
+                over = True
+                raise _TooLarge
+            return message
+
+        async def checked_send(message: dict) -> None:
+            # The framework may catch our exception and answer 400 itself; answer 413 instead.
+            if not over:
+                await send(message)
+            elif message["type"] == "http.response.start":
+                await self._refuse(send)
+
+        try:
+            await self.app(scope, counted_receive, checked_send)
+        except _TooLarge:
+            await self._refuse(send)
+
+    async def _refuse(self, send: Any) -> None:
+        body = json.dumps(errors.error_body(
+            "payload_too_large", f"request body over {self.limit} bytes")).encode()
+        await send({"type": "http.response.start", "status": 413,
+                    "headers": [(b"content-type", b"application/json"),
+                                (b"content-length", str(len(body)).encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+def create_app(kn: Any, *, auth: bool = True, max_body: int | None = None) -> FastAPI:
+    """The API over ``kn`` (a ``Kenning``). ``auth=False`` is the local single-user mode: every
+    request acts as an admin, so serve it on loopback only (``kenning serve`` enforces that)."""
+    access = Access(auth_store(kn) if auth else None, kn.datasets)
+    service = Service(kn, access)
+    bearer = HTTPBearer(auto_error=False, description="An API key: Authorization: Bearer kn_…")
+    header = APIKeyHeader(name="X-API-Key", auto_error=False, description="An API key, alternatively.")
+
+    def caller(
+        creds: HTTPAuthorizationCredentials | None = Depends(bearer),  # noqa: B008
+        key: str | None = Depends(header),  # noqa: B008
+    ) -> Principal:
+        return access.authenticate(creds.credentials if creds else key)
+
+    app = FastAPI(
+        title="kenning",
+        version=__version__,
+        description="Persistent, temporal knowledge-graph memory. Every error is "
+        '`{"error": {"code": …, "message": …}}`.',
+    )
+    app.state.service = service
+    errors.install(app)
+    app.include_router(build_router(service, caller))
+    app.add_middleware(BodyLimit, limit=max_body or DEFAULT_MAX_BODY)
+
+    @app.get("/v1/health", tags=["meta"], summary="Liveness; needs no key.")
+    def health() -> Health:
+        return Health(version=__version__, auth=access.enabled)
+
+    return app

@@ -1,0 +1,195 @@
+"""The ``/v1`` routes: one per verb of the Python API, each a shell over one ``Service`` call."""
+
+# No `from __future__ import annotations`: FastAPI must see the local `Caller` alias.
+
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, File, Form, Path, Query, UploadFile
+
+from ..errors import ValidationError
+from ..models import (
+    CognifyResult,
+    ForgetResult,
+    Memory,
+    Provenance,
+    PruneResult,
+    RecallResult,
+    RememberResult,
+    Stats,
+    Timeline,
+)
+from .access import Principal
+from .schemas import (
+    DATASET_PATTERN,
+    AddResult,
+    CognifyRequest,
+    DatasetCreate,
+    DatasetInfo,
+    ErrorResponse,
+    ForgetRequest,
+    GrantInfo,
+    GrantRequest,
+    MemoryPage,
+    MemoryUpdate,
+    PinRequest,
+    PruneRequest,
+    RecallRequest,
+    RememberNow,
+    RememberRequest,
+    WhoAmI,
+)
+from .service import Service
+
+__all__ = ["build_router"]
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorResponse} for code in (400, 401, 403, 404, 409, 413, 422, 502, 503)
+}
+MemoryIdPath = Annotated[str, Path(min_length=1, max_length=200)]
+DatasetPath = Annotated[str, Path(pattern=DATASET_PATTERN)]
+DatasetQuery = Annotated[str, Query(pattern=DATASET_PATTERN)]
+UserPath = Annotated[str, Path(min_length=1, max_length=200)]
+
+
+def build_router(service: Service, caller: Callable[..., Principal]) -> APIRouter:
+    router = APIRouter(prefix="/v1", responses=_ERRORS)
+    Caller = Annotated[Principal, Depends(caller)]
+    _memory_routes(router, service, Caller)
+    _dataset_routes(router, service, Caller)
+
+    @router.get("/me", tags=["meta"], summary="Who the key belongs to.")
+    def me(who: Caller) -> WhoAmI:
+        return WhoAmI(name=who.name, admin=who.admin, auth=service.access.enabled)
+
+    @router.post("/remember", tags=["memory"], summary="Store and process now.")
+    def remember(body: RememberNow, who: Caller) -> RememberResult:
+        return service.remember(who, **body.model_dump(exclude={"content"}), content=body.content)
+
+    @router.post("/remember/file", tags=["memory"], summary="Remember an uploaded UTF-8 text file.")
+    def remember_file(
+        who: Caller,
+        file: Annotated[UploadFile, File(description="A UTF-8 text file.")],
+        dataset: Annotated[str, Form(pattern=DATASET_PATTERN)] = "main",
+        kind: Annotated[str, Form(min_length=1, max_length=64)] = "knowledge",
+        valid_at: Annotated[str | None, Form(max_length=100)] = None,
+        force: Annotated[bool, Form()] = False,
+    ) -> RememberResult:
+        try:
+            text = file.file.read().decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise ValidationError(f"file is not UTF-8 text: {exc.reason}") from exc
+        return service.remember(who, text, dataset=dataset, kind=kind, valid_at=valid_at,
+                                source=file.filename or None, force=force)
+
+    @router.post("/add", tags=["memory"], summary="Store as pending; cognify processes later.")
+    def add(body: RememberRequest, who: Caller) -> AddResult:
+        ids = service.add(who, **body.model_dump(exclude={"content"}), content=body.content)
+        return AddResult(memory_ids=ids)
+
+    @router.post("/cognify", tags=["memory"], summary="Process pending memories.")
+    def cognify(body: CognifyRequest, who: Caller) -> CognifyResult:
+        return service.cognify(who, **body.model_dump())
+
+    @router.post("/recall", tags=["memory"], summary="Search what is known.")
+    def recall(body: RecallRequest, who: Caller) -> RecallResult:
+        return service.recall(who, **body.model_dump())
+
+    @router.get("/timeline", tags=["memory"], summary="An entity's facts in time order.")
+    def timeline(
+        who: Caller,
+        entity: Annotated[str, Query(min_length=1, max_length=1000)],
+        dataset: DatasetQuery = "main",
+        relation: Annotated[str | None, Query(max_length=200)] = None,
+    ) -> Timeline:
+        return service.timeline(who, entity, dataset=dataset, relation=relation)
+
+    @router.post("/prune", tags=["lifecycle"], summary="Remove decayed or superseded memories.")
+    def prune(body: PruneRequest, who: Caller) -> PruneResult:
+        return service.prune(who, **body.model_dump())
+
+    @router.post("/forget", tags=["lifecycle"], summary="Hard-delete a memory, a dataset or everything.")
+    def forget(body: ForgetRequest, who: Caller) -> ForgetResult:
+        return service.forget(who, body.memory_id, dataset=body.dataset, everything=body.everything)
+
+    @router.get("/stats", tags=["meta"], summary="Counts; without a dataset, over those you may read.")
+    def stats(who: Caller, dataset: Annotated[str | None, Query(pattern=DATASET_PATTERN)] = None) -> Stats:
+        return service.stats(who, dataset)
+
+    return router
+
+
+def _memory_routes(router: APIRouter, service: Service, Caller: Any) -> None:
+    @router.get("/memories", tags=["memories"], summary="List memories, a page at a time.")
+    def list_memories(
+        who: Caller,
+        dataset: DatasetQuery = "main",
+        kind: Annotated[str | None, Query(max_length=64)] = None,
+        status: Literal["pending", "processing", "active", "failed", "superseded"] | None = None,
+        retention: Literal["permanent", "decision", "standard", "ephemeral", "session"] | None = None,
+        pinned: bool | None = None,
+        order_by: Literal["created_at", "updated_at", "access_count", "last_accessed_at"] = "created_at",
+        descending: bool = True,
+        limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+        offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
+    ) -> MemoryPage:
+        return service.list(who, dataset=dataset, kind=kind, status=status, retention=retention,
+                            pinned=pinned, order_by=order_by, descending=descending, limit=limit,
+                            offset=offset)
+
+    @router.get("/memories/{memory_id}", tags=["memories"], summary="One memory.")
+    def get_memory(memory_id: MemoryIdPath, who: Caller) -> Memory:
+        return service.get(who, memory_id)
+
+    @router.patch("/memories/{memory_id}", tags=["memories"], summary="Change the fields sent.")
+    def update_memory(memory_id: MemoryIdPath, body: MemoryUpdate, who: Caller) -> Memory:
+        changes = body.model_dump(exclude_unset=True)
+        if not changes:
+            raise ValidationError("nothing to update: send at least one field")
+        return service.update(who, memory_id, changes)
+
+    @router.delete("/memories/{memory_id}", tags=["memories"], summary="Hard-delete one memory.")
+    def delete_memory(memory_id: MemoryIdPath, who: Caller) -> ForgetResult:
+        return service.delete(who, memory_id)
+
+    @router.post("/memories/{memory_id}/pin", tags=["memories"], summary="Never decay or prune it.")
+    def pin_memory(memory_id: MemoryIdPath, who: Caller, body: PinRequest | None = None) -> Memory:
+        return service.pin(who, memory_id, body.reason if body else None)
+
+    @router.post("/memories/{memory_id}/unpin", tags=["memories"], summary="Undo pin.")
+    def unpin_memory(memory_id: MemoryIdPath, who: Caller) -> Memory:
+        return service.unpin(who, memory_id)
+
+    @router.get("/memories/{memory_id}/chain", tags=["memories"], summary="Its supersession chain.")
+    def chain(memory_id: MemoryIdPath, who: Caller) -> list[Memory]:
+        return service.chain(who, memory_id)
+
+    @router.get("/memories/{memory_id}/provenance", tags=["memories"], summary="What it states.")
+    def provenance(memory_id: MemoryIdPath, who: Caller) -> Provenance:
+        return service.provenance(who, memory_id)
+
+
+def _dataset_routes(router: APIRouter, service: Service, Caller: Any) -> None:
+    @router.get("/datasets", tags=["datasets"], summary="Datasets you may read.")
+    def list_datasets(who: Caller) -> list[DatasetInfo]:
+        return service.datasets(who)
+
+    @router.post("/datasets", tags=["datasets"], status_code=201, summary="Create a dataset you own.")
+    def create_dataset(body: DatasetCreate, who: Caller) -> DatasetInfo:
+        return service.create_dataset(who, body.name)
+
+    @router.delete("/datasets/{name}", tags=["datasets"], summary="Delete a dataset and its memories.")
+    def delete_dataset(name: DatasetPath, who: Caller) -> ForgetResult:
+        return service.delete_dataset(who, name)
+
+    @router.get("/datasets/{name}/grants", tags=["datasets"], summary="Who else may use it.")
+    def list_grants(name: DatasetPath, who: Caller) -> list[GrantInfo]:
+        return service.grants(who, name)
+
+    @router.put("/datasets/{name}/grants/{user}", tags=["datasets"], summary="Set a user's permissions.")
+    def grant(name: DatasetPath, user: UserPath, body: GrantRequest, who: Caller) -> GrantInfo:
+        return service.grant(who, name, user, body.permissions)
+
+    @router.delete("/datasets/{name}/grants/{user}", tags=["datasets"], summary="Revoke a grant.")
+    def revoke(name: DatasetPath, user: UserPath, who: Caller) -> GrantInfo:
+        return service.grant(who, name, user, [])

@@ -1,0 +1,178 @@
+"""Request and response bodies of the HTTP API that are not the library's own models.
+
+Field names and defaults are those of the Python API (``Kenning``), so a call reads the same
+in every surface. Pure pydantic: the MCP server uses these too.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from ..models import Memory, MemoryInput
+
+__all__ = [
+    "AddResult",
+    "CognifyRequest",
+    "DatasetCreate",
+    "DatasetInfo",
+    "ErrorBody",
+    "ErrorResponse",
+    "ForgetRequest",
+    "GrantInfo",
+    "GrantRequest",
+    "Health",
+    "MemoryPage",
+    "MemoryUpdate",
+    "PinRequest",
+    "PruneRequest",
+    "RecallRequest",
+    "RememberRequest",
+    "WhoAmI",
+]
+
+#: the dataset-name rule of ``kenning.engine`` (1-128 letters, digits, '_', '-' or '.')
+DATASET_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
+Dataset = Annotated[str, Field(pattern=DATASET_PATTERN, description="Dataset name.")]
+MemoryId = Annotated[str, Field(min_length=1, max_length=200)]
+Permission = Literal["read", "write", "delete", "share"]
+Content = Annotated[str, Field(min_length=1)] | MemoryInput
+Instant = dt.datetime | Annotated[str, Field(max_length=100)]
+SearchType = Annotated[str, Field(
+    max_length=64,
+    description="hybrid (default), chunks, chunks_lexical, facts, entities, graph, temporal, "
+    "graph_completion, rag_completion or auto (a rule-based router picks).",
+)]
+MAX_ITEMS = 1000
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class ErrorBody(_Body):
+    code: str = Field(description="Stable machine-readable code, e.g. not_found.")
+    message: str
+
+
+class ErrorResponse(_Body):
+    """Every error the API returns has this shape."""
+
+    error: ErrorBody
+
+
+class Health(_Body):
+    status: Literal["ok"] = "ok"
+    version: str
+    auth: bool
+
+
+class WhoAmI(_Body):
+    name: str
+    admin: bool
+    auth: bool
+
+
+class RememberRequest(_Body):
+    content: Content | Annotated[list[Content], Field(min_length=1, max_length=MAX_ITEMS)]
+    dataset: Dataset = "main"
+    kind: Annotated[str, Field(min_length=1, max_length=64)] = "knowledge"
+    source: Annotated[str, Field(max_length=2000)] | None = None
+    valid_at: Instant | None = None
+    metadata: dict[str, Any] | None = None
+
+
+class RememberNow(RememberRequest):
+    force: bool = False
+
+
+class AddResult(_Body):
+    memory_ids: list[str]
+
+
+class CognifyRequest(_Body):
+    dataset: Dataset | None = Field(default=None, description="None: every dataset you may write.")
+    force: bool = False
+    retry_failed: bool = False
+
+
+class RecallRequest(_Body):
+    query: Annotated[str, Field(min_length=1, max_length=10_000)]
+    dataset: Dataset = "main"
+    search_type: SearchType | None = "hybrid"
+    top_k: Annotated[int, Field(ge=1, le=1000)] = 10
+    depth: Annotated[int, Field(ge=0, le=5)] = 1
+    as_of: Instant | None = None
+    known_at: Instant | None = None
+    answer: bool = False
+    explain: bool = False
+
+
+class MemoryPage(_Body):
+    """One page of a memory listing; ``next_offset`` asks for the next page (None: last page)."""
+
+    items: list[Memory]
+    limit: int
+    offset: int
+    next_offset: int | None = None
+
+
+class MemoryUpdate(_Body):
+    """Fields to change; only those sent are changed."""
+
+    content: Annotated[str, Field(min_length=1)] | None = None
+    topic: Annotated[str, Field(min_length=1)] | None = None
+    context: str | None = None
+    decisions: list[str] | None = None
+    rationale: list[str] | None = None
+    metadata: dict[str, Any] | None = None
+    source: str | None = None
+    kind: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    valid_at: Instant | None = None
+    retention: Literal["permanent", "decision", "standard", "ephemeral", "session"] | None = None
+    retention_until: dt.datetime | None = None
+
+
+class PinRequest(_Body):
+    reason: Annotated[str, Field(max_length=2000)] | None = None
+
+
+class ForgetRequest(_Body):
+    """Exactly one of ``memory_id``, ``dataset`` or ``everything``."""
+
+    memory_id: MemoryId | None = None
+    dataset: Dataset | None = None
+    everything: bool = False
+
+
+class PruneRequest(_Body):
+    dataset: Dataset = "main"
+    max_age_days: Annotated[float, Field(ge=0, le=1e6)] | None = None
+    min_score: Annotated[float, Field(ge=0, le=1e6)] | None = None
+    superseded_older_than_days: Annotated[float, Field(ge=0, le=1e6)] | None = None
+    dry_run: bool = True
+
+
+class DatasetCreate(_Body):
+    name: Dataset
+
+
+class DatasetInfo(_Body):
+    name: str
+    owner: str | None = Field(default=None, description="The owner's user name (None: no owner).")
+    permissions: list[Permission] = Field(description="What the caller may do with it.")
+
+
+class GrantRequest(_Body):
+    permissions: list[Permission] = Field(
+        description="The permissions to hold from now on (read is always included); "
+        "an empty list revokes the grant."
+    )
+
+
+class GrantInfo(_Body):
+    dataset: str
+    user: str
+    permissions: list[Permission]
