@@ -12,6 +12,7 @@ from typing import Any
 
 from ._time import utcnow
 from .engine import ContentInput, Engine
+from .lifecycle.improve import ImproveResult
 from .models import (
     CognifyResult,
     ForgetResult,
@@ -262,6 +263,16 @@ class Kenning:
     def datasets(self) -> list[str]:
         return self._engine.store.datasets()
 
+    def feedback(self, fact_id: str, *, helpful: bool) -> float:
+        """Tell kenning a recalled fact helped (or did not): it ranks higher (or lower) from now
+        on. Returns the fact's new weight."""
+        return self._engine.feedback(fact_id, helpful=helpful)
+
+    def improve(self, *, dataset: str = "main") -> ImproveResult:
+        """Tidy a dataset: process pending memories (such as session turns added with ``add``),
+        merge duplicate entities, and fill missing embeddings."""
+        return self._engine.improve(dataset=dataset)
+
 
 class AsyncKenning:
     """The async facade: the same verbs as ``Kenning``, awaited."""
@@ -335,3 +346,9 @@ class AsyncKenning:
 
     async def datasets(self) -> list[str]:
         return await self._run(self._sync.datasets)
+
+    async def feedback(self, fact_id: str, *, helpful: bool) -> float:
+        return await self._run(self._sync.feedback, fact_id, helpful=helpful)
+
+    async def improve(self, *, dataset: str = "main") -> ImproveResult:
+        return await self._run(self._sync.improve, dataset=dataset)

@@ -20,7 +20,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from kenning import Kenning
 
 TOOLS = {"remember", "recall", "forget", "timeline", "get_memory", "list_memories", "stats",
-         "update_memory", "delete_memory", "pin_memory", "prune"}
+         "update_memory", "delete_memory", "pin_memory", "prune", "improve", "feedback"}
 ROOT = str(Path(__file__).resolve().parents[1])
 
 
@@ -59,6 +59,10 @@ async def _exercise(session: ClientSession, dataset: str) -> dict[str, Any]:
     assert (await call("pin_memory", memory_id=mid, pinned=False))["pinned"] is False
     assert "Beta" in (await call("update_memory", memory_id=mid, content="Alice works at Beta."))["content"]
     assert (await call("prune", dataset=dataset))["dry_run"] is True
+    assert "entities_merged" in await call("improve", dataset=dataset)
+    fresh = (await call("recall", query="Where does Alice work?", dataset=dataset))["hits"]
+    fact = next(h for h in fresh if h["kind"] == "fact")["id"]
+    assert (await call("feedback", fact_id=fact, helpful=True))["weight"] > 1.0
     other = (await call("remember", content="Bob lives in Paris.", dataset=dataset))["memory_ids"][0]
     assert (await call("delete_memory", memory_id=other))["memory_ids"] == [other]
     assert (await call("forget", memory_id=mid))["memory_ids"] == [mid]

@@ -113,6 +113,18 @@ def test_memory_lifecycle_routes(server):
     _error(server.get(f"/v1/memories/{mid}"), 404, "not_found")
 
 
+def test_improve_and_feedback(server):
+    _remember(server, "Dora works at Zeta Corp.", dataset="imp")
+    _remember(server, "Egon works at Zeta Inc.", dataset="imp")
+    improved = server.post("/v1/improve", json={"dataset": "imp"})
+    assert improved.status_code == 200 and len(improved.json()["entities_merged"]) == 1
+    hit = server.post("/v1/recall", json={"query": "Where does Dora work?", "dataset": "imp"}).json()["hits"][0]
+    assert hit["kind"] == "fact"
+    weight = server.post("/v1/feedback", json={"fact_id": hit["id"], "helpful": True}).json()["weight"]
+    assert weight > 1.0
+    _error(server.post("/v1/feedback", json={"fact_id": "fct_nope", "helpful": True}), 404, "not_found")
+
+
 def test_prune_and_forget(server):
     mid = _remember(server, "Frank visited Oslo.", dataset="gone")
     dry = server.post("/v1/prune", json={"dataset": "gone", "max_age_days": 0}).json()
@@ -150,6 +162,7 @@ def test_openapi_lists_every_route(server):
         ("post", "/v1/memories/{memory_id}/pin"), ("post", "/v1/memories/{memory_id}/unpin"),
         ("get", "/v1/memories/{memory_id}/chain"), ("get", "/v1/memories/{memory_id}/provenance"),
         ("post", "/v1/prune"), ("post", "/v1/forget"), ("get", "/v1/stats"),
+        ("post", "/v1/improve"), ("post", "/v1/feedback"),
         ("get", "/v1/datasets"), ("post", "/v1/datasets"), ("delete", "/v1/datasets/{name}"),
         ("get", "/v1/datasets/{name}/grants"), ("put", "/v1/datasets/{name}/grants/{user}"),
         ("delete", "/v1/datasets/{name}/grants/{user}"), ("get", "/v1/health"), ("get", "/v1/me"),

@@ -48,7 +48,7 @@ def _remember_options(fn):  # noqa: ANN001, ANN202
 
 
 def register(group: click.Group) -> None:
-    for command in (remember, add, cognify, recall, timeline, stats, reembed, demo):
+    for command in (remember, add, cognify, recall, timeline, stats, improve, feedback, reembed, demo):
         group.add_command(command)
 
 
@@ -231,6 +231,38 @@ def stats(ctx, dataset, as_json) -> None:  # noqa: ANN001
     ]
     for name, value in rows:
         click.echo(f"{name:>15}: {value}")
+
+
+@click.command()
+@click.option("--dataset", "-d", default="main", show_default=True)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def improve(ctx, dataset, as_json) -> None:  # noqa: ANN001
+    """Process pending memories, merge duplicate entities, fill missing embeddings.
+
+    Example: kenning improve --dataset main
+    """
+    with open_kenning(ctx) as kn:
+        result = call(kn.improve, dataset=dataset)
+    if as_json:
+        dump_json(result)
+        return
+    click.echo(f"processed {len(result.processed)}, merged {len(result.entities_merged)} entities "
+               f"and {len(result.facts_merged)} facts, filled {result.embeddings_filled} embeddings")
+
+
+@click.command()
+@click.argument("fact_id")
+@click.option("--helpful/--unhelpful", default=True, help="Whether the fact helped.")
+@click.pass_context
+def feedback(ctx, fact_id, helpful) -> None:  # noqa: ANN001
+    """Mark a recalled fact helpful (it ranks higher from now on) or unhelpful.
+
+    Example: kenning feedback fct_0123abcd --unhelpful
+    """
+    with open_kenning(ctx) as kn:
+        weight = call(kn.feedback, fact_id, helpful=helpful)
+    click.echo(f"{fact_id}: weight {weight:.3f}")
 
 
 @click.command()

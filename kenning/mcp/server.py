@@ -161,6 +161,17 @@ def _register(mcp: MCPServer, s: Service, t: _Tools) -> None:
         return await t.run(ctx, s.unpin, memory_id)
 
     @mcp.tool()
+    async def improve(ctx: Context, dataset: str = "main") -> Json:
+        """Tidy a dataset: process pending turns, merge duplicate entities, fill embeddings."""
+        return await t.run(ctx, s.improve, dataset=dataset)
+
+    @mcp.tool()
+    async def feedback(ctx: Context, fact_id: str, helpful: bool) -> Json:
+        """Mark a recalled fact helpful (ranks higher from now on) or not."""
+        weight = await t.run(ctx, s.feedback, fact_id, helpful)
+        return {"fact_id": fact_id, "weight": weight}
+
+    @mcp.tool()
     async def prune(ctx: Context, dataset: str = "main", max_age_days: float | None = None,
                     min_score: float | None = None, dry_run: bool = True) -> Json:
         """Remove decayed memories; ``dry_run`` (default) only reports what would go."""

@@ -19,6 +19,7 @@ from ..models import (
     Stats,
     Timeline,
 )
+from ..lifecycle.improve import ImproveResult
 from .access import Principal
 from .schemas import (
     DATASET_PATTERN,
@@ -27,9 +28,12 @@ from .schemas import (
     DatasetCreate,
     DatasetInfo,
     ErrorResponse,
+    FeedbackRequest,
+    FeedbackResult,
     ForgetRequest,
     GrantInfo,
     GrantRequest,
+    ImproveRequest,
     MemoryPage,
     MemoryUpdate,
     PinRequest,
@@ -103,6 +107,14 @@ def build_router(service: Service, caller: Callable[..., Principal]) -> APIRoute
         relation: Annotated[str | None, Query(max_length=200)] = None,
     ) -> Timeline:
         return service.timeline(who, entity, dataset=dataset, relation=relation)
+
+    @router.post("/improve", tags=["lifecycle"], summary="Process pending, merge duplicate entities, fill embeddings.")
+    def improve(body: ImproveRequest, who: Caller) -> ImproveResult:
+        return service.improve(who, dataset=body.dataset)
+
+    @router.post("/feedback", tags=["lifecycle"], summary="Mark a recalled fact helpful or not.")
+    def feedback(body: FeedbackRequest, who: Caller) -> FeedbackResult:
+        return FeedbackResult(fact_id=body.fact_id, weight=service.feedback(who, body.fact_id, body.helpful))
 
     @router.post("/prune", tags=["lifecycle"], summary="Remove decayed or superseded memories.")
     def prune(body: PruneRequest, who: Caller) -> PruneResult:

@@ -155,6 +155,20 @@ class PruneRequest(_Body):
     dry_run: bool = True
 
 
+class ImproveRequest(_Body):
+    dataset: Dataset = "main"
+
+
+class FeedbackRequest(_Body):
+    fact_id: Annotated[str, Field(min_length=1, max_length=200)]
+    helpful: bool
+
+
+class FeedbackResult(_Body):
+    fact_id: str
+    weight: float
+
+
 class DatasetCreate(_Body):
     name: Dataset
 

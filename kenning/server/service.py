@@ -136,6 +136,19 @@ class Service:
         with self.locks.hold([] if dry_run else [dataset]):
             return self.kn.prune(dataset=dataset, dry_run=dry_run, **kw)
 
+    def improve(self, who: Principal, *, dataset: str = "main") -> Any:
+        self.access.require(who, dataset, "write")
+        with self.locks.hold([dataset]):
+            return self.kn.improve(dataset=dataset)
+
+    def feedback(self, who: Principal, fact_id: str, helpful: bool) -> float:
+        """Feedback on a fact the caller may read and write; others' facts are 'not found'."""
+        found = self.kn.store.get_facts([fact_id])
+        if not found or not self.access.can_read(who, found[0].dataset):
+            raise NotFoundError(f"no fact {fact_id!r}")
+        self.access.require(who, found[0].dataset, "write")
+        return self.kn.feedback(fact_id, helpful=helpful)
+
     # -- reads -------------------------------------------------------------------------------
     def recall(self, who: Principal, query: str, *, dataset: str = "main", **kw: Any) -> RecallResult:
         self.access.require(who, dataset, "read")

@@ -147,6 +147,11 @@ class Txn(ABC):
     @abstractmethod
     def link_fact(self, fact_id: str, memory_id: str) -> None: ...
 
+    @abstractmethod
+    def merge_entities(self, keep_id: str, drop_id: str) -> list[str]:
+        """Fold ``drop_id`` into ``keep_id``: facts, provenance, name as alias; live facts that
+        became exact repeats are merged into the oldest. Returns the merged-away fact ids."""
+
     # garbage collection
     @abstractmethod
     def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
@@ -250,6 +255,14 @@ class Store(ABC):
         fact_ids: Sequence[str],
         at: dt.datetime,
     ) -> None: ...
+
+    @abstractmethod
+    def entity_rows(self, dataset: str, after_id: str | None, limit: int) -> list[EntityRow]:
+        """A page of a dataset's entities (with embeddings), ordered by id."""
+
+    @abstractmethod
+    def set_fact_weight(self, fact_id: str, weight: float) -> None:
+        """Set the feedback weight recall multiplies a fact's score by."""
 
     # -- embeddings --------------------------------------------------------------------------
     @abstractmethod

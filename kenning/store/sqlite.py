@@ -209,6 +209,62 @@ class _SQLiteTxn(Txn):
             "INSERT OR IGNORE INTO fact_memories (fact_id, memory_id) VALUES (?, ?)", (fact_id, memory_id)
         )
 
+    def merge_entities(self, keep_id: str, drop_id: str) -> list[str]:
+        db = self.db
+        keep = db.execute("SELECT * FROM entities WHERE id = ?", (keep_id,)).fetchone()
+        drop = db.execute("SELECT rowid, * FROM entities WHERE id = ?", (drop_id,)).fetchone()
+        if keep is None or drop is None:
+            return []
+        db.execute("UPDATE facts SET source_id = ? WHERE source_id = ?", (keep_id, drop_id))
+        db.execute("UPDATE facts SET target_id = ? WHERE target_id = ?", (keep_id, drop_id))
+        db.execute(
+            "INSERT OR IGNORE INTO entity_memories (entity_id, memory_id)"
+            " SELECT ?, memory_id FROM entity_memories WHERE entity_id = ?", (keep_id, drop_id))
+        db.execute("DELETE FROM entity_memories WHERE entity_id = ?", (drop_id,))
+        aliases = json.loads(keep["aliases"])
+        for name in [drop["name"], *json.loads(drop["aliases"])]:
+            if name != keep["name"] and name not in aliases:
+                aliases.append(name)
+        self.update_entity(keep_id, {"aliases": aliases})
+        db.execute("DELETE FROM entities_fts WHERE rowid = ?", (drop["rowid"],))
+        db.execute("DELETE FROM entities WHERE id = ?", (drop_id,))
+        self.removed.append(("entity", drop_id))
+        return self._merge_repeats(keep_id)
+
+    def _merge_repeats(self, entity_id: str) -> list[str]:
+        """Live facts that became exact repeats of each other: the oldest keeps them all. A fact
+        that was closed only because its now-identical twin arrived was never contradicted: it is
+        opened again first."""
+        db = self.db
+        db.execute(
+            "UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
+            " WHERE (source_id = ? OR target_id = ?) AND superseded_by IN (SELECT g.id FROM facts g"
+            " WHERE g.source_id = facts.source_id AND g.relation = facts.relation"
+            " AND g.target_id = facts.target_id)",
+            (entity_id, entity_id),
+        )
+        rows = db.execute(
+            "SELECT rowid, id, source_id, relation, target_id FROM facts WHERE expired_at IS NULL"
+            " AND invalid_at IS NULL AND (source_id = ? OR target_id = ?) ORDER BY created_at, id",
+            (entity_id, entity_id),
+        ).fetchall()
+        first: dict[tuple[str, str, str], str] = {}
+        merged = []
+        for row in rows:
+            key = (row["source_id"], row["relation"], row["target_id"])
+            if key not in first:
+                first[key] = row["id"]
+                continue
+            db.execute(
+                "INSERT OR IGNORE INTO fact_memories (fact_id, memory_id)"
+                " SELECT ?, memory_id FROM fact_memories WHERE fact_id = ?", (first[key], row["id"]))
+            db.execute("UPDATE facts SET superseded_by = ? WHERE superseded_by = ?", (first[key], row["id"]))
+            db.execute("DELETE FROM facts_fts WHERE rowid = ?", (row["rowid"],))
+            db.execute("DELETE FROM facts WHERE id = ?", (row["id"],))
+            self.removed.append(("fact", row["id"]))
+            merged.append(row["id"])
+        return merged
+
     # -- garbage collection ------------------------------------------------------------------
     def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
         db = self.db
@@ -622,6 +678,23 @@ class SQLiteStore(SQLiteAuthMixin, Store):
                         f" WHERE id IN ({_placeholders(len(ids))})",
                         [stamp, *ids],
                     )
+
+    def entity_rows(self, dataset: str, after_id: str | None, limit: int) -> list[EntityRow]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT * FROM entities WHERE dataset = ? AND id > ? ORDER BY id LIMIT ?",
+                (dataset, after_id or "", limit),
+            ).fetchall()
+        out = []
+        for r in rows:
+            row = _entity_row(r)
+            row.embedding = from_blob(r["embedding"])
+            out.append(row)
+        return out
+
+    def set_fact_weight(self, fact_id: str, weight: float) -> None:
+        with self._write():
+            self._db.execute("UPDATE facts SET weight = ? WHERE id = ?", (weight, fact_id))
 
     # -- embeddings --------------------------------------------------------------------------
     _EMBED_TEXT = {"chunk": "text", "entity": "name", "fact": "description"}
