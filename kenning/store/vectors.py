@@ -29,7 +29,7 @@ import numpy as np
 __all__ = ["IVF_MIN_ROWS", "VectorIndex", "from_blob", "to_blob"]
 
 #: partitions this large are searched through the inverted-file index
-IVF_MIN_ROWS = 20_000
+IVF_MIN_ROWS = 200_000
 _TRAIN_SAMPLE = 16_384
 _KMEANS_ROUNDS = 8
 _ASSIGN_BLOCK = 32_768

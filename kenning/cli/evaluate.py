@@ -1,0 +1,129 @@
+"""``kenning eval``: retrieval quality on public data sets (LoCoMo, HotpotQA, MuSiQue).
+
+Each command reads the data from the path given, remembers it into a fresh in-memory store,
+asks every question and prints evidence recall@k per category and overall, MRR and recall
+latency, beside a BM25 baseline computed in the same run (see ``kenning.eval``).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+import click
+
+from ._common import dump_json, fail, run
+
+__all__ = ["register"]
+
+
+def register(group: click.Group) -> None:
+    group.add_command(eval_group)
+
+
+@click.group("eval")
+def eval_group() -> None:
+    """Measure retrieval quality on public evaluation sets.
+
+    Example: kenning eval locomo ../shared/data/locomo/locomo10.json --limit 1
+    """
+
+
+def _k_values(_ctx: click.Context, _param: click.Parameter, value: str) -> tuple[int, ...]:
+    try:
+        ks = tuple(sorted({int(part) for part in value.split(",") if part.strip()}))
+    except ValueError:
+        raise click.BadParameter("use a comma list of positive integers, e.g. 5,10,25") from None
+    if not ks or ks[0] < 1:
+        raise click.BadParameter("use a comma list of positive integers, e.g. 5,10,25")
+    return ks
+
+
+def _options(fn):
+    for option in reversed([
+        click.argument("path", type=click.Path(exists=True)),
+        click.option("--k", "k", default="5,10,25", show_default=True, callback=_k_values,
+                     help="Cut-offs for recall@k (comma list)."),
+        click.option("--limit", type=click.IntRange(min=1), default=None,
+                     help="Only the first N conversations (LoCoMo) or questions (HotpotQA, MuSiQue)."),
+        click.option("--search-type", "search_types", multiple=True, default=("hybrid", "chunks"),
+                     show_default=True, help="Search types to score (repeatable)."),
+        click.option("--embedder", default=None,
+                     help="Embedder for the store, e.g. local:all-MiniLM-L6-v2 [default: KENNING_EMBEDDER]."),
+        click.option("--answer", is_flag=True, help="Also answer each question and score EM / F1 (needs KENNING_LLM)."),
+        click.option("--judge", is_flag=True, help="With --answer: have the model judge each answer."),
+        click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
+    ]):
+        fn = option(fn)
+    return fn
+
+
+def _run(kind: str, path: str, k, limit, search_types, embedder, answer, judge, as_json) -> None:
+    from ..eval.datasets import DataError, load
+    from ..eval.report import render
+    from ..eval.run import EvalConfig, evaluate, summarize
+
+    try:
+        collections = load(kind, path)
+    except DataError as exc:
+        fail(str(exc))
+    collections = _limit(kind, collections, limit)
+    config = EvalConfig(k=k, search_types=tuple(search_types), embedder=embedder, answer=answer, judge=judge)
+    log = (lambda msg: click.echo(msg, err=True)) if not as_json and sys.stderr.isatty() else None
+    with run():
+        try:
+            result = evaluate(collections, config, progress=log)
+        except ValueError as exc:
+            fail(str(exc))
+    report = summarize(result, config, kind=kind)
+    report["path"] = str(path)
+    if as_json:
+        dump_json(report)
+    else:
+        click.echo(render(report))
+
+
+def _limit(kind: str, collections: list, limit: int | None) -> list:
+    if limit is None:
+        return collections
+    if kind == "locomo":
+        return collections[:limit]
+    for c in collections:  # one corpus: keep all passages, ask fewer questions
+        c.questions = c.questions[:limit]
+    return collections
+
+
+@eval_group.command("locomo")
+@_options
+def locomo(**options: Any) -> None:
+    """LoCoMo: evidence recall over dialog turns, per category, beside BM25 and DRAGON.
+
+    Each turn is one memory ("Speaker: text", dated by its session, source = its dia_id).
+
+    Example: kenning eval locomo ../shared/data/locomo/locomo10.json --limit 2
+    """
+    _run("locomo", **options)
+
+
+@eval_group.command("hotpotqa")
+@_options
+def hotpotqa(**options: Any) -> None:
+    """HotpotQA: recall of the supporting passages, per question type, beside BM25.
+
+    PATH is the question file (its *_corpus.json beside it is the passage corpus) or their folder.
+
+    Example: kenning eval hotpotqa ../shared/data/hotpotqa --limit 20
+    """
+    _run("hotpotqa", **options)
+
+
+@eval_group.command("musique")
+@_options
+def musique(**options: Any) -> None:
+    """MuSiQue: recall of the supporting paragraphs, per hop count, beside BM25.
+
+    PATH is the question file (its *_corpus.json beside it is the paragraph corpus) or their folder.
+
+    Example: kenning eval musique ../shared/data/musique --limit 20
+    """
+    _run("musique", **options)

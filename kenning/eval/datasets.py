@@ -1,0 +1,188 @@
+"""Loaders for the public evaluation sets, read from a path the user gives (never bundled).
+
+Each loader returns :class:`Collection` objects: the units to remember (a LoCoMo dialog turn, a
+HotpotQA or MuSiQue passage), each with a stable key, its text and its reference time, and the
+questions with the keys of their gold evidence.
+
+- LoCoMo (``locomo10.json``): one collection per conversation; a unit per turn, keyed by its
+  ``dia_id`` ("D1:3"), text "Speaker: text" (plus the BLIP caption of a shared image), dated by
+  its session's ``date_time`` ("1:56 pm on 8 May, 2023"). Malformed evidence ids are split and
+  normalised ("D8:6; D9:17", "D30:05"); ids that name no turn are dropped, and questions left
+  without evidence are skipped.
+- HotpotQA (HippoRAG subset): one collection; a unit per corpus passage keyed by its title;
+  gold = the titles in ``supporting_facts``; category = ``type`` (bridge / comparison).
+- MuSiQue (HippoRAG subset): one collection; a unit per corpus paragraph keyed by its index in
+  the corpus ("12"); gold = the supporting paragraphs, matched on (title, text); category = the
+  hop label of the id (2hop, 3hop1 …).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+__all__ = ["Collection", "Question", "Unit", "load", "load_hotpotqa", "load_locomo", "load_musique"]
+
+LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+
+
+@dataclass(frozen=True)
+class Unit:
+    key: str
+    text: str
+    valid_at: dt.datetime | None = None
+
+
+@dataclass(frozen=True)
+class Question:
+    text: str
+    gold: tuple[str, ...]
+    category: str
+    answer: str = ""
+
+
+@dataclass
+class Collection:
+    name: str
+    units: list[Unit] = field(default_factory=list)
+    questions: list[Question] = field(default_factory=list)
+
+
+class DataError(ValueError):
+    """The file is not in the format its loader reads."""
+
+
+def _read_json(path: Path) -> Any:
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, json.JSONDecodeError) as exc:
+        raise DataError(f"cannot read {path}: {exc}") from exc
+
+
+def _pick(path: Path, pattern: str) -> Path:
+    """A file given directly, or the one file in a directory whose name matches ``pattern``."""
+    if path.is_file():
+        return path
+    found = sorted(p for p in path.glob(pattern) if "corpus" not in p.name) if path.is_dir() else []
+    if len(found) != 1:
+        raise DataError(f"expected one {pattern} file in {path}, found {len(found)}")
+    return found[0]
+
+
+# -- LoCoMo ------------------------------------------------------------------------------------
+
+def parse_session_time(text: str) -> dt.datetime | None:
+    """"1:56 pm on 8 May, 2023" as UTC; None when it does not parse."""
+    try:
+        return dt.datetime.strptime(text.strip(), "%I:%M %p on %d %B, %Y").replace(tzinfo=dt.UTC)
+    except ValueError:
+        return None
+
+
+_EVIDENCE = re.compile(r"D\s*:?\s*(\d+)\s*:\s*(\d+)")
+
+
+def normalize_evidence(raw: list[str]) -> list[str]:
+    """"D8:6; D9:17" -> D8:6, D9:17; "D30:05" -> D30:5; "D:11:26" -> D11:26; "D" -> nothing."""
+    out = []
+    for item in raw:
+        for session, turn in _EVIDENCE.findall(str(item)):
+            out.append(f"D{int(session)}:{int(turn)}")
+    return list(dict.fromkeys(out))
+
+
+def _turn_text(turn: dict[str, Any]) -> str:
+    text = f"{turn.get('speaker', '?')}: {turn.get('text', '')}".strip()
+    if turn.get("blip_caption"):
+        text += f" [shares {turn['blip_caption']}]"
+    return text
+
+
+def load_locomo(path: Path) -> list[Collection]:
+    data = _read_json(_pick(Path(path), "*.json"))
+    if not isinstance(data, list) or not data or "conversation" not in data[0]:
+        raise DataError(f"{path} is not a LoCoMo file (a list of objects with 'conversation')")
+    return [_conversation(sample) for sample in data]
+
+
+def _conversation(sample: dict[str, Any]) -> Collection:
+    conv = sample["conversation"]
+    out = Collection(name=str(sample.get("sample_id", "conversation")))
+    sessions = sorted(
+        (int(m.group(1)), key) for key in conv if (m := re.fullmatch(r"session_(\d+)", key))
+    )
+    for _, key in sessions:
+        when = parse_session_time(conv.get(f"{key}_date_time", ""))
+        for turn in conv[key]:
+            out.units.append(Unit(key=turn["dia_id"], text=_turn_text(turn), valid_at=when))
+    turns = {u.key for u in out.units}
+    for qa in sample.get("qa", []):
+        gold = tuple(e for e in normalize_evidence(qa.get("evidence", [])) if e in turns)
+        if gold:
+            answer = qa.get("answer", qa.get("adversarial_answer", ""))
+            category = LOCOMO_CATEGORIES.get(qa.get("category"), str(qa.get("category")))
+            out.questions.append(Question(qa["question"], gold, category, str(answer)))
+    return out
+
+
+# -- HotpotQA ----------------------------------------------------------------------------------
+
+def _corpus_file(questions: Path) -> Path | None:
+    candidate = questions.with_name(questions.stem + "_corpus.json")
+    return candidate if candidate.is_file() else None
+
+
+def load_hotpotqa(path: Path) -> list[Collection]:
+    qfile = _pick(Path(path), "hotpotqa*.json")
+    data = _read_json(qfile)
+    if not isinstance(data, list) or not data or "supporting_facts" not in data[0]:
+        raise DataError(f"{qfile} is not a HotpotQA file (a list with 'supporting_facts')")
+    corpus_path = _corpus_file(qfile)
+    corpus: dict[str, list[str]] = _read_json(corpus_path) if corpus_path else {}
+    for item in data:  # without a corpus file, the questions' own context paragraphs
+        for title, sentences in item.get("context", []):
+            corpus.setdefault(title, sentences)
+    out = Collection(name="hotpotqa")
+    out.units = [Unit(key=title, text=f"{title}\n{''.join(s)}") for title, s in corpus.items()]
+    for item in data:
+        gold = tuple(dict.fromkeys(title for title, _ in item["supporting_facts"]))
+        out.questions.append(Question(item["question"], gold, item.get("type", "all"), str(item.get("answer", ""))))
+    return [out]
+
+
+# -- MuSiQue -----------------------------------------------------------------------------------
+
+def load_musique(path: Path) -> list[Collection]:
+    qfile = _pick(Path(path), "musique*.json")
+    data = _read_json(qfile)
+    if not isinstance(data, list) or not data or "paragraphs" not in data[0]:
+        raise DataError(f"{qfile} is not a MuSiQue file (a list with 'paragraphs')")
+    corpus_path = _corpus_file(qfile)
+    corpus = _read_json(corpus_path) if corpus_path else []
+    keys: dict[tuple[str, str], str] = {}
+    out = Collection(name="musique")
+    for entry in corpus + [p for item in data for p in item["paragraphs"]]:
+        text = entry.get("text", entry.get("paragraph_text", ""))
+        pair = (entry["title"], text)
+        if pair not in keys:
+            keys[pair] = str(len(keys))
+            out.units.append(Unit(key=keys[pair], text=f"{entry['title']}\n{text}"))
+    for item in data:
+        gold = tuple(dict.fromkeys(
+            keys[(p["title"], p["paragraph_text"])] for p in item["paragraphs"] if p.get("is_supporting")
+        ))
+        if gold:
+            hops = str(item.get("id", "")).split("_")[0] or "all"
+            out.questions.append(Question(item["question"], gold, hops, str(item.get("answer", ""))))
+    return [out]
+
+
+LOADERS = {"locomo": load_locomo, "hotpotqa": load_hotpotqa, "musique": load_musique}
+
+
+def load(kind: str, path: Path | str) -> list[Collection]:
+    return LOADERS[kind](Path(path))
