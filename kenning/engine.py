@@ -29,12 +29,12 @@ from .models import (
     Usage,
 )
 from .pipeline.dates import find_dates, parse_user_datetime
-from .pipeline.chunk import chunk_text
 from .pipeline.commit import CommitOutcome, apply_plan, new_id
 from .pipeline.extract import Extractor, normalize_name, normalize_relation
-from .pipeline.process import PipelineConfig, build_plan
+from .pipeline.process import PipelineConfig, build_plans, estimate_usage, group_memories
 from .pipeline.temporal import RelationRules
 from .providers.base import ChatModel, Embedder
+from .lifecycle.improve import ImproveMixin
 from .lifecycle.verbs import LifecycleMixin
 from ._identity import check_dataset, content_hash
 from .search.recall import ANSWER_MODES, SEARCH_TYPES, Query, route, search
@@ -61,7 +61,7 @@ def dates_in_query(text: str, now: dt.datetime) -> dt.datetime | None:
     return find_dates(text, now).valid_at
 
 
-class Engine(LifecycleMixin):
+class Engine(LifecycleMixin, ImproveMixin):
     def __init__(
         self,
         settings: Settings,
@@ -230,32 +230,18 @@ class Engine(LifecycleMixin):
 
     def _estimate(self, content: ContentInput | Sequence[ContentInput], *, dataset: str,
                   force: bool, **fields: Any) -> RememberResult:
-        """What ``remember`` would spend, without storing anything or calling any model:
-        extraction calls and tokens from the extractor's own estimate, at most one resolution
-        call per memory when the dataset already has facts, one embedding call per memory."""
+        """What ``remember`` would spend, without storing anything or calling any model: the
+        memories grouped as ``remember`` would group them, each group estimated by the pipeline."""
         check_dataset(dataset)
         items = [content] if isinstance(content, (str, MemoryInput, dict)) else list(content)
         now = self.now()
         memories = [self._to_memory(i, dataset=dataset, now=now, kind=fields["kind"],
                                     source=fields["source"], valid_at=as_utc(fields["valid_at"]),
                                     metadata=fields["metadata"]) for i in items]
-        result = RememberResult(dry_run=True, memory_ids=[])
-        has_facts = self.store.stats(dataset).facts > 0
-        remote_embedder = not self.embedder.name.startswith("hashing")
-        seen: set[str] = set()
-        for memory in memories:
-            if memory.content_hash in seen:
-                continue
-            seen.add(memory.content_hash)
-            chunks = [c.text for c in chunk_text(memory.content, self.settings.chunk_size,
-                                                 self.settings.chunk_overlap)]
-            estimate = getattr(self.extractor, "estimate", None)
-            if self.chat is not None and estimate is not None:
-                result.usage.add(estimate(chunks, memory.valid_at))
-                result.usage.chat_calls += 1 if has_facts else 0
-            result.usage.embedding_calls += 1 if remote_embedder else 0
-            result.usage.embedded_texts += len(chunks)
-        return result
+        unique = list({m.content_hash: m for m in reversed(memories)}.values())[::-1]
+        usage = estimate_usage(unique, config=self.config, extractor=self.extractor, store=self.store,
+                               chat=self.chat, remote_embedder=not self.embedder.name.startswith("hashing"))
+        return RememberResult(dry_run=True, memory_ids=[], usage=usage)
 
     def cognify(
         self, *, dataset: str | None = None, force: bool = False, retry_failed: bool = False,
@@ -285,56 +271,79 @@ class Engine(LifecycleMixin):
     def _process(
         self, memories: list[Memory], usage: Usage, progress: Callable[[int], None] | None
     ) -> CognifyResult:
+        """Short memories share model calls (groups); groups run on a bounded pool, so at most
+        ``llm_concurrency`` model calls are in flight; each memory commits in its own transaction."""
         out = CognifyResult()
         if not memories:
             return out
+        groups = group_memories(memories, self.extractor, self.config)
         io_bound = self.chat is not None or not self.embedder.name.startswith("hashing")
-        workers = min(self.settings.llm_concurrency, len(memories)) if io_bound else 1
+        workers = min(self.settings.llm_concurrency, len(groups)) if io_bound else 1
         if workers <= 1:
-            for memory in memories:
-                self._process_one(memory, usage, out)
+            for group in groups:
+                self._process_one(group, usage, out)
                 if progress:
-                    progress(1)
+                    progress(len(group))
             return out
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kenning") as pool:
-            for _ in pool.map(lambda m: self._process_one(m, usage, out), memories):
+            for done in pool.map(lambda g: self._process_one(g, usage, out), groups):
                 if progress:
-                    progress(1)
+                    progress(done)
         return out
 
-    def _process_one(self, memory: Memory, usage: Usage, out: CognifyResult) -> None:
-        started = time.perf_counter()
-        spent = Usage()
-        replace = memory.processed_at is not None
-        try:
-            if memory.status != "processing":
-                self.store.set_status(memory.id, "processing", None, self.now())
-            plan = build_plan(
-                memory, config=self.config, extractor=self.extractor, embedder=self.embedder,
-                store=self.store, chat=self.chat, now=self.now(), replace=replace, usage=spent,
-            )
-            spent.seconds = round(time.perf_counter() - started, 6)
-            now = self.now()
-            plan.now = now
-            plan.memory_fields = {
-                "status": "superseded" if memory.superseded_by else "active",
-                "error": None, "processed_at": now, "updated_at": now, "usage": spent.model_dump(),
-            }
-            with self.store.transaction() as txn:
-                committed = apply_plan(txn, plan, self.rules)
-        except KenningError as exc:
-            self._fail(memory, exc.message, spent, usage, out)
-            return
-        except Exception as exc:  # noqa: BLE001 - any failure must leave the memory visible as failed
+    def _process_one(self, group: list[Memory], usage: Usage, out: CognifyResult) -> int:
+        """Plan a group of memories (shared calls), then commit each memory on its own: a
+        memory whose extraction failed is marked failed and writes nothing; its neighbours
+        still commit. Returns how many memories were handled."""
+        def reason(exc: Exception, memory_id: str) -> str:
+            if isinstance(exc, KenningError):
+                return exc.message
             # No traceback: exception messages may quote content, and logs never hold content.
-            log.error("processing failed", extra={"memory_id": memory.id, "error_type": type(exc).__name__})
-            self._fail(memory, f"{type(exc).__name__}: {exc}", spent, usage, out)
-            return
-        self._record(memory, committed, spent, usage, out)
+            log.error("processing failed", extra={"memory_id": memory_id, "error_type": type(exc).__name__})
+            return f"{type(exc).__name__}: {exc}"
+
+        started = time.perf_counter()
+        spent = [Usage() for _ in group]
+        try:
+            for memory in group:
+                if memory.status != "processing":
+                    self.store.set_status(memory.id, "processing", None, self.now())
+            plans = build_plans(
+                group, config=self.config, extractor=self.extractor, embedder=self.embedder,
+                store=self.store, chat=self.chat, now=self.now(),
+                replace=[m.processed_at is not None for m in group], usages=spent,
+            )
+        except Exception as exc:  # noqa: BLE001 - any failure must leave the memories visible as failed
+            why = reason(exc, group[0].id)
+            for memory, part in zip(group, spent):
+                self._fail(memory, why, part, usage, out)
+            return len(group)
+        share = (time.perf_counter() - started) / len(group)
+        for memory, plan, part in zip(group, plans, spent):
+            part.seconds = round(share, 6)
+            if isinstance(plan, KenningError):
+                self._fail(memory, plan.message, part, usage, out)
+                continue
+            try:
+                now = self.now()
+                plan.now = now
+                plan.memory_fields = {
+                    "status": "superseded" if memory.superseded_by else "active",
+                    "error": None, "processed_at": now, "updated_at": now, "usage": part.model_dump(),
+                }
+                with self.store.transaction() as txn:
+                    committed = apply_plan(txn, plan, self.rules)
+            except Exception as exc:  # noqa: BLE001
+                self._fail(memory, reason(exc, memory.id), part, usage, out)
+                continue
+            self._record(memory, committed, part, usage, out)
+        return len(group)
 
     def _fail(self, memory: Memory, reason: str, spent: Usage, usage: Usage, out: CognifyResult) -> None:
         try:
             self.store.set_status(memory.id, "failed", reason, self.now())
+            if spent.chat_calls or spent.embedding_calls:  # money spent on a failure still counts
+                self.store.update_memory(memory.id, {"usage": spent.model_dump()})
         except KenningError as exc:
             log.error("could not record failure", extra={"memory_id": memory.id, "error_type": type(exc).__name__})
         with self._result_lock:

@@ -14,7 +14,7 @@ queue is empty, chat asks ``chat_responder(request_json)`` (a ``str`` or ``dict`
 embeddings are computed: deterministic bag-of-words vectors hashed from the text, so texts that
 share words are similar. Every request received is appended to ``requests`` (path, JSON body,
 headers) before any scripted failure, so tests can count attempts and assert that no call was
-made.
+made; ``max_chat_inflight`` is the most chat requests it answered at once.
 """
 
 from __future__ import annotations
@@ -93,6 +93,9 @@ class FakeOpenAI:
         self.latency = latency
         self.usage = usage
         self.requests: list[RequestRecord] = []
+        #: chat requests being answered right now, and the most there ever were at once
+        self.chat_inflight = 0
+        self.max_chat_inflight = 0
         self._chat_queue: deque[Reply] = deque()
         self._embedding_queue: deque[Reply] = deque()
         self._lock = threading.Lock()
@@ -120,6 +123,7 @@ class FakeOpenAI:
     def reset(self) -> None:
         with self._lock:
             self.requests.clear()
+            self.max_chat_inflight = self.chat_inflight
             self._chat_queue.clear()
             self._embedding_queue.clear()
 
@@ -180,10 +184,10 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server: _Server
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+    def log_message(self, format: str, *args: Any) -> None:
         pass
 
-    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+    def do_POST(self) -> None:
         fake = self.server.fake
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
@@ -195,7 +199,14 @@ class _Handler(BaseHTTPRequestHandler):
         path = self.path.split("?", 1)[0]
         fake._record(path, body, dict(self.headers.items()))
         if path.endswith("/chat/completions"):
-            self._reply(fake._next(fake._chat_queue), lambda reply: self._chat(body, reply))
+            with fake._lock:
+                fake.chat_inflight += 1
+                fake.max_chat_inflight = max(fake.max_chat_inflight, fake.chat_inflight)
+            try:
+                self._reply(fake._next(fake._chat_queue), lambda reply: self._chat(body, reply))
+            finally:
+                with fake._lock:
+                    fake.chat_inflight -= 1
         elif path.endswith("/embeddings"):
             self._reply(fake._next(fake._embedding_queue), lambda reply: self._embeddings(body))
         else:

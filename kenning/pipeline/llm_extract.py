@@ -6,6 +6,15 @@ Tokens are a measured cost, so the prompt is short: the instructions and the sch
 are about 400 tokens (characters / 4). An answer that is not valid JSON for the schema gets exactly one retry
 with the validation error fed back; a second failure raises ``ModelResponseError`` and the
 pipeline stores nothing of the memory's graph.
+
+Two ways to spend fewer calls than one per memory plus one per resolution:
+
+- ``known``: stored facts about the entities a memory names go into the extraction prompt
+  (labels ``c1``, ``c2`` …), and each extracted fact says which stored fact it repeats
+  (``same_as``) and which it makes no longer true (``replaces``). Resolution costs no extra call.
+- ``extract_many``: several short memories in one call, each in its own ``<document>`` with its
+  own reference time; the answer has one item per document. An unreadable group answer is
+  retried once, then each memory alone, so one bad document cannot fail its neighbours.
 """
 
 from __future__ import annotations
@@ -13,7 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
-from typing import Any
+from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -30,8 +39,9 @@ from .extract import (
     normalize_relation,
 )
 from .jsonparse import parse_model
+from .llm_resolve import CandidateFact, fact_line
 
-__all__ = ["EXTRACTION_SCHEMA", "LLMExtractor", "parse_date"]
+__all__ = ["EXTRACTION_SCHEMA", "Document", "JudgedFact", "LLMExtractor", "parse_date"]
 
 _DATE = {"type": ["string", "null"]}
 EXTRACTION_SCHEMA: dict[str, Any] = {
@@ -69,6 +79,38 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
     "required": ["entities", "facts"],
 }
 
+#: extra fields of a fact when stored facts are shown
+_VERDICT_PROPERTIES: dict[str, Any] = {
+    "same_as": {"type": ["string", "null"], "description": "label of the stored fact it repeats, else null"},
+    "replaces": {
+        "type": "array",
+        "items": {"type": "string"},
+        "description": "labels of stored facts it makes no longer true, if any",
+    },
+}
+
+
+def _schema(known: bool, documents: bool) -> dict[str, Any]:
+    """The extraction schema: verdict fields only when stored facts are shown; one item per
+    document when several documents share the call."""
+    schema = EXTRACTION_SCHEMA
+    if known:
+        fact = EXTRACTION_SCHEMA["properties"]["facts"]["items"]
+        facts = {**fact, "properties": {**fact["properties"], **_VERDICT_PROPERTIES},
+                 "required": [*fact["required"], *_VERDICT_PROPERTIES]}
+        schema = {**schema, "properties": {**schema["properties"], "facts": {"type": "array", "items": facts}}}
+    if not documents:
+        return schema
+    item = {
+        "type": "object",
+        "properties": {"document": {"type": "string", "description": "the document's id"},
+                       **schema["properties"]},
+        "required": ["document", *schema["required"]],
+    }
+    return {"type": "object", "properties": {"documents": {"type": "array", "items": item}},
+            "required": ["documents"]}
+
+
 _SYSTEM = """\
 Extract a knowledge graph from the user's text as JSON.
 entities: everything the facts mention. name: fullest form in the text; type: one of {types}; \
@@ -82,7 +124,16 @@ invalid_at.
 Resolve relative dates ("last year", "in May") against the reference time. State only what the \
 text says.{extra}"""
 
+_SYSTEM_KNOWN = """
+Stored facts (c1, c2 …) are already known. For each fact you extract: same_as: the label of the \
+stored fact it repeats, else null; replaces: labels of stored facts it makes no longer true (a new \
+employer, home, role or status replacing the old one), if any."""
+_SYSTEM_DOCUMENTS = """
+The text is several documents, each in <document id=… time=…> with its own reference time: \
+answer one item per document, with its id."""
+
 _DEFAULT_RELATIONS = "works_at, lives_in, founded"
+M = TypeVar("M", bound=BaseModel)
 _RETRY = "That answer was invalid: {error}\nReply with the corrected JSON only."
 
 
@@ -104,11 +155,36 @@ class _RawFact(_Loose):
     valid_at: Any = None
     invalid_at: Any = None
     ends: bool | None = False
+    same_as: Any = None
+    replaces: Any = None
 
 
 class _RawExtraction(_Loose):
     entities: list[_RawEntity] = Field(default_factory=list)
     facts: list[_RawFact] = Field(default_factory=list)
+
+
+class _RawDocument(_RawExtraction):
+    document: Any = None
+
+
+class _RawDocuments(_Loose):
+    documents: list[_RawDocument] = Field(default_factory=list)
+
+
+class JudgedFact(ExtractedFact):
+    """An extracted fact with the model's verdicts on the stored facts it was shown
+    (store ids, already mapped back from labels)."""
+
+    duplicate_of: str | None = None
+    contradicts: list[str] = Field(default_factory=list)
+
+
+class Document(BaseModel):
+    """One memory as ``extract_many`` sees it."""
+
+    chunks: list[str]
+    reference_time: dt.datetime
 
 
 class LLMExtractor:
@@ -138,9 +214,49 @@ class LLMExtractor:
             extra=f"\n{prompt.strip()}" if prompt and prompt.strip() else "",
         )
 
-    def extract(self, chunks: list[str], *, reference_time: dt.datetime, usage: Usage) -> Extraction:
-        results = [self._extract_text(text, reference_time, usage) for text in self.batches(chunks)]
+    def extract(
+        self,
+        chunks: list[str],
+        *,
+        reference_time: dt.datetime,
+        usage: Usage,
+        known: list[CandidateFact] | tuple[CandidateFact, ...] = (),
+    ) -> Extraction:
+        """One call per batch of chunks; ``known`` stored facts are shown for verdicts."""
+        labels = _KnownLabels(list(known))
+        results = [self._extract_text(text, reference_time, usage, labels) for text in self.batches(chunks)]
         return _merge(results)
+
+    def extract_many(
+        self,
+        documents: list[Document],
+        *,
+        usage: Usage,
+        known: list[CandidateFact] | tuple[CandidateFact, ...] = (),
+    ) -> list[Extraction | ModelResponseError]:
+        """Several short memories in one call; one result per document, in order.
+
+        A group answer that stays unreadable after its retry is not the documents' fault:
+        each document is then extracted alone (and may fail alone)."""
+        if len(documents) == 1:
+            return [self._alone(documents[0], usage, known)]
+        labels = _KnownLabels(list(known))
+        messages = self._group_messages(documents, labels)
+        schema = _schema(bool(labels.ids), documents=True)
+        try:
+            raw = self._ask(messages, schema, _RawDocuments, usage)
+        except ModelResponseError:
+            return [self._alone(document, usage, known) for document in documents]
+        return _by_document(raw.documents, len(documents), self.entity_types, labels)
+
+    def _alone(
+        self, document: Document, usage: Usage, known: list[CandidateFact] | tuple[CandidateFact, ...]
+    ) -> Extraction | ModelResponseError:
+        try:
+            return self.extract(document.chunks, reference_time=document.reference_time, usage=usage,
+                                known=known)
+        except ModelResponseError as exc:
+            return exc
 
     def batches(self, chunks: list[str]) -> list[str]:
         """The texts sent, one per call: chunks joined while they fit ``max_call_tokens``."""
@@ -159,49 +275,138 @@ class LLMExtractor:
             texts.append("\n".join(current))
         return texts
 
-    def messages(self, text: str, reference_time: dt.datetime) -> list[dict[str, str]]:
-        when = as_utc(reference_time) or reference_time
-        stamp = when.strftime("%Y-%m-%d %H:%M UTC, %A")
-        return [
-            {"role": "system", "content": self.system_prompt},
-            {"role": "user", "content": f"Reference time: {stamp}\nText:\n{text}"},
-        ]
+    def messages(
+        self, text: str, reference_time: dt.datetime, known: list[CandidateFact] | tuple[CandidateFact, ...] = ()
+    ) -> list[dict[str, str]]:
+        labels = known if isinstance(known, _KnownLabels) else _KnownLabels(list(known))
+        system = self.system_prompt + (_SYSTEM_KNOWN if labels.ids else "")
+        user = f"Reference time: {_stamp(reference_time)}\n{labels.prompt()}<document>\n{text}\n</document>"
+        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
-    def estimate(self, chunks: list[str], reference_time: dt.datetime | None = None) -> Usage:
+    def _group_messages(self, documents: list[Document], labels: _KnownLabels) -> list[dict[str, str]]:
+        system = self.system_prompt + (_SYSTEM_KNOWN if labels.ids else "") + _SYSTEM_DOCUMENTS
+        parts = [labels.prompt()]
+        for i, document in enumerate(documents):
+            text = self.batches(document.chunks)[0] if document.chunks else ""
+            parts.append(f'<document id="{i + 1}" time="{_stamp(document.reference_time)}">\n{text}\n</document>\n')
+        return [{"role": "system", "content": system}, {"role": "user", "content": "".join(parts)}]
+
+    def groupable(self, chunks: list[str]) -> int | None:
+        """Tokens a memory adds to a group call, or None when it needs calls of its own."""
+        texts = self.batches(chunks)
+        return _tokens(texts[0]) if len(texts) == 1 else None
+
+    def estimate(
+        self,
+        chunks: list[str],
+        reference_time: dt.datetime | None = None,
+        known: list[CandidateFact] | tuple[CandidateFact, ...] = (),
+    ) -> Usage:
         """Calls and tokens an ``extract`` would spend (no call is made): for ``dry_run``.
 
         Completion tokens are guessed as the size of the text, a typical ratio for this schema.
         """
-        when = reference_time or dt.datetime.now(dt.timezone.utc)
-        response_format = {
-            "type": "json_schema",
-            "json_schema": {"name": "extraction", "schema": EXTRACTION_SCHEMA, "strict": False},
-        }
-        schema_tokens = _tokens(json.dumps(response_format))
+        when = reference_time or dt.datetime.now(dt.UTC)
+        labels = _KnownLabels(list(known))
         usage = Usage()
         for text in self.batches(chunks):
-            prompt = "".join(m["content"] for m in self.messages(text, when))
-            usage.chat_calls += 1
-            usage.prompt_tokens += _tokens(prompt) + schema_tokens
-            usage.completion_tokens += _tokens(text)
+            usage.add(self._estimate(self.messages(text, when, labels), _schema(bool(labels.ids), False),
+                                     _tokens(text)))
         return usage
 
-    def _extract_text(self, text: str, reference_time: dt.datetime, usage: Usage) -> Extraction:
-        messages = self.messages(text, reference_time)
+    def estimate_many(
+        self, documents: list[Document], known: list[CandidateFact] | tuple[CandidateFact, ...] = ()
+    ) -> Usage:
+        """What one ``extract_many`` call would spend (no call is made)."""
+        if len(documents) == 1:
+            return self.estimate(documents[0].chunks, documents[0].reference_time, known)
+        labels = _KnownLabels(list(known))
+        messages = self._group_messages(documents, labels)
+        text = sum(_tokens(c) for d in documents for c in d.chunks)
+        return self._estimate(messages, _schema(bool(labels.ids), True), text)
+
+    @staticmethod
+    def _estimate(messages: list[dict[str, str]], schema: dict[str, Any], completion: int) -> Usage:
+        response_format = {"type": "json_schema", "json_schema": {"name": "extraction", "schema": schema,
+                                                                  "strict": False}}
+        prompt = "".join(m["content"] for m in messages)
+        return Usage(chat_calls=1, prompt_tokens=_tokens(prompt) + _tokens(json.dumps(response_format)),
+                     completion_tokens=completion)
+
+    def _extract_text(
+        self, text: str, reference_time: dt.datetime, usage: Usage, labels: _KnownLabels
+    ) -> Extraction:
+        messages = self.messages(text, reference_time, labels)
+        raw = self._ask(messages, _schema(bool(labels.ids), documents=False), _RawExtraction, usage)
+        return _clean(raw, self.entity_types, labels)
+
+    def _ask(self, messages: list[dict[str, str]], schema: dict[str, Any], model: type[M], usage: Usage) -> M:
+        """One structured call, and one retry that feeds the validation error back."""
         answer = ""
         try:
-            answer = self.chat.complete_json(messages, EXTRACTION_SCHEMA, "extraction", usage)
-            raw = parse_model(answer, _RawExtraction)
+            answer = self.chat.complete_json(messages, schema, "extraction", usage)
+            return parse_model(answer, model)
         except ModelResponseError as first:  # unreadable or empty; transport errors propagate
+            retry = list(messages)
             if answer:
-                messages.append({"role": "assistant", "content": answer[:4000]})
-            messages.append({"role": "user", "content": _RETRY.format(error=first.message)})
+                retry.append({"role": "assistant", "content": answer[:4000]})
+            retry.append({"role": "user", "content": _RETRY.format(error=first.message)})
             try:
-                answer = self.chat.complete_json(messages, EXTRACTION_SCHEMA, "extraction", usage)
-                raw = parse_model(answer, _RawExtraction)
+                answer = self.chat.complete_json(retry, schema, "extraction", usage)
+                return parse_model(answer, model)
             except ModelResponseError as second:
                 raise ModelResponseError(f"extraction failed twice; last error: {second.message}") from None
-        return _clean(raw, self.entity_types)
+
+
+class _KnownLabels:
+    """Stored facts shown to the model as ``c1``, ``c2`` …, and the way back to their ids."""
+
+    def __init__(self, known: list[CandidateFact]) -> None:
+        self.known = known
+        self.ids = {f"c{i + 1}": fact.id for i, fact in enumerate(known)}
+
+    def prompt(self) -> str:
+        if not self.known:
+            return ""
+        lines = [fact_line(f"c{i + 1}", fact) for i, fact in enumerate(self.known)]
+        return "Stored facts:\n" + "\n".join(lines) + "\n"
+
+    def one(self, value: object) -> str | None:
+        return self.ids.get(_label(value)) if value is not None else None
+
+    def many(self, value: object) -> list[str]:
+        values = value if isinstance(value, list) else [value] if value is not None else []
+        return list(dict.fromkeys(i for i in (self.one(v) for v in values) if i is not None))
+
+
+def _label(value: object) -> str:
+    text = str(value).strip().strip("[]()").casefold() if isinstance(value, str | int) else ""
+    return text if text.startswith("c") else f"c{text}"
+
+
+def _stamp(reference_time: dt.datetime) -> str:
+    when = as_utc(reference_time) or reference_time
+    return when.strftime("%Y-%m-%d %H:%M UTC, %A")
+
+
+def _by_document(
+    items: list[_RawDocument], count: int, entity_types: list[str], labels: _KnownLabels
+) -> list[Extraction | ModelResponseError]:
+    """Items to documents by their id; items without a usable id fill the remaining documents
+    in order (a model that numbers nothing still answers in the order it was given)."""
+    slots: list[_RawDocument | None] = [None] * count
+    loose = []
+    for item in items:
+        match = re.search(r"\d+", str(item.document)) if item.document is not None else None
+        index = int(match.group()) - 1 if match else -1
+        if 0 <= index < count and slots[index] is None:
+            slots[index] = item
+        else:
+            loose.append(item)
+    for i in range(count):
+        if slots[i] is None and loose:
+            slots[i] = loose.pop(0)
+    return [_clean(item, entity_types, labels) if item is not None else Extraction() for item in slots]
 
 
 def _tokens(text: str) -> int:
@@ -265,19 +470,19 @@ def parse_date(value: object) -> dt.datetime | None:
     try:
         if match:
             year, month, day = (int(part) if part else 1 for part in match.groups())
-            return dt.datetime(year, month, day, tzinfo=dt.timezone.utc)
+            return dt.datetime(year, month, day, tzinfo=dt.UTC)
         return as_utc(text)
     except (ValueError, TypeError, OverflowError):
         pass
     for pattern in _FORMATS:
         try:
-            return dt.datetime.strptime(text, pattern).replace(tzinfo=dt.timezone.utc)
+            return dt.datetime.strptime(text, pattern).replace(tzinfo=dt.UTC)
         except ValueError:
             continue
     return None
 
 
-def _clean(raw: _RawExtraction, entity_types: list[str]) -> Extraction:
+def _clean(raw: _RawExtraction, entity_types: list[str], labels: _KnownLabels | None = None) -> Extraction:
     entities: dict[str, ExtractedEntity] = {}
     for item in raw.entities:
         name = " ".join(item.name.split())
@@ -293,7 +498,7 @@ def _clean(raw: _RawExtraction, entity_types: list[str]) -> Extraction:
             known.description = description
     facts: list[ExtractedFact] = []
     for item in raw.facts:
-        fact = _clean_fact(item)
+        fact = _clean_fact(item, labels)
         if fact is None:
             continue
         facts.append(fact)
@@ -302,7 +507,7 @@ def _clean(raw: _RawExtraction, entity_types: list[str]) -> Extraction:
     return Extraction(entities=list(entities.values()), facts=facts)
 
 
-def _clean_fact(item: _RawFact) -> ExtractedFact | None:
+def _clean_fact(item: _RawFact, labels: _KnownLabels | None = None) -> ExtractedFact | None:
     source, target = " ".join(item.source.split()), " ".join(item.target.split())
     if not normalize_name(source) or not normalize_name(target):
         return None
@@ -313,7 +518,7 @@ def _clean_fact(item: _RawFact) -> ExtractedFact | None:
     if valid_at is not None and invalid_at is not None and invalid_at <= valid_at:
         invalid_at = None
     sentence = " ".join((item.sentence or "").split()) or f"{source} {relation.replace('_', ' ')} {target}."
-    return ExtractedFact(
+    fact = ExtractedFact(
         source=source,
         relation=relation,
         target=target,
@@ -322,6 +527,13 @@ def _clean_fact(item: _RawFact) -> ExtractedFact | None:
         invalid_at=invalid_at,
         ends=bool(item.ends),
     )
+    if labels is None or not labels.ids:
+        return fact
+    duplicate = labels.one(item.same_as)
+    contradicts = [i for i in labels.many(item.replaces) if i != duplicate]
+    if duplicate is None and not contradicts:
+        return fact
+    return JudgedFact(**fact.model_dump(), duplicate_of=duplicate, contradicts=contradicts)
 
 
 def _merge(results: list[Extraction]) -> Extraction:

@@ -19,7 +19,7 @@ from ..models import Usage
 from ..providers.base import ChatModel
 from .jsonparse import find_json_object
 
-__all__ = ["CandidateFact", "EntityQuestion", "NewFact", "Verdicts", "resolve_with_model"]
+__all__ = ["CandidateFact", "EntityQuestion", "NewFact", "Verdicts", "fact_line", "resolve_with_model"]
 
 
 class NewFact(BaseModel):
@@ -72,6 +72,7 @@ _STRING = {"type": "string"}
 _FACT_PROPERTIES: dict[str, Any] = {
     "duplicates": {
         "type": "array",
+        "description": "new facts that repeat a stored fact, if any",
         "items": {
             "type": "object",
             "properties": {"new": _STRING, "stored": _STRING},
@@ -80,6 +81,7 @@ _FACT_PROPERTIES: dict[str, Any] = {
     },
     "contradictions": {
         "type": "array",
+        "description": "new facts that end stored facts, if any",
         "items": {
             "type": "object",
             "properties": {"new": _STRING, "stored": {"type": "array", "items": _STRING}},
@@ -137,7 +139,8 @@ def _when(valid_at: dt.datetime | None, invalid_at: dt.datetime | None) -> str:
     return f" ({start} to {end})"
 
 
-def _fact_line(label: str, fact: NewFact) -> str:
+def fact_line(label: str, fact: NewFact) -> str:
+    """One fact as a prompt line: label, relation, sentence and period."""
     return f"{label} [{fact.relation}] {fact.sentence}{_when(fact.valid_at, fact.invalid_at)}"
 
 
@@ -164,9 +167,9 @@ class _Labels:
         lines: list[str] = []
         if self.new_facts:
             lines.append("New facts:")
-            lines += [_fact_line(f"n{i + 1}", fact) for i, fact in enumerate(self.new_facts)]
+            lines += [fact_line(f"n{i + 1}", fact) for i, fact in enumerate(self.new_facts)]
             lines.append("Stored facts:")
-            lines += [_fact_line(f"c{i + 1}", fact) for i, fact in enumerate(self.candidates)]
+            lines += [fact_line(f"c{i + 1}", fact) for i, fact in enumerate(self.candidates)]
         if self.questions:
             lines.append("Entities:")
             for i, question in enumerate(self.questions):

@@ -1,23 +1,34 @@
-"""From one stored memory to a write plan: chunk -> extract -> embed -> resolve -> plan.
+"""From stored memories to write plans: chunk -> extract -> embed -> resolve -> plan.
 
 Every function here does I/O only through the collaborators it is given (extractor, embedder,
-chat model, store reads). Nothing is written: the caller applies the plan in one transaction.
+chat model, store reads). Nothing is written: the caller applies each plan in one transaction.
+
+Model calls are the cost, so with an LLM extractor:
+- before extraction, code finds the entities the text names (name lookups, no model) and shows
+  their live stored facts to the extractor, which judges duplicates and contradictions in the
+  same call: one chat call per memory where others make two or more;
+- short memories of one batch share an extraction call (``group_memories``) and every memory of
+  a group shares one embedding call: fewer than one chat call per memory;
+- a second call is made only for what the extractor could not judge: entities matched by
+  embedding similarity, and stored facts of entities the text did not name.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import logging
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
+from ..errors import KenningError
 from ..models import Memory, Usage
 from ..providers.base import ChatModel, Embedder
 from ..store.base import ChunkRow, Store
-from .chunk import chunk_text
+from .chunk import Chunk, chunk_text
 from .commit import EntityDraft, FactDraft, WritePlan, new_id
 from .extract import Extraction, Extractor, normalize_name, normalize_relation
 
-__all__ = ["PipelineConfig", "build_plan", "drafts_from_extraction"]
+__all__ = ["PipelineConfig", "build_plan", "build_plans", "drafts_from_extraction", "estimate_usage", "group_memories"]
 
 log = logging.getLogger(__name__)
 
@@ -60,9 +71,58 @@ def drafts_from_extraction(
                 source_key=source, relation=normalize_relation(f.relation), target_key=target,
                 description=f.sentence.strip(), valid_at=valid_at, invalid_at=invalid_at,
                 ends=f.ends, dated=f.valid_at is not None,
+                # verdicts an extractor gave against the stored facts it was shown
+                duplicate_of=getattr(f, "duplicate_of", None),
+                contradicts=list(getattr(f, "contradicts", None) or []),
             )
         )
     return list(entities.values()), facts
+
+
+#: stored facts shown to the extractor per memory (most relevant first)
+KNOWN_FACTS = 8
+#: a group call holds at most this many memories, and this many tokens of their text
+GROUP_DOCS = 4
+GROUP_TOKENS = 1200
+#: n-grams of the text looked up as entity names before extraction (longest names in words)
+_MAX_NAME_WORDS = 4
+_MAX_SCAN_KEYS = 4000
+_WORDS = re.compile(r"\w+", re.UNICODE)
+
+
+@dataclass
+class Prepared:
+    """A memory before extraction: its chunks and what the store already knows about it."""
+
+    memory: Memory
+    chunks: list[Chunk]
+    #: live stored facts about entities the text names, shown to the extractor
+    known: list[object] = field(default_factory=list)
+    #: entity ids whose stored facts were looked at (the model judged against them)
+    scanned: set[str] = field(default_factory=set)
+
+
+def group_memories(memories: list[Memory], extractor: Extractor, config: PipelineConfig) -> list[list[Memory]]:
+    """Short memories of one dataset share an extraction call (an extractor that supports
+    it); long ones go alone. Input order is kept inside and across groups."""
+    if not hasattr(extractor, "extract_many"):
+        return [[m] for m in memories]
+    groups: list[list[Memory]] = []
+    open_groups: dict[str, tuple[list[Memory], list[int]]] = {}
+    for memory in memories:
+        chunks = [c.text for c in chunk_text(memory.content, config.chunk_size, config.chunk_overlap)]
+        size = extractor.groupable(chunks)  # type: ignore[attr-defined]
+        if size is None or size > GROUP_TOKENS // 2:
+            groups.append([memory])
+            continue
+        group, total = open_groups.get(memory.dataset, (None, [0]))
+        if group is None or len(group) >= GROUP_DOCS or total[0] + size > GROUP_TOKENS:
+            group, total = [], [0]
+            groups.append(group)
+            open_groups[memory.dataset] = (group, total)
+        group.append(memory)
+        total[0] += size
+    return groups
 
 
 def build_plan(
@@ -77,39 +137,200 @@ def build_plan(
     replace: bool,
     usage: Usage,
 ) -> WritePlan:
-    chunks = chunk_text(memory.content, config.chunk_size, config.chunk_overlap)
-    extraction = extractor.extract([c.text for c in chunks], reference_time=memory.valid_at, usage=usage)
-    entities, facts = drafts_from_extraction(extraction, memory.valid_at)
+    """One memory's plan; raises what failed."""
+    plan = build_plans(
+        [memory], config=config, extractor=extractor, embedder=embedder, store=store, chat=chat,
+        now=now, replace=[replace], usages=[usage],
+    )[0]
+    if isinstance(plan, BaseException):
+        raise plan
+    return plan
 
-    known = store.find_entities(memory.dataset, [e.key for e in entities])
-    fresh = [e for e in entities if e.key not in known]
-    texts = [c.text for c in chunks] + [e.name for e in fresh] + [f.description for f in facts]
-    vectors = embedder.embed(texts, usage)
-    chunk_vecs = vectors[: len(chunks)]
-    entity_vecs = vectors[len(chunks) : len(chunks) + len(fresh)]
-    fact_vecs = vectors[len(chunks) + len(fresh) :]
-    for draft, vec in zip(fresh, entity_vecs):
-        draft.embedding = vec
-    for draft, vec in zip(facts, fact_vecs):
-        draft.embedding = vec
 
-    questions = _resolve_by_similarity(memory.dataset, fresh, store, config.entity_similarity)
-    if chat is not None:
-        _resolve_with_model(memory.dataset, chat, store, entities, facts, known, questions, usage)
+def build_plans(
+    memories: list[Memory],
+    *,
+    config: PipelineConfig,
+    extractor: Extractor,
+    embedder: Embedder,
+    store: Store,
+    chat: ChatModel | None,
+    now: dt.datetime,
+    replace: list[bool],
+    usages: list[Usage],
+) -> list[WritePlan | KenningError]:
+    """Plans for memories that share one extraction call and one embedding call.
 
-    return WritePlan(
-        memory_id=memory.id,
-        dataset=memory.dataset,
-        now=now,
-        chunks=[
-            ChunkRow(id=new_id("chk"), memory_id=memory.id, dataset=memory.dataset, position=c.position,
-                     text=c.text, token_count=c.token_count, embedding=v)
-            for c, v in zip(chunks, chunk_vecs)
-        ],
-        entities=entities,
-        facts=facts,
-        replace=replace,
-    )
+    A memory whose extraction failed gets its error instead of a plan; a failure of the shared
+    embedding call is raised (it concerns all of them). Calls and tokens of shared calls are
+    split between the memories by the size of their text, so totals stay exact."""
+    judged = chat is not None and hasattr(extractor, "extract_many")
+    prepared = [_prepare(m, config, store, scan=judged) for m in memories]
+    shared = Usage()
+    try:
+        extractions = _extract(prepared, extractor, shared if len(memories) > 1 else usages[0], judged)
+        drafts: list[tuple[Prepared, list[EntityDraft], list[FactDraft], dict] | KenningError] = []
+        texts: list[str] = []
+        for prep, extraction in zip(prepared, extractions):
+            if isinstance(extraction, KenningError):
+                drafts.append(extraction)
+                continue
+            entities, facts = drafts_from_extraction(extraction, prep.memory.valid_at)
+            known = store.find_entities(prep.memory.dataset, [e.key for e in entities])
+            fresh = [e for e in entities if e.key not in known]
+            texts += [c.text for c in prep.chunks] + [e.name for e in fresh] + [f.description for f in facts]
+            drafts.append((prep, entities, facts, known))
+        embed_usage = shared if len(memories) > 1 else usages[0]
+        vectors = iter(embedder.embed(texts, embed_usage) if texts else [])
+        out: list[WritePlan | KenningError] = []
+        for i, item in enumerate(drafts):
+            if isinstance(item, KenningError):
+                out.append(item)
+                continue
+            prep, entities, facts, known = item
+            usage = usages[i]
+            chunk_vecs = [next(vectors) for _ in prep.chunks]
+            fresh = [e for e in entities if e.key not in known]
+            for draft in fresh:
+                draft.embedding = next(vectors)
+            for fact in facts:
+                fact.embedding = next(vectors)
+            questions = _resolve_by_similarity(prep.memory.dataset, fresh, store, config.entity_similarity)
+            try:
+                if chat is not None:
+                    _resolve_with_model(prep.memory.dataset, chat, store, entities, facts, known, questions, usage,
+                                        prep.scanned if judged else None)
+            except KenningError as exc:
+                out.append(exc)
+                continue
+            memory = prep.memory
+            out.append(WritePlan(
+                memory_id=memory.id,
+                dataset=memory.dataset,
+                now=now,
+                chunks=[
+                    ChunkRow(id=new_id("chk"), memory_id=memory.id, dataset=memory.dataset, position=c.position,
+                             text=c.text, token_count=c.token_count, embedding=v)
+                    for c, v in zip(prep.chunks, chunk_vecs)
+                ],
+                entities=entities,
+                facts=facts,
+                replace=replace[i],
+            ))
+    finally:
+        if len(memories) > 1:
+            _split(shared, [len(m.content) for m in memories], usages)
+    return out
+
+
+def estimate_usage(
+    memories: list[Memory], *, config: PipelineConfig, extractor: Extractor, store: Store,
+    chat: ChatModel | None, remote_embedder: bool,
+) -> Usage:
+    """What ``build_plans`` would spend on these memories, grouped as they would be, without
+    calling anything: the extractor's own estimate (stored facts it would be shown included),
+    one embedding call per group, and (for an extractor that judges nothing) one resolution
+    call per memory when the dataset already has facts."""
+    usage = Usage()
+    judged = chat is not None and hasattr(extractor, "estimate_many")
+    has_facts = chat is not None and not judged and any(store.stats(m.dataset).facts for m in memories[:1])
+    for group in group_memories(memories, extractor, config):
+        prepared = [_prepare(m, config, store, scan=judged) for m in group]
+        texts = [[c.text for c in p.chunks] for p in prepared]
+        if judged:
+            from .llm_extract import Document
+
+            known = list({f.id: f for p in prepared for f in p.known}.values())  # type: ignore[attr-defined]
+            documents = [Document(chunks=t, reference_time=p.memory.valid_at) for t, p in zip(texts, prepared)]
+            usage.add(extractor.estimate_many(documents, known))  # type: ignore[attr-defined]
+        elif chat is not None and hasattr(extractor, "estimate"):
+            for t, p in zip(texts, prepared):
+                usage.add(extractor.estimate(t, p.memory.valid_at))  # type: ignore[attr-defined]
+                usage.chat_calls += 1 if has_facts else 0
+        usage.embedding_calls += 1 if remote_embedder else 0
+        usage.embedded_texts += sum(len(t) for t in texts)
+    return usage
+
+
+def _prepare(memory: Memory, config: PipelineConfig, store: Store, *, scan: bool) -> Prepared:
+    prep = Prepared(memory, chunk_text(memory.content, config.chunk_size, config.chunk_overlap))
+    if scan:
+        prep.known, prep.scanned = _known_facts(memory, store)
+    return prep
+
+
+def _known_facts(memory: Memory, store: Store) -> tuple[list[object], set[str]]:
+    """Live stored facts about the entities the text names, most relevant first: no model call,
+    only name lookups (every run of up to four words is a possible name) and one fact query."""
+    from .llm_resolve import CandidateFact
+
+    words = [normalize_name(w) for w in _WORDS.findall(memory.content)]
+    words = [w for w in words if w]
+    keys: dict[str, None] = {}
+    for size in range(1, _MAX_NAME_WORDS + 1):
+        for i in range(len(words) - size + 1):
+            keys[" ".join(words[i : i + size])] = None
+            if len(keys) >= _MAX_SCAN_KEYS:
+                break
+    names = list(keys)
+    found: dict = {}
+    for i in range(0, len(names), 500):
+        found.update(store.find_entities(memory.dataset, names[i : i + 500]))
+    if not found:
+        return [], set()
+    scanned = {row.id for row in found.values()}
+    rows = [r for r in store.neighbors(memory.dataset, sorted(scanned), KNOWN_FACTS * 4) if r.expired_at is None]
+    if not rows:
+        return [], scanned
+    text_words = set(words)
+
+    def relevance(row) -> tuple[int, float]:
+        both = row.source_id in scanned and row.target_id in scanned
+        shared = set(normalize_name(row.description).split()) & text_words
+        return (1 if both else 0, len(shared))
+
+    rows = sorted(rows, key=relevance, reverse=True)[:KNOWN_FACTS]
+    entity_names = {e.id: e.name for e in store.get_entities(sorted({x for r in rows for x in (r.source_id, r.target_id)}))}
+    known = [
+        CandidateFact(id=r.id, source=entity_names.get(r.source_id, "?"), relation=r.relation,
+                      target=entity_names.get(r.target_id, "?"), sentence=r.description,
+                      valid_at=r.valid_at, invalid_at=r.invalid_at)
+        for r in rows
+    ]
+    return known, scanned
+
+
+def _extract(
+    prepared: list[Prepared], extractor: Extractor, usage: Usage, judged: bool
+) -> list[Extraction | KenningError]:
+    if not judged:
+        try:
+            return [extractor.extract([c.text for c in p.chunks], reference_time=p.memory.valid_at, usage=usage)
+                    for p in prepared]
+        except KenningError as exc:
+            return [exc] * len(prepared)
+    from .llm_extract import Document
+
+    known = list({fact.id: fact for p in prepared for fact in p.known}.values())  # type: ignore[attr-defined]
+    documents = [Document(chunks=[c.text for c in p.chunks], reference_time=p.memory.valid_at) for p in prepared]
+    return extractor.extract_many(documents, usage=usage, known=known)  # type: ignore[attr-defined]
+
+
+def _split(total: Usage, weights: list[int], usages: list[Usage]) -> None:
+    """Share ``total`` out by weight; integers by largest remainder, so the parts sum exactly."""
+    weight = sum(weights) or 1
+    for name, value in total.model_dump().items():
+        if isinstance(value, float):
+            for usage, w in zip(usages, weights):
+                setattr(usage, name, getattr(usage, name) + value * w / weight)
+            continue
+        shares = [value * w / weight for w in weights]
+        parts = [int(x) for x in shares]
+        order = sorted(range(len(weights)), key=lambda i: shares[i] - parts[i], reverse=True)
+        for i in order[: value - sum(parts)]:
+            parts[i] += 1
+        for usage, part in zip(usages, parts):
+            setattr(usage, name, getattr(usage, name) + part)
 
 
 def _resolve_by_similarity(
@@ -147,9 +368,13 @@ def _resolve_with_model(
     known: dict,
     questions: list,
     usage: Usage,
+    scanned: set[str] | None = None,
 ) -> None:
     """At most one model call per memory: duplicates and contradictions among candidate facts,
-    and the ambiguous entity names, together. No candidates, no call."""
+    and the ambiguous entity names, together. No candidates, no call.
+
+    ``scanned``: entities whose stored facts the extractor was already shown (and judged the
+    new facts against); their facts are not asked about again."""
     from .llm_resolve import CandidateFact, EntityQuestion, NewFact, resolve_with_model
 
     ids = {k: row.id for k, row in known.items()}
@@ -157,7 +382,7 @@ def _resolve_with_model(
     candidates: dict[str, object] = {}
     for draft in facts:
         source, target = ids.get(draft.source_key), ids.get(draft.target_key)
-        if source is None:
+        if source is None or (scanned is not None and source in scanned):
             continue
         for row in store.live_facts_touching(dataset, source, target or "", draft.relation):
             if (row.source_id, row.relation, row.target_id) == (source, draft.relation, target):
