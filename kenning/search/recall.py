@@ -20,7 +20,12 @@ from ..store.base import FactRow, Scored, Store
 
 __all__ = ["SEARCH_TYPES", "Query", "route", "search"]
 
-_RRF_K = 60
+#: reciprocal-rank constant: small, because each lane is short and its top ranks carry the signal
+_RRF_K = 10
+#: the graph lane votes at half weight: it finds neighbours, not matches
+_LANE_WEIGHT = {"lexical": 1.0, "vector": 1.0, "graph": 0.5}
+#: entities are pointers to facts and passages: they vote at half weight
+_KIND_WEIGHT = {"chunk": 1.0, "fact": 1.0, "entity": 0.5}
 _WORD = re.compile(r"\w+", re.UNICODE)
 _STOP = frozenset(
     "a an the and or of to in on at for by with from is are was were be been am do does did what "
@@ -125,7 +130,7 @@ def _fuse(ranked_lists: Iterable[tuple[str, list[Scored]]]) -> dict[tuple[str, s
     for lane, items in ranked_lists:
         for rank, item in enumerate(items):
             cand = pool.setdefault((item.kind, item.id), _Candidate(item.kind, item.id))
-            cand.score += 1.0 / (_RRF_K + rank + 1)
+            cand.score += _LANE_WEIGHT[lane] * _KIND_WEIGHT[item.kind] / (_RRF_K + rank + 1)
             cand.lanes.add(lane)
             cand.why.append(f"{lane}#{rank + 1}")
     return pool
@@ -153,11 +158,14 @@ def search(
         lanes.append(("lexical", store.lexical(q.dataset, kind, terms, limit)))
     if vector_kinds:
         vec = embedder.embed([q.text[:_MAX_EMBED_CHARS]], usage)[0]
-        for kind in vector_kinds:
-            lanes.append(("vector", store.vector(q.dataset, kind, vec, limit)))
-    named = _named_entities(store, q)
+        # One vector lane over every kind, ranked by similarity: the scores of one embedder are
+        # comparable, so a kind with few records cannot put a weak match at rank 1.
+        found = [hit for kind in vector_kinds for hit in store.vector(q.dataset, kind, vec, limit)]
+        lanes.append(("vector", sorted(found, key=lambda h: -h.score)[: limit * 2]))
+    named, name_words = _named_entities(store, q)
+    asked = asked_relations(terms)
     if use_graph and q.depth > 0:
-        lanes.append(("graph", _graph_lane(store, q, terms, lanes, limit, named)))
+        lanes.append(("graph", _graph_lane(store, q, terms, lanes, limit, named, name_words, asked)))
     pool = _fuse(lanes)
     if q.search_type in ("graph",):
         pool = {k: c for k, c in pool.items() if c.kind == "fact"}
@@ -165,12 +173,13 @@ def search(
     # and loading hundreds of records per query would dominate the latency.
     keep = sorted(pool.items(), key=lambda kv: -kv[1].score)[: max(q.top_k * 4, 40)]
     pool = dict(keep)
-    return _materialize(store, settings, q, pool, now, asked_relations(terms), named)
+    return _materialize(store, settings, q, pool, now, asked, named)
 
 
-def _named_entities(store: Store, q: Query) -> set[str]:
-    """Entities the query names: word n-grams (up to 4) matched on normalized names. Where a
-    longer name matches ("Alice Novak"), its parts ("Novak") do not count on their own."""
+def _named_entities(store: Store, q: Query) -> tuple[set[str], set[str]]:
+    """Entities the query names — word n-grams (up to 4) matched on normalized names — and the
+    words those names cover. Where a longer name matches ("Alice Novak"), its parts ("Novak")
+    do not count on their own."""
     words = [normalize_name(w) for w in _WORD.findall(q.text[:2000])]
     grams = [" ".join(words[i : i + n]) for n in range(4, 0, -1) for i in range(len(words) - n + 1)]
     found = store.find_entities(q.dataset, [g for g in grams if g])
@@ -182,31 +191,37 @@ def _named_entities(store: Store, q: Query) -> set[str]:
             continue
         covered |= parts
         named.add(found[gram].id)
-    return named
+    return named, covered
 
 
 def _graph_lane(
     store: Store, q: Query, terms: list[str], lanes: list[tuple[str, list[Scored]]], limit: int,
-    named: set[str],
+    named: set[str], name_words: set[str], asked: set[str],
 ) -> list[Scored]:
-    """Breadth-first from the entities the query names and those the other lanes found."""
+    """Breadth-first from the entities the query names and those the other lanes found. A
+    neighbour fact is kept when it links two named entities, or shares a word (other than the
+    names) with the query, or has the relation the query asks about: a hub entity's hundreds of
+    unrelated facts are not evidence."""
     found = [s.id for _, items in lanes for s in items[:5] if s.kind == "entity"]
     frontier = list(dict.fromkeys([*named, *found]))
     seen_entities = set(frontier)
+    content_terms = [t for t in terms if t not in name_words]
     scored: dict[str, tuple[int, int, int]] = {}
     rows: list[FactRow] = []
     for hop in range(1, q.depth + 1):
         if not frontier:
             break
-        batch = store.neighbors(q.dataset, frontier, limit * 4)
         nxt = []
-        for row in batch:
+        for row in store.neighbors(q.dataset, frontier, limit * 4):
             if row.id in scored:
                 continue
-            words_in = set(_WORD.findall((row.description + " " + row.relation.replace("_", " ")).casefold()))
-            overlap = sum(1 for t in terms if t in words_in or t.rstrip("s") in words_in)
+            words_in = {_stem(w) for w in _WORD.findall(row.description.casefold())}
+            overlap = sum(1 for t in content_terms if _stem(t) in words_in)
+            overlap += int(_relation_matches(row.relation, asked))
             both_named = int(row.source_id in named) + int(row.target_id in named)
-            scored[row.id] = (hop, -both_named, -overlap)
+            if overlap == 0 and both_named < 2:
+                continue
+            scored[row.id] = (-both_named, -overlap, hop)
             rows.append(row)
             for e in (row.source_id, row.target_id):
                 if e not in seen_entities:
@@ -214,7 +229,7 @@ def _graph_lane(
                     nxt.append(e)
         frontier = nxt
     ordered = sorted(rows, key=lambda r: (scored[r.id], r.expired_at is not None))
-    return [Scored("fact", r.id, 1.0 / scored[r.id][0]) for r in ordered[:limit]]
+    return [Scored("fact", r.id, 1.0 / (1 + i)) for i, r in enumerate(ordered[:limit])]
 
 
 def _fact_state(fact: Fact, q: Query, now: dt.datetime) -> tuple[bool, bool]:
@@ -266,11 +281,15 @@ def _materialize(
         by_kind[kind].append(item_id)
     facts = {f.id: f for f in store.get_facts(by_kind["fact"])}
     entities = {e.id: e for e in store.get_entities(by_kind["entity"])}
+    chunks = {c.id: c for c in store.get_chunks(by_kind["chunk"])}
     # A hit names at most _MAX_PROVENANCE memories: an entity mentioned by thousands of
-    # memories would otherwise make every query load them all.
+    # memories would otherwise make every query load them all. An entity names first the
+    # memories the other candidates come from: those are the ones this query is about.
+    relevant = {c.memory_id for c in chunks.values()} | {m for f in facts.values() for m in f.memory_ids}
+    for entity in entities.values():
+        entity.memory_ids = [m for m in entity.memory_ids if m in relevant] or entity.memory_ids[:1]
     for record in (*facts.values(), *entities.values()):
         record.memory_ids = record.memory_ids[:_MAX_PROVENANCE]
-    chunks = {c.id: c for c in store.get_chunks(by_kind["chunk"])}
     memory_ids = {c.memory_id for c in chunks.values()}
     memory_ids |= {m for f in facts.values() for m in f.memory_ids}
     memory_ids |= {m for e in entities.values() for m in e.memory_ids}
@@ -284,11 +303,10 @@ def _materialize(
         if hit.kind == "fact":
             fact = facts[item_id]
             if _relation_matches(fact.relation, asked):
+                # "where does Alice live": the relation asked about, of the entity named
                 hit.score *= _RELATION_BOOST
-            if fact.source_id in named or fact.target_id in named:
-                hit.score *= _NAMED_BOOST
-        elif hit.kind == "entity" and item_id in named:
-            hit.score *= _NAMED_BOOST
+                if fact.source_id in named or fact.target_id in named:
+                    hit.score *= _NAMED_BOOST
         hits.append(hit)
     order = {"fact": 0, "entity": 1, "chunk": 2}
     hits.sort(key=lambda h: (-h.score, order[h.kind], h.id))
