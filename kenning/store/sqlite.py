@@ -34,6 +34,8 @@ __all__ = ["SQLiteStore"]
 log = logging.getLogger(__name__)
 
 _KIND_TABLE = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
+#: a search term in more rows than this is dropped while a rarer term remains
+_COMMON_ROWS = 5000
 _JSON_FIELDS = ("decisions", "rationale", "metadata", "supersedes")
 _TIME_FIELDS = (
     "valid_at",
@@ -639,18 +641,35 @@ class SQLiteStore(SQLiteAuthMixin, Store):
         if not terms:
             return []
         table = _KIND_TABLE[kind]
+        terms = self._selective_terms(table, terms)
         # Every term is a quoted FTS5 string (inner quotes doubled), so no user text is ever
         # read as FTS5 syntax (NEAR, *, column filters, parentheses).
         words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        match = f'ds : "{dataset_token(dataset)}" AND text : ({words})'
+        match = f"text : ({words})"
+        if len(self.datasets()) > 1:
+            # Restrict inside the index; with one dataset the join below is enough and cheaper.
+            match = f'ds : "{dataset_token(dataset)}" AND {match}'
         sql = (
             f"SELECT r.id AS id, f.rank AS rank FROM"
             f" (SELECT rowid, rank FROM {table}_fts WHERE {table}_fts MATCH ? ORDER BY rank LIMIT ?) f"
-            f" JOIN {table} r ON r.rowid = f.rowid ORDER BY f.rank"
+            f" JOIN {table} r ON r.rowid = f.rowid WHERE r.dataset = ? ORDER BY f.rank"
         )
         with self._lock:
-            rows = self._db.execute(sql, (match, limit)).fetchall()
+            rows = self._db.execute(sql, (match, limit, dataset)).fetchall()
         return [Scored(kind, r["id"], -r["rank"]) for r in rows]
+
+    def _selective_terms(self, table: str, terms: Sequence[str]) -> list[str]:
+        """Drop terms found in more than _COMMON_ROWS rows while a rarer one remains: ranking
+        every row that contains a very common word is most of a query's cost and adds little."""
+        if len(terms) < 2:
+            return list(terms)
+        sql = f"SELECT count(*) FROM (SELECT rowid FROM {table}_fts WHERE {table}_fts MATCH ? LIMIT ?)"
+        with self._lock:
+            counts = [
+                self._db.execute(sql, ('text : "' + t.replace('"', '""') + '"', _COMMON_ROWS)).fetchone()[0]
+                for t in terms
+            ]
+        return [t for t, n in zip(terms, counts) if n < _COMMON_ROWS] or list(terms)
 
     def vector(self, dataset: str, kind: str, query: np.ndarray, limit: int) -> list[Scored]:
         index = self._index(kind)
