@@ -26,7 +26,9 @@ def db(tmp_path) -> str:
 
 
 @pytest.fixture
-def kn(db):
+def sqlite_kn(db):
+    """SQLite only: these tests read the SQLite full-text tables directly, without kenning.
+    The same garbage collection on PostgreSQL is covered in test_postgres_store.py."""
     with Kenning(db) as k:
         yield k
 
@@ -99,8 +101,9 @@ def test_provenance_in_both_directions(kn) -> None:
     assert {e.name for e in kn.provenance(b).entities} == {"Alice", "Acme", "Bob", "Paris"}
 
 
-def test_list_filters_and_orders(kn) -> None:
+def test_list_filters_and_orders(kn, clock) -> None:
     a = kn.remember("Alice works at Acme.").memory_ids[0]
+    clock.advance(seconds=1)
     b = kn.remember("Bob lives in Paris.").memory_ids[0]
     kn.recall("Bob Paris", search_type="chunks_lexical")
     kn.pin(a)
@@ -167,8 +170,8 @@ def test_update_errors(kn) -> None:
         kn.update("mem_missing", source="x")
 
 
-def test_failed_reextraction_changes_nothing(tmp_path) -> None:
-    with Kenning(str(tmp_path / "kn.db"), extractor=FailingExtractor()) as kn:
+def test_failed_reextraction_changes_nothing(store_url) -> None:
+    with Kenning(store_url, extractor=FailingExtractor()) as kn:
         memory_id = kn.remember("Alice works at Acme.").memory_ids[0]
         before, graph = kn.get(memory_id), kn.provenance(memory_id)
         with pytest.raises(ModelResponseError):
@@ -215,7 +218,8 @@ def test_forget_needs_exactly_one_selector(kn) -> None:
     assert kn.stats().memories == 1
 
 
-def test_forget_leaves_no_trace_in_recall_stats_or_fulltext(kn, db) -> None:
+def test_forget_leaves_no_trace_in_recall_stats_or_fulltext(sqlite_kn, db) -> None:
+    kn = sqlite_kn
     secret = kn.remember("Alice works at Acme. Alice knows Zorblax.").memory_ids[0]
     kn.remember("Alice lives in Paris.")
     assert fts_rows(db, "zorblax") > 0 and fts_rows(db, "acme") > 0
@@ -232,7 +236,8 @@ def test_forget_leaves_no_trace_in_recall_stats_or_fulltext(kn, db) -> None:
             assert "acme" not in hit.text.casefold() and "zorblax" not in hit.text.casefold()
 
 
-def test_forget_a_dataset_and_everything(kn, db) -> None:
+def test_forget_a_dataset_and_everything(sqlite_kn, db) -> None:
+    kn = sqlite_kn
     kn.remember(["Alice works at Acme.", "Bob lives in Paris."], dataset="scratch")
     kept = kn.remember("Carol lives in Rome.").memory_ids[0]
     result = kn.forget(dataset="scratch")

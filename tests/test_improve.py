@@ -46,7 +46,7 @@ def test_improve_merges_facts_that_became_repeats(kn: Kenning, clock) -> None:  
     assert kn.timeline("Alice", relation="works_at").facts[0].id == fact.id
 
 
-def test_improve_processes_pending_turns_and_fills_embeddings(kn: Kenning, db_path: str) -> None:
+def test_improve_processes_pending_turns_and_fills_embeddings(kn: Kenning) -> None:
     kn.add(["Alice: I moved to Lisbon in 2023.", "Bob lives in Oslo."], kind="session")
     assert kn.recall("Oslo", search_type="facts").hits == []
     result = kn.improve()
@@ -55,6 +55,7 @@ def test_improve_processes_pending_turns_and_fills_embeddings(kn: Kenning, db_pa
 
 
 def test_improve_fills_missing_embeddings(tmp_path) -> None:  # noqa: ANN001
+    # SQLite only: the test erases vectors through a raw connection to the file.
     path = str(tmp_path / "k.db")
     with Kenning(path) as kn:
         kn.remember("Bob lives in Oslo.")

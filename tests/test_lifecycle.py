@@ -14,35 +14,34 @@ T0 = dt.datetime(2024, 1, 1, tzinfo=dt.UTC)  # the start of conftest's clock
 DAY = dt.timedelta(days=1)
 
 
-def open_kn(tmp_path, clock, name: str = "kn.db", **settings) -> Kenning:
-    return Kenning(str(tmp_path / name), clock=clock, **settings)
+def open_kn(store_url: str, clock, **settings) -> Kenning:
+    return Kenning(store_url, clock=clock, **settings)
 
 
 # -- decay -------------------------------------------------------------------------------------
 @pytest.mark.parametrize(("days", "expected"), [(0, 1.0), (30, 0.5 ** (1 / 3)), (60, 0.5 ** (2 / 3)), (90, 0.5)])
-def test_decay_values_at_0_30_60_90_days(tmp_path, clock, days, expected) -> None:
-    with open_kn(tmp_path, clock, decay=True, decay_basis="creation") as kn:
+def test_decay_values_at_0_30_60_90_days(store_url, clock, days, expected) -> None:
+    with open_kn(store_url, clock, decay=True, decay_basis="creation") as kn:
         memory_id = kn.remember("Alice works at Acme.").memory_ids[0]
         clock.advance(days=days)
         memory = kn.get(memory_id)
         assert decay_multiplier(memory, kn.settings, clock()) == pytest.approx(expected)
 
 
-def test_recall_scores_are_multiplied_by_decay(tmp_path, clock) -> None:
-    with open_kn(tmp_path, clock, "fresh.db", decay=True) as fresh, \
-            open_kn(tmp_path, clock, "old.db", decay=True) as old:
-        fresh.remember("Alice works at Acme.")
-        old.remember("Alice works at Acme.")
-        fresh_hits = {h.text: h.score for h in fresh.recall("Where does Alice work?").hits}
+def test_recall_scores_are_multiplied_by_decay(store_url, clock) -> None:
+    with open_kn(store_url, clock, decay=True) as kn:
+        kn.remember("Alice works at Acme.", dataset="fresh")
+        kn.remember("Alice works at Acme.", dataset="old")
+        fresh_hits = {h.text: h.score for h in kn.recall("Where does Alice work?", dataset="fresh").hits}
         clock.advance(days=90)
-        old_hits = {h.text: h.score for h in old.recall("Where does Alice work?").hits}
+        old_hits = {h.text: h.score for h in kn.recall("Where does Alice work?", dataset="old").hits}
     assert fresh_hits.keys() == old_hits.keys() and fresh_hits
     for text, score in fresh_hits.items():
         assert old_hits[text] == pytest.approx(score * 0.5)
 
 
-def test_decay_is_off_by_default(tmp_path, clock) -> None:
-    with open_kn(tmp_path, clock) as kn:
+def test_decay_is_off_by_default(store_url, clock) -> None:
+    with open_kn(store_url, clock) as kn:
         memory_id = kn.remember("Alice works at Acme.").memory_ids[0]
         clock.advance(days=365)
         assert decay_multiplier(kn.get(memory_id), kn.settings, clock()) == 1.0
@@ -50,8 +49,8 @@ def test_decay_is_off_by_default(tmp_path, clock) -> None:
         assert decay_score(kn.get(memory_id), kn.settings, clock()) == pytest.approx(0.5 ** (365 / 90))
 
 
-def test_recall_records_access_and_access_reinforces(tmp_path, clock) -> None:
-    with open_kn(tmp_path, clock, decay=True, decay_basis="creation", reference_access_count=4) as kn:
+def test_recall_records_access_and_access_reinforces(store_url, clock) -> None:
+    with open_kn(store_url, clock, decay=True, decay_basis="creation", reference_access_count=4) as kn:
         memory_id = kn.remember("Alice works at Acme.").memory_ids[0]
         clock.advance(days=90)
         kn.recall("Alice")
@@ -68,14 +67,15 @@ def test_recall_records_access_and_access_reinforces(tmp_path, clock) -> None:
         assert decay_multiplier(memory, kn.settings, clock()) == pytest.approx(1.0)
 
 
-def test_decay_basis_access_counts_from_the_last_access(tmp_path, clock) -> None:
+def test_decay_basis_access_counts_from_the_last_access(store_url, clock) -> None:
     settings = {"decay": True, "reference_access_count": 1000}
-    with open_kn(tmp_path, clock, "access.db", decay_basis="access", **settings) as by_access, \
-            open_kn(tmp_path, clock, "creation.db", decay_basis="creation", **settings) as by_creation:
-        ids = [kn.remember("Alice works at Acme.").memory_ids[0] for kn in (by_access, by_creation)]
+    with open_kn(store_url, clock, decay_basis="access", **settings) as by_access, \
+            open_kn(store_url, clock, decay_basis="creation", **settings) as by_creation:
+        ids = [kn.remember("Alice works at Acme.", dataset=name).memory_ids[0]
+               for kn, name in ((by_access, "a"), (by_creation, "c"))]
         clock.advance(days=60)
-        by_access.recall("Alice")
-        by_creation.recall("Alice")
+        by_access.recall("Alice", dataset="a")
+        by_creation.recall("Alice", dataset="c")
         clock.advance(days=30)
         reinforce = 1 / 1000
         a = decay_multiplier(by_access.get(ids[0]), by_access.settings, clock())
@@ -87,8 +87,8 @@ def test_decay_basis_access_counts_from_the_last_access(tmp_path, clock) -> None
 
 @pytest.mark.parametrize(("retention", "days"), [("decision", 365), ("standard", 90), ("ephemeral", 7),
                                                  ("session", 1)])
-def test_retention_sets_half_life(tmp_path, clock, retention, days) -> None:
-    with open_kn(tmp_path, clock, decay=True, decay_basis="creation") as kn:
+def test_retention_sets_half_life(store_url, clock, retention, days) -> None:
+    with open_kn(store_url, clock, decay=True, decay_basis="creation") as kn:
         memory_id = kn.remember(MemoryInput(topic="Half life", context=retention,
                                             retention=retention)).memory_ids[0]
         clock.advance(days=days)
@@ -96,8 +96,8 @@ def test_retention_sets_half_life(tmp_path, clock, retention, days) -> None:
         assert decay_multiplier(kn.get(memory_id), kn.settings, clock()) == pytest.approx(0.5)
 
 
-def test_permanent_and_pinned_never_decay(tmp_path, clock) -> None:
-    with open_kn(tmp_path, clock, decay=True) as kn:
+def test_permanent_and_pinned_never_decay(store_url, clock) -> None:
+    with open_kn(store_url, clock, decay=True) as kn:
         permanent = kn.remember(MemoryInput(topic="Constitution", retention="permanent")).memory_ids[0]
         pinned = kn.remember("Bob lives in Paris.").memory_ids[0]
         kn.pin(pinned, "core fact")
@@ -117,8 +117,8 @@ def _one_of_each(kn: Kenning) -> dict[str, str]:
     }
 
 
-def test_each_retention_policy_in_prune(tmp_path, clock) -> None:
-    with open_kn(tmp_path, clock) as kn:
+def test_each_retention_policy_in_prune(store_url, clock) -> None:
+    with open_kn(store_url, clock) as kn:
         ids = _one_of_each(kn)
         clock.advance(days=2)
         # 2 days: only the session memory (half-life 1 day, score 0.25) is below 0.3
@@ -136,8 +136,8 @@ def test_each_retention_policy_in_prune(tmp_path, clock) -> None:
         assert {m.id for m in kn.list()} == {ids["permanent"], newer}
 
 
-def test_retention_until_overrides_the_policy(tmp_path, clock) -> None:
-    with open_kn(tmp_path, clock) as kn:
+def test_retention_until_overrides_the_policy(store_url, clock) -> None:
+    with open_kn(store_url, clock) as kn:
         expiring = kn.remember(MemoryInput(topic="Temporary access", retention="permanent",
                                            retention_until=T0 + 10 * DAY)).memory_ids[0]
         held = kn.remember(MemoryInput(topic="Legal hold", retention="session",
@@ -152,8 +152,8 @@ def test_retention_until_overrides_the_policy(tmp_path, clock) -> None:
         assert kn.get(held).retention == "session"
 
 
-def test_pinned_survives_everything_but_an_explicit_delete(tmp_path, clock) -> None:
-    with open_kn(tmp_path, clock, decay=True) as kn:
+def test_pinned_survives_everything_but_an_explicit_delete(store_url, clock) -> None:
+    with open_kn(store_url, clock, decay=True) as kn:
         memory_id = kn.remember(MemoryInput(topic="Pinned", context="Alice works at Acme.",
                                             retention="session",
                                             retention_until=T0 + DAY)).memory_ids[0]
@@ -169,8 +169,8 @@ def test_pinned_survives_everything_but_an_explicit_delete(tmp_path, clock) -> N
 
 
 # -- supersession ------------------------------------------------------------------------------
-def test_supersession_marks_and_keeps_old_memory_searchable_during_grace(tmp_path, clock) -> None:
-    with open_kn(tmp_path, clock, supersession_grace_days=30) as kn:
+def test_supersession_marks_and_keeps_old_memory_searchable_during_grace(store_url, clock) -> None:
+    with open_kn(store_url, clock, supersession_grace_days=30) as kn:
         old = kn.remember(MemoryInput(topic="Database", decisions=["Use MySQL for storage"])).memory_ids[0]
         clock.advance(days=1)
         new = kn.remember({"topic": "Database", "decisions": ["Use Postgres for storage"],
@@ -187,8 +187,8 @@ def test_supersession_marks_and_keeps_old_memory_searchable_during_grace(tmp_pat
         assert kn.recall("Postgres", search_type="chunks_lexical").hits[0].memory_ids == [new]
 
 
-def test_superseding_unknown_ids_stores_nothing(tmp_path, clock) -> None:
-    with open_kn(tmp_path, clock) as kn:
+def test_superseding_unknown_ids_stores_nothing(store_url, clock) -> None:
+    with open_kn(store_url, clock) as kn:
         kn.remember("Alice works at Acme.")
         with pytest.raises(ValidationError, match="mem_missing"):
             kn.remember([MemoryInput(topic="Fine"), MemoryInput(topic="Bad", supersedes=["mem_missing"])])
@@ -199,8 +199,8 @@ def test_superseding_unknown_ids_stores_nothing(tmp_path, clock) -> None:
         assert kn.get(other).status == "active"
 
 
-def test_chain_is_oldest_to_newest_from_any_member(tmp_path, clock) -> None:
-    with open_kn(tmp_path, clock) as kn:
+def test_chain_is_oldest_to_newest_from_any_member(store_url, clock) -> None:
+    with open_kn(store_url, clock) as kn:
         ids = [kn.remember(MemoryInput(topic="Plan v1")).memory_ids[0]]
         for version in (2, 3):
             clock.advance(days=1)
@@ -212,8 +212,8 @@ def test_chain_is_oldest_to_newest_from_any_member(tmp_path, clock) -> None:
             kn.remember(MemoryInput(topic="Plan v2b", supersedes=[ids[0]]))
 
 
-def test_deleting_the_superseding_memory_makes_the_old_one_current(tmp_path, clock) -> None:
-    with open_kn(tmp_path, clock) as kn:
+def test_deleting_the_superseding_memory_makes_the_old_one_current(store_url, clock) -> None:
+    with open_kn(store_url, clock) as kn:
         old = kn.remember(MemoryInput(topic="Editor", decisions=["Use vim"])).memory_ids[0]
         new = kn.remember(MemoryInput(topic="Editor", decisions=["Use emacs"], supersedes=[old])).memory_ids[0]
         kn.delete(new)

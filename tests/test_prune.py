@@ -11,6 +11,8 @@ from kenning import Kenning, MemoryInput, ValidationError
 
 
 def table_counts(db: str) -> dict[str, int]:
+    """Row counts of every SQLite table, read without kenning (the dry-run test is SQLite only
+    for that reason; the dry run itself is backend-independent: a rolled-back transaction)."""
     con = sqlite3.connect(db)
     try:
         tables = ("memories", "chunks", "entities", "facts", "fact_memories", "entity_memories",
@@ -49,8 +51,8 @@ def test_dry_run_changes_nothing_and_equals_the_real_run(tmp_path, clock) -> Non
         assert kn.prune(max_age_days=50).pruned == 0
 
 
-def test_min_score_uses_decay_even_when_recall_decay_is_off(tmp_path, clock) -> None:
-    with Kenning(str(tmp_path / "kn.db"), clock=clock, half_life_days=10) as kn:
+def test_min_score_uses_decay_even_when_recall_decay_is_off(store_url, clock) -> None:
+    with Kenning(store_url, clock=clock, half_life_days=10) as kn:
         stale = kn.remember("Alice works at Acme.").memory_ids[0]
         clock.advance(days=20)  # score 0.25
         fresh = kn.remember("Bob lives in Paris.").memory_ids[0]
@@ -61,8 +63,8 @@ def test_min_score_uses_decay_even_when_recall_decay_is_off(tmp_path, clock) -> 
         assert [m.id for m in kn.list()] == [fresh, stale]
 
 
-def test_superseded_older_than(tmp_path, clock) -> None:
-    with Kenning(str(tmp_path / "kn.db"), clock=clock) as kn:
+def test_superseded_older_than(store_url, clock) -> None:
+    with Kenning(store_url, clock=clock) as kn:
         old = kn.remember(MemoryInput(topic="Cache", decisions=["Use memcached"])).memory_ids[0]
         clock.advance(days=5)
         new = kn.remember(MemoryInput(topic="Cache", decisions=["Use Redis"], supersedes=[old])).memory_ids[0]
@@ -74,8 +76,8 @@ def test_superseded_older_than(tmp_path, clock) -> None:
         assert [m.id for m in kn.chain(new)] == [new]
 
 
-def test_pending_and_pinned_memories_are_not_pruned(tmp_path, clock) -> None:
-    with Kenning(str(tmp_path / "kn.db"), clock=clock) as kn:
+def test_pending_and_pinned_memories_are_not_pruned(store_url, clock) -> None:
+    with Kenning(store_url, clock=clock) as kn:
         pending = kn.add("Alice works at Acme.")[0]
         pinned = kn.remember("Bob lives in Paris.").memory_ids[0]
         kn.pin(pinned)
@@ -85,8 +87,8 @@ def test_pending_and_pinned_memories_are_not_pruned(tmp_path, clock) -> None:
         assert {m.id for m in kn.list()} == {pending, pinned}
 
 
-def test_prune_pages_through_many_memories(tmp_path, clock) -> None:
-    with Kenning(str(tmp_path / "kn.db"), clock=clock) as kn:
+def test_prune_pages_through_many_memories(store_url, clock) -> None:
+    with Kenning(store_url, clock=clock) as kn:
         kn.remember([f"Note number {i} about nothing." for i in range(1203)])
         clock.advance(days=10)
         dry = kn.prune(max_age_days=5)
@@ -96,8 +98,8 @@ def test_prune_pages_through_many_memories(tmp_path, clock) -> None:
         assert kn.stats().memories == 0
 
 
-def test_prune_only_touches_its_dataset(tmp_path, clock) -> None:
-    with Kenning(str(tmp_path / "kn.db"), clock=clock) as kn:
+def test_prune_only_touches_its_dataset(store_url, clock) -> None:
+    with Kenning(store_url, clock=clock) as kn:
         other = kn.remember("Alice works at Acme.", dataset="other").memory_ids[0]
         clock.advance(days=10)
         assert kn.prune(max_age_days=1, dry_run=False).evaluated == 0
@@ -107,6 +109,6 @@ def test_prune_only_touches_its_dataset(tmp_path, clock) -> None:
 
 @pytest.mark.parametrize("kwargs", [{"max_age_days": -1}, {"min_score": 1.5},
                                     {"superseded_older_than_days": -0.5}, {"dataset": "no such!"}])
-def test_prune_validates_its_arguments(tmp_path, kwargs) -> None:
-    with Kenning(str(tmp_path / "kn.db")) as kn, pytest.raises(ValidationError):
+def test_prune_validates_its_arguments(store_url, kwargs) -> None:
+    with Kenning(store_url) as kn, pytest.raises(ValidationError):
         kn.prune(**kwargs)
