@@ -116,6 +116,8 @@ class Memory(_Model):
     created_at: dt.datetime
     updated_at: dt.datetime
     processed_at: dt.datetime | None = None
+    #: model calls, tokens and seconds spent processing this memory
+    usage: Usage = Field(default_factory=Usage)
 
 
 class Entity(_Model):

@@ -45,7 +45,7 @@ ALICE_ACME = extraction(
 
 
 def memory_usage(db_path: str, memory_id: str) -> Usage:
-    """A memory's recorded spend, read from the store file (the Memory model does not carry it)."""
+    """A memory's recorded spend, read from the store file (checks what ``Memory.usage`` shows)."""
     with sqlite3.connect(db_path) as db:
         (raw,) = db.execute("SELECT usage FROM memories WHERE id = ?", (memory_id,)).fetchone()
     return Usage(**json.loads(raw or "{}"))
@@ -148,7 +148,7 @@ def test_at_most_two_chat_calls_per_memory(db_path, fake_openai):
         for person in people:
             usage = kn.remember(f"{person} says Acme is based in Paris.").usage
             assert 1 <= usage.chat_calls <= 2
-        per_memory = [memory_usage(db_path, m.id).chat_calls for m in kn.list()]
+        per_memory = [m.usage.chat_calls for m in kn.list()]
     assert max(per_memory) <= 2 and min(per_memory) == 1 and len(per_memory) == 6
 
 

@@ -58,7 +58,7 @@ _MEMORY_COLUMNS = (
     "id, dataset, kind, content, topic, context, decisions, rationale, metadata, source, "
     "content_hash, valid_at, status, error, retention, retention_until, pinned, pin_reason, "
     "access_count, last_accessed_at, supersedes, superseded_by, supersession_reason, "
-    "created_at, updated_at, processed_at"
+    "created_at, updated_at, processed_at, usage"
 )
 _FACT_COLUMNS = (
     "id, dataset, source_id, relation, target_id, description, valid_at, invalid_at, created_at,"

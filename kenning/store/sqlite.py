@@ -50,7 +50,7 @@ _MEMORY_COLUMNS = (
     "id, dataset, kind, content, topic, context, decisions, rationale, metadata, source, "
     "content_hash, valid_at, status, error, retention, retention_until, pinned, pin_reason, "
     "access_count, last_accessed_at, supersedes, superseded_by, supersession_reason, "
-    "created_at, updated_at, processed_at"
+    "created_at, updated_at, processed_at, usage"
 )
 
 
@@ -66,7 +66,7 @@ def _db_value(name: str, value: Any) -> Any:
 
 def _memory(row: sqlite3.Row) -> Memory:
     data = dict(row)
-    for name in _JSON_FIELDS:
+    for name in (*_JSON_FIELDS, "usage"):
         data[name] = json.loads(data[name])
     for name in _TIME_FIELDS:
         data[name] = from_text(data[name])
