@@ -11,6 +11,8 @@ import re
 import sqlite3
 import time
 
+import pytest
+
 from kenning import Kenning
 from kenning.models import Usage
 from tests.fakeopenai import FakeOpenAI
@@ -385,3 +387,24 @@ def test_many_memories_in_flight_with_bounded_model_calls(db_path):
     parallel = count / concurrency * rounds * latency
     assert elapsed < serial / 2, (elapsed, serial)
     assert elapsed >= parallel * 0.9
+
+
+@pytest.mark.parametrize(("search_type", "kinds"), [("graph_completion", {"fact", "entity", "chunk"}),
+                                                     ("rag_completion", {"chunk"})])
+def test_answer_search_types_make_exactly_one_call(db_path, fake_openai, search_type, kinds):
+    fake_openai.enqueue_chat(ALICE_ACME)
+    with open_kn(db_path, fake_openai) as kn:
+        kn.remember("Alice Smith joined Acme in March 2020.")
+        before = len(fake_openai.chat_requests)
+        fake_openai.enqueue_chat({"answer": "At Acme.", "citations": []})
+        result = kn.recall("Where does Alice Smith work?", search_type=search_type)
+    assert len(fake_openai.chat_requests) == before + 1
+    assert result.answer == "At Acme." and result.search_type == search_type
+    assert result.hits and {h.kind for h in result.hits} <= kinds
+
+
+def test_an_empty_graph_answers_without_a_model_call(db_path, fake_openai):
+    with open_kn(db_path, fake_openai) as kn:
+        result = kn.recall("Where does Alice Smith work?", answer=True)
+    assert result.hits == [] and result.answer and "no relevant memories" in result.answer.lower()
+    assert fake_openai.chat_requests == []
