@@ -7,11 +7,8 @@ name, so SQL comparisons on them are comparisons of time.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Callable
 
 UTC = dt.timezone.utc
-
-Clock = Callable[[], dt.datetime]
 
 
 def utcnow() -> dt.datetime:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-import re
 import threading
 import time
 from collections.abc import Callable, Sequence

@@ -90,9 +90,6 @@ class AuthStore(ABC):
         """Raise ConflictError if the name is taken."""
 
     @abstractmethod
-    def get_user(self, user_id: str) -> User | None: ...
-
-    @abstractmethod
     def find_user(self, name: str) -> User | None: ...
 
     @abstractmethod

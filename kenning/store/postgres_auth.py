@@ -94,10 +94,6 @@ class PostgresAuthMixin(AuthStore):
             raise ConflictError(f"user {name!r} already exists")
         return user
 
-    def get_user(self, user_id: str) -> User | None:
-        rows = self._auth_rows("SELECT * FROM auth_users WHERE id = %s", (user_id,))
-        return _user(rows[0]) if rows else None
-
     def find_user(self, name: str) -> User | None:
         rows = self._auth_rows("SELECT * FROM auth_users WHERE name = %s", (name,))
         return _user(rows[0]) if rows else None

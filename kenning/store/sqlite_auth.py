@@ -99,10 +99,6 @@ class SQLiteAuthMixin(AuthStore):
                        (user.id, name, int(admin), to_text(user.created_at)))
         return user
 
-    def get_user(self, user_id: str) -> User | None:
-        row = self._auth_one("SELECT * FROM auth_users WHERE id = ?", (user_id,))
-        return _user(row) if row else None
-
     def find_user(self, name: str) -> User | None:
         row = self._auth_one("SELECT * FROM auth_users WHERE name = ?", (name,))
         return _user(row) if row else None
