@@ -26,6 +26,7 @@ from .models import (
 )
 from .pipeline.extract import Extractor
 from .providers.base import ChatModel, Embedder
+from .providers.rerank import Reranker
 from .settings import Settings
 from .store import open_store
 from .store.base import MemoryFilter, Store
@@ -43,18 +44,22 @@ def _build_engine(
     clock: Callable[[], dt.datetime] | None,
     settings: dict[str, Any],
     verify_embedder: bool = True,
+    reranker: Reranker | None = None,
 ) -> Engine:
-    from .providers.registry import make_chat, make_embedder
+    from .providers.registry import make_chat, make_embedder, make_reranker
 
     if path_or_url is not None:
         settings["db"] = str(path_or_url)
     if isinstance(embedder, str):  # a spec such as "openai:text-embedding-3-small" is a setting
         settings["embedder"], embedder = embedder, None
+    if isinstance(reranker, str):
+        settings["reranker"], reranker = reranker, None
     config = Settings(**settings)
     store = store if store is not None else open_store(config.db, pool_size=config.pool_size)
     try:
         embedder = embedder if embedder is not None else make_embedder(config)
         chat = chat if chat is not None else make_chat(config)
+        reranker = reranker if reranker is not None else make_reranker(config)
         if extractor is None:
             if chat is not None:
                 from .pipeline.llm_extract import LLMExtractor
@@ -65,7 +70,7 @@ def _build_engine(
 
                 extractor = OfflineExtractor()
         return Engine(config, store, embedder, extractor, chat, clock or utcnow,
-                      verify_embedder=verify_embedder)
+                      verify_embedder=verify_embedder, reranker=reranker)
     except BaseException:
         store.close()
         raise
@@ -77,8 +82,8 @@ class Kenning:
     ``Kenning()`` opens the default store in the user's data directory; ``Kenning(":memory:")``
     an in-memory one; ``Kenning("memory.db")`` or ``Kenning("sqlite:///memory.db")`` a file;
     ``Kenning("postgresql://…")`` a PostgreSQL database. Other keyword arguments are settings
-    (see ``docs/settings.md``); ``store``, ``embedder``, ``chat``, ``extractor`` and ``clock``
-    replace a collaborator.
+    (see ``docs/settings.md``); ``store``, ``embedder``, ``chat``, ``extractor``, ``reranker``
+    and ``clock`` replace a collaborator.
 
     Example::
 
@@ -96,11 +101,12 @@ class Kenning:
         chat: ChatModel | None = None,
         extractor: Extractor | None = None,
         clock: Callable[[], dt.datetime] | None = None,
+        reranker: Reranker | None = None,
         **settings: Any,
     ) -> None:
         self._engine = _build_engine(
             path_or_url, store=store, embedder=embedder, chat=chat, extractor=extractor,
-            clock=clock, settings=settings,
+            clock=clock, settings=settings, reranker=reranker,
         )
 
     @property
@@ -117,7 +123,7 @@ class Kenning:
         """Re-embed a whole store with the configured embedder (after changing embedders):
         ``Kenning.reembed("memory.db", embedder="local:all-MiniLM-L6-v2")``."""
         self = cls.__new__(cls)
-        known = {k: kwargs.pop(k, None) for k in ("store", "embedder", "chat", "extractor", "clock")}
+        known = {k: kwargs.pop(k, None) for k in ("store", "embedder", "chat", "extractor", "clock", "reranker")}
         self._engine = _build_engine(path_or_url, settings=kwargs, verify_embedder=False, **known)
         with self:
             return self._engine.reembed()
