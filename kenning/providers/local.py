@@ -137,6 +137,9 @@ def _download(spec: str, repo: str) -> Path:
             f"download it: pip install 'kenning[local]', or {todo}"
         ) from None
     try:
+        # read here, not only when huggingface_hub was imported: a process may turn it on later
+        if os.environ.get("HF_HUB_OFFLINE", "").strip().casefold() in ("1", "true", "yes", "on"):
+            raise ConnectionError("HF_HUB_OFFLINE is set")
         path = Path(snapshot_download(repo, allow_patterns=_DOWNLOAD))
     except Exception as exc:  # noqa: BLE001 - offline, unknown repo, gated, disk: all mean "not available"
         raise ConfigurationError(
