@@ -1,7 +1,8 @@
 """Providers as plugins: factories registered by prefix, built-ins through the same path.
 
 ``KENNING_EMBEDDER`` is ``<prefix>`` or ``<prefix>:<spec>`` (``hashing``, ``openai:<model>``,
-``local:<dir|package>``); an unknown prefix is a ``ConfigurationError``. ``KENNING_LLM`` is a
+``local:<dir|package|hub id>``); an unknown prefix is a ``ConfigurationError``.
+``KENNING_RERANKER`` (``make_reranker``) is ``local:<dir|hub id>`` or an ``http(s)://`` URL. ``KENNING_LLM`` is a
 model name for the OpenAI-compatible client (``gpt-4o-mini``, ``llama3.1:8b``), or
 ``<prefix>:<spec>`` when ``<prefix>`` is a registered chat provider. Model names contain colons
 (Ollama tags), so an unregistered prefix is not an error there: the whole value is the model.
