@@ -291,8 +291,8 @@ class Engine(LifecycleMixin, ImproveMixin):
         resolved and committed in its own transaction."""
         out = CognifyResult()
         workers = min(self.settings.llm_concurrency, len(memories)) if self.chat is not None else 1
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kenning") if workers > 1 \
-                else nullcontext() as pool:
+        with (ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kenning") if workers > 1
+              else nullcontext()) as pool:
             for start in range(0, len(memories), BATCH_MEMORIES):
                 self._process_batch(memories[start : start + BATCH_MEMORIES], usage, out, pool, progress)
         return out
