@@ -90,6 +90,7 @@ def test_ui_files_are_served_without_a_key(server):
     assert "Cytoscape Consortium" in httpx.get(base.join("/ui/static/vendor/cytoscape.LICENSE")).text
     assert httpx.get(base.join("/ui/static/nothing.js")).status_code == 404
     assert "/ui" not in httpx.get(base.join("/openapi.json")).json()["paths"]
+    assert httpx.get(base.join("/ui/")).headers["location"] == "/ui"
 
 
 def test_kenning_ui_serves_the_explorer_locally(tmp_path):

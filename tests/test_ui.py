@@ -31,10 +31,12 @@ DATASET = "team"
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    """(base URL, alice's key, API client as alice, {name: memory id})."""
+    """(base URL, alice's key, API client as alice, {name: memory id}, the key of bob, who may
+    only read alice's dataset)."""
     path = str(tmp_path_factory.mktemp("ui") / "ui.db")
     with running(path) as (kn, base):
         key = add_user(kn, "alice")
+        bob = add_user(kn, "bob")
         with httpx.Client(base_url=base, headers={"Authorization": f"Bearer {key}"}, timeout=30) as api:
             ids = {}
             for name, text, when in [
@@ -46,7 +48,8 @@ def site(tmp_path_factory):
                 resp = api.post("/v1/remember", json={"content": text, "dataset": DATASET, "valid_at": when})
                 assert resp.status_code == 200, resp.text
                 ids[name] = resp.json()["memory_ids"][0]
-            yield base, key, api, ids
+            api.put(f"/v1/datasets/{DATASET}/grants/bob", json={"permissions": ["read"]}).raise_for_status()
+            yield base, key, api, ids, bob
 
 
 @pytest.fixture(scope="module")
@@ -84,7 +87,7 @@ class Watched:
 
 @pytest.fixture()
 def ui(site, browser):
-    base, key, _, _ = site
+    base, key = site[:2]
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     context.add_init_script(f"sessionStorage.setItem('kenning.key', {key!r})")
     watched = Watched(context.new_page(), base)
@@ -180,7 +183,7 @@ def test_graph_draws_the_neighbourhood(ui):
 
 
 def test_forget_from_the_ui_removes_the_memory(ui, site):
-    _, _, api, ids = site
+    _, _, api, ids, _ = site
     ui.open(hash_=f"#/memory/{ids['tea']}")
     ui.page.get_by_role("button", name="Forget", exact=True).click()
     dialog = ui.page.locator("#confirm-dialog")
@@ -197,7 +200,7 @@ def test_forget_from_the_ui_removes_the_memory(ui, site):
 
 
 def test_memories_list_filters_and_pins(ui, site):
-    _, _, api, ids = site
+    _, _, api, ids, _ = site
     ui.open(hash_="#/memories")
     ui.page.locator("table.list tbody tr").first.wait_for()
     ui.page.get_by_label("Pinned").select_option("true")
@@ -217,6 +220,20 @@ def test_memories_list_filters_and_pins(ui, site):
     ui.assert_clean()
 
 
+def test_what_the_api_refuses_is_said(site, browser):
+    base, _, api, ids, bob = site
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.add_init_script(f"sessionStorage.setItem('kenning.key', {bob!r})")
+    page = context.new_page()
+    page.goto(f"{base}/ui?dataset={DATASET}#/memory/{ids['bob']}")
+    page.get_by_role("button", name="Pin", exact=True).click()
+    assert page.locator("#who").inner_text() == "Signed in as bob"
+    page.locator("#status", has_text="Could not pin").wait_for()
+    assert "no 'write' permission on dataset 'team'" in page.locator("#status").inner_text()
+    assert api.get(f"/v1/memories/{ids['bob']}").json()["pinned"] is False
+    context.close()
+
+
 def test_health_shows_counts_and_usage(ui, site):
     stats = site[2].get("/v1/stats", params={"dataset": DATASET}).json()
     ui.open(hash_="#/health")
@@ -230,7 +247,7 @@ def test_health_shows_counts_and_usage(ui, site):
 
 
 def test_wrong_key_shows_a_clear_message(site, browser):
-    base, key, _, _ = site
+    base, key = site[:2]
     context = browser.new_context(viewport={"width": 390, "height": 844})
     page = context.new_page()
     page.goto(f"{base}/ui?dataset={DATASET}")

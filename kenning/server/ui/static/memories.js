@@ -76,7 +76,12 @@ export async function memoryView(id) {
 }
 
 async function act(m, verb) {
-  await api(`memories/${encodeURIComponent(m.id)}/${verb}`, { method: "POST" });
+  try {
+    await api(`memories/${encodeURIComponent(m.id)}/${verb}`, { method: "POST" });
+  } catch (exc) {
+    say(`Could not ${verb} memory ${m.id}: ${exc.message}`);
+    return;
+  }
   say(`Memory ${m.id} ${verb}ned.`);
   go(undefined);
 }
@@ -86,7 +91,13 @@ async function forget(m) {
     `Forget memory ${m.id}? It is deleted with every entity and fact no other memory states. This cannot be undone.`,
     "Forget");
   if (!sure) return;
-  const result = await api("forget", { method: "POST", body: { memory_id: m.id } });
+  let result;
+  try {
+    result = await api("forget", { method: "POST", body: { memory_id: m.id } });
+  } catch (exc) {
+    say(`Could not forget memory ${m.id}: ${exc.message}`);
+    return;
+  }
   say(`Forgot memory ${m.id}: ${result.fact_ids.length} facts and ${result.entity_ids.length} entities went with it.`);
   go("#/memories");
 }
