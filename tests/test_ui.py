@@ -156,6 +156,9 @@ def test_entity_timeline_shows_closed_and_open_facts(ui):
     assert ui.page.evaluate("document.activeElement.className").startswith("fact open")
     assert "Alice works at Globex." in ui.page.evaluate("document.activeElement.innerText")
     ui.shot("entity")
+    ui.page.locator("#scope-known-at").fill("2000-01-01")  # before kenning learned any of it
+    ui.page.locator(".summary", has_text="0 of 3 facts hold as known at 2000-01-01").wait_for()
+    assert ui.page.locator(".facts > .fact.not-then").count() == 3
     ui.assert_clean()
 
 
@@ -244,6 +247,36 @@ def test_health_shows_counts_and_usage(ui, site):
     assert ui.page.get_by_text("Chat calls").is_visible()
     ui.shot("health")
     ui.assert_clean()
+
+
+VIEWS = ["", "#/entity/Alice", "#/graph/Alice", "#/memories", "#/health"]
+
+
+@pytest.mark.parametrize("width", [1280, 390])
+def test_every_view_is_labelled_and_fits(site, browser, width):
+    base, key = site[:2]
+    context = browser.new_context(viewport={"width": width, "height": 800})
+    context.add_init_script(f"sessionStorage.setItem('kenning.key', {key!r})")
+    page = context.new_page()
+    for view in VIEWS:
+        page.goto(f"{base}/ui?dataset={DATASET}&q=Alice{view}")
+        page.locator("main:not([aria-busy]) h1").wait_for()
+        unlabelled = page.evaluate("""[...document.querySelectorAll('input, select, button')]
+            .filter(e => e.offsetParent !== null)
+            .filter(e => !(e.labels && e.labels.length) && !e.getAttribute('aria-label') && !e.innerText.trim())
+            .map(e => e.outerHTML)""")
+        assert unlabelled == [], view
+        assert page.evaluate("document.documentElement.scrollWidth") <= width, view
+        if width < 500:
+            page.screenshot(path=str(SHOTS / f"phone-{view.split('/')[1] if view else 'search'}.png"), full_page=True)
+    page.goto(f"{base}/ui?dataset={DATASET}")  # the keyboard reaches the query from the top
+    page.get_by_label("Query").wait_for()
+    for _ in range(30):  # a date control takes a stop per part
+        page.keyboard.press("Tab")
+        if page.evaluate("document.activeElement.name") == "q":
+            break
+    assert page.evaluate("document.activeElement.name") == "q"
+    context.close()
 
 
 def test_wrong_key_shows_a_clear_message(site, browser):

@@ -37,7 +37,7 @@ export async function memoriesView(_id, p) {
     h("button", { type: "button", disabled: page.next_offset === null, onclick: () => go(undefined, { offset: page.next_offset }) }, "Next"));
   return h("section", { "data-title": "Memories", "aria-labelledby": "memories-title" },
     h("h1", { id: "memories-title" }, "Memories"), form,
-    h("div", { class: "scroll" }, h("table", { class: "list" },
+    h("div", { class: "scroll" }, h("table", { class: "list memlist" },
       h("thead", {}, h("tr", {}, ["Id", "Kind", "Status", "Retention", "Pinned", "Created", "Content"].map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, rows))),
     page.items.length ? null : h("p", {}, "No memories match."), pager);
