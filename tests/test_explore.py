@@ -55,6 +55,15 @@ def test_graph_one_and_two_hops(server):
     assert _names(paris) == ["Bob", "Eve", "Paris"]
 
 
+def test_graph_on_each_backend(store_url):
+    with running(store_url, auth=False) as (_, base), httpx.Client(base_url=base, timeout=30) as c:
+        for text in ("Alice works at Acme.", "Bob lives in Paris. Alice knows Bob."):
+            c.post("/v1/remember", json={"content": text}).raise_for_status()
+        graph = c.get("/v1/graph", params={"entity": "Alice", "depth": 2}).json()
+        assert _names(graph) == ["Acme", "Alice", "Bob", "Paris"]
+        assert {n["name"]: n["hop"] for n in graph["nodes"]} == {"Alice": 0, "Acme": 1, "Bob": 1, "Paris": 2}
+
+
 def test_graph_is_capped(server):
     alice, _ = server
     capped = alice.get("/v1/graph", params={"entity": "Alice", "dataset": "g", "depth": 2, "limit": 2}).json()
