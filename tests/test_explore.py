@@ -70,6 +70,16 @@ def test_graph_is_capped(server):
     assert len(capped["edges"]) == 2 and capped["truncated"] is True
 
 
+def test_graph_expands_at_most_50_neighbours(server):
+    alice, _ = server
+    names = [f"Person{chr(65 + i // 26)}{chr(97 + i % 26)}" for i in range(51)]
+    alice.post("/v1/remember", json={"content": [f"Hubert knows {n}." for n in names], "dataset": "hub"}).raise_for_status()
+    one = alice.get("/v1/graph", params={"entity": "Hubert", "dataset": "hub"}).json()
+    assert len(one["edges"]) == 51 and one["truncated"] is False
+    two = alice.get("/v1/graph", params={"entity": "Hubert", "dataset": "hub", "depth": 2}).json()
+    assert len(two["edges"]) == 51 and two["truncated"] is True
+
+
 @pytest.mark.parametrize("params", [{"entity": "Alice", "dataset": "g", "depth": 3},
                                     {"entity": "Alice", "dataset": "g", "limit": 0},
                                     {"dataset": "g"}])

@@ -24,6 +24,8 @@ from .service import Service
 __all__ = ["Graph", "GraphNode", "build_graph_router", "mount_ui", "neighbourhood"]
 
 UI_DIR = Path(__file__).parent / "ui"
+#: neighbours whose own facts one graph call reads at most (each is one timeline query)
+MAX_EXPANDED = 50
 #: served with the explorer's page: its scripts, styles and requests stay on this server
 CSP = ("default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
        "connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'self'")
@@ -42,7 +44,7 @@ class Graph(BaseModel):
     center: Entity
     nodes: list[GraphNode]
     edges: list[Fact]
-    truncated: bool = Field(description="True when a cap left facts or nodes out.")
+    truncated: bool = Field(description="True when a cap stopped the walk: facts may be missing.")
 
 
 def neighbourhood(service: Service, who: Principal, entity: str, *, dataset: str = "main",
@@ -55,9 +57,10 @@ def neighbourhood(service: Service, who: Principal, entity: str, *, dataset: str
     edges: dict[str, Fact] = {}
     truncated = _take(center.facts, nodes, edges, 1, limit)
     for hop in range(1, depth):
-        for node in [n for n in nodes.values() if n.hop == hop]:
-            if len(edges) >= limit:
-                truncated = True
+        frontier = [n for n in nodes.values() if n.hop == hop]
+        for expanded, node in enumerate(frontier):
+            if len(edges) >= limit or expanded == MAX_EXPANDED:
+                truncated = True  # some far facts may be missing
                 break
             found = service.timeline(who, node.id, dataset=dataset)
             node.type = found.entity.type
