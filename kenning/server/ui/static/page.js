@@ -24,7 +24,9 @@ export function go(hash, changes = {}) {
     else p.set(name, String(value));
   }
   const query = p.toString();
-  history.pushState(null, "", `${location.pathname}${query ? `?${query}` : ""}${hash ?? location.hash}`);
+  const url = `${location.pathname}${query ? `?${query}` : ""}${hash ?? location.hash}`;
+  if (new URL(url, location.href).href === location.href) history.replaceState(null, "", url);
+  else history.pushState(null, "", url);
   window.dispatchEvent(new Event("kenning:navigate"));
 }
 
