@@ -1,5 +1,7 @@
 """kenning: persistent, temporal knowledge-graph memory for AI agents and applications."""
 
+import logging as _logging
+
 from .client import AsyncKenning, Kenning
 from .errors import (
     AuthenticationError,
@@ -34,6 +36,10 @@ from .models import (
 from .settings import Settings
 
 __version__ = "0.1.0"
+
+# A library prints nothing unless the application configures logging: without a handler of its
+# own, Python's last-resort handler would print kenning's warnings and errors to stderr.
+_logging.getLogger("kenning").addHandler(_logging.NullHandler())
 
 __all__ = [
     "AsyncKenning",
