@@ -14,6 +14,7 @@ from .errors import (
     ModelResponseError,
     NotFoundError,
     PermissionDeniedError,
+    RateLimitedError,
     StoreError,
     ValidationError,
 )
@@ -63,6 +64,7 @@ __all__ = [
     "PermissionDeniedError",
     "Provenance",
     "PruneResult",
+    "RateLimitedError",
     "RecallResult",
     "RememberResult",
     "Settings",
