@@ -154,3 +154,23 @@ def test_kenning_prints_nothing_unless_logging_is_configured(tmp_path) -> None:
               "logging.getLogger('kenning.engine').error('processing failed')")
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0 and done.stderr == ""
+
+
+def test_unusable_store_locations_are_one_line_errors(tmp_path) -> None:
+    from click.testing import CliRunner
+
+    from kenning import ConfigurationError, StoreError
+    from kenning.cli import cli
+
+    corrupt = tmp_path / "corrupt.db"
+    corrupt.write_bytes(b"this is not a database, it only looks like one " * 100)
+    a_file = tmp_path / "file"
+    a_file.write_text("x")
+    for db, error in ((str(corrupt), StoreError), (str(a_file / "x.db"), StoreError),
+                      ("sqlite:///", ConfigurationError), ("sqlite://", ConfigurationError)):
+        with pytest.raises(error):
+            Kenning(db)
+        result = CliRunner().invoke(cli, ["--db", db, "stats"])
+        assert result.exit_code == 1, (db, result.output)
+        assert result.output.startswith("error: ") and result.output.count("\n") == 1, result.output
+    assert corrupt.read_bytes().startswith(b"this is not a database")

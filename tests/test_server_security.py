@@ -106,6 +106,8 @@ def test_http_refuses_deep_or_non_finite_metadata_and_readers_are_unharmed(tmp_p
                 '{"content": "Alice works at Acme.", "metadata": {"x": NaN}}',
                 '{"content": "Alice works at Acme.", "metadata": {"x": [Infinity]}}',
                 '{"content": "Alice works at Acme.", "metadata": {"x": -Infinity}}',
+                '{"content": "Alice works at Acme.", "metadata": {"\\ud800": 1}}',
+                '{"content": "Alice \\ud800 works at Acme."}',
             ]
             for body in bodies:
                 for route in ("/v1/remember", "/v1/add"):
