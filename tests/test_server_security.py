@@ -199,6 +199,12 @@ def test_grants_do_not_tell_which_users_exist(shared):
     zed.close()
     resp = alice.put("/v1/datasets/a-data/grants/bad%20name", json={"permissions": ["read"]})
     assert resp.status_code == 422
+    # revoking from a name nobody holds answers as for anyone, and creates nobody
+    gone = alice.delete("/v1/datasets/a-data/grants/yvonne")
+    assert gone.status_code == 200 and gone.json()["permissions"] == []
+    from kenning.server.access import auth_store
+
+    assert auth_store(kn).find_user("yvonne") is None
     # admins see users anyway; to them a typo is an error
     assert c["root"].put("/v1/datasets/a-data/grants/nobody", json={"permissions": ["read"]}).status_code == 404
 

@@ -274,7 +274,10 @@ class Service:
         if target is None:
             if who.admin:
                 raise NotFoundError(f"no user {user!r}")
-            target = _user_named(store, check_user_name(user))
+            check_user_name(user)
+            if not perms:  # revoking what nobody holds: nothing to record
+                return GrantInfo(dataset=name, user=user, permissions=[])
+            target = _user_named(store, user)
         grant = store.set_grant(name, target.id, sorted(perms))
         return GrantInfo(dataset=name, user=user, permissions=_ordered(grant.permissions))
 
