@@ -89,6 +89,8 @@ def test_hosts_follow_the_bound_address_and_allowed_names(tmp_path):
             ("0.0.0.0", ("memory.internal",), {"memory.internal:8000": 200, "MEMORY.internal.": 200,
                                                "other.internal": 421}),
             ("127.0.0.1", ("*",), {"anything.example": 200}),
+            ("::1", (), {"[::1]:80": 200, "10.0.0.1": 421, "localhost@evil.example": 421}),
+            ("::", (), {"[fd00::5]:80": 200, "10.0.0.1": 200, "evil.example@10.0.0.1": 421}),
         ]
         for bind, names, expected in cases:
             with serve(create_app(kn, auth=False, bind=bind, allowed_hosts=names)) as base:

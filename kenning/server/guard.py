@@ -34,13 +34,22 @@ def _ip(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:
         return None
 
 
+def _plain(name: str) -> str:
+    """A configured name or address as ``split_host`` reports it: no brackets, port or dot."""
+    bare = name.strip().strip("[]")
+    return bare.lower() if _ip(bare) else split_host(name.strip())[0] or bare.lower()
+
+
 def split_host(value: str) -> tuple[str, int | None]:
-    """``Host`` header → (lower-case name without brackets or trailing dot, port or None)."""
-    parts = urlsplit(f"//{value.strip()}")
+    """``Host`` header → (lower-case name without brackets or trailing dot, port or None);
+    ("", -1) for anything that is not a plain host[:port]."""
+    if not value or "@" in value or any(c.isspace() for c in value):
+        return "", -1
     try:
+        parts = urlsplit(f"//{value}")
         port = parts.port
-    except ValueError:
-        port = -1  # a malformed port never matches
+    except ValueError:  # a malformed port or IPv6 literal never matches
+        return "", -1
     return (parts.hostname or "").rstrip(".").lower(), port
 
 
@@ -50,13 +59,14 @@ class RequestGuard:
 
     def __init__(self, app: Any, *, bind: str = "127.0.0.1", names: Iterable[str] = ()) -> None:
         self.app = app
+        names = [_plain(n) for n in names]
         self.any_host = "*" in names
-        self.names = LOOPBACK | {split_host(n)[0] for n in names if n != "*"}
-        bind_name = split_host(bind)[0] if bind not in _WILDCARD else ""
-        self.any_ip = bind_name in _WILDCARD
-        self.bind_ip = _ip(bind_name)
-        if self.bind_ip is None and bind_name:
-            self.names |= {bind_name}
+        self.names = LOOPBACK | {n for n in names if n and n != "*"}
+        bind = _plain(bind)
+        self.any_ip = bind in _WILDCARD
+        self.bind_ip = _ip(bind)
+        if self.bind_ip is None and not self.any_ip:
+            self.names |= {bind}
 
     def host_allowed(self, name: str) -> bool:
         if self.any_host or name in self.names:
