@@ -293,3 +293,18 @@ def test_limiter_refills_at_its_rate():
     with pytest.raises(RateLimitedError):
         limiter.check("k")
     assert Limiter(0, "off").enabled is False
+
+
+def test_mcp_over_http_has_the_same_host_and_origin_checks(tmp_path):
+    pytest.importorskip("mcp")
+    from kenning.mcp.server import http_app
+
+    with Kenning(str(tmp_path / "mcp.db")) as kn:
+        with serve(http_app(kn, auth=False, bind="0.0.0.0")) as base:
+            hello = {"jsonrpc": "2.0", "id": 1, "method": "ping"}
+            accept = {"Accept": "application/json, text/event-stream"}
+            assert httpx.post(f"{base}/mcp", json=hello, headers={**accept, "Host": "evil.example"}).status_code == 421
+            resp = httpx.post(f"{base}/mcp", json=hello, headers={**accept, "Origin": "http://evil.example"})
+            assert resp.status_code == 403
+            resp = httpx.post(f"{base}/mcp", json=hello, headers={**accept, "Host": "10.0.0.7:8765"})
+            assert resp.status_code not in (403, 421)

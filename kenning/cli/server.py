@@ -73,8 +73,11 @@ def serve(ctx: click.Context, host: str, port: int, no_auth: bool, max_body: int
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (http).")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (http).")
 @click.option("--no-auth", is_flag=True, help="http: no keys (loopback only). stdio: ignore KENNING_API_KEY.")
+@click.option("--allow-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="http: a host name clients use to reach the server (repeatable; '*': any).")
 @click.pass_context
-def mcp(ctx: click.Context, transport: str, host: str, port: int, no_auth: bool) -> None:
+def mcp(ctx: click.Context, transport: str, host: str, port: int, no_auth: bool,
+        allowed_hosts: tuple[str, ...]) -> None:
     """Serve the MCP tools over stdio (for one agent) or streamable HTTP at /mcp.
 
     Over stdio the key in KENNING_API_KEY (if set) decides which datasets the agent may use;
@@ -85,20 +88,21 @@ def mcp(ctx: click.Context, transport: str, host: str, port: int, no_auth: bool)
     _need("mcp", "mcp")
     if transport == "http" and no_auth and host not in LOOPBACK:
         fail(f"--no-auth serves without keys, so it binds to 127.0.0.1 only, not {host!r}")
-    from ..mcp.server import build_server
+    from ..mcp.server import build_server, http_app
 
     key = None if no_auth else os.environ.get("KENNING_API_KEY")
     with open_kenning(ctx) as kn:
+        if transport == "http":
+            import uvicorn
+
+            with run():
+                app = http_app(kn, auth=not no_auth, bind=host, allowed_hosts=allowed_hosts)
+            uvicorn.run(app, host=host, port=port)
+            return
         with run():
-            if transport == "stdio":
-                principal = _stdio_principal(kn, key)
-                server = build_server(kn, auth=principal is not None, principal=principal)
-            else:
-                server = build_server(kn, auth=not no_auth)
-        if transport == "stdio":
-            server.run("stdio")
-        else:
-            server.run("streamable-http", host=host, port=port)
+            principal = _stdio_principal(kn, key)
+            server = build_server(kn, auth=principal is not None, principal=principal)
+        server.run("stdio")
 
 
 def _stdio_principal(kn: Any, key: str | None) -> Any:

@@ -8,7 +8,7 @@ local single user). Over streamable HTTP every request names its caller with
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio.to_thread
@@ -17,6 +17,7 @@ from pydantic import BaseModel
 from ..errors import KenningError
 from ..server.access import Principal
 from ..server.errors import error_body
+from ..server.guard import RequestGuard
 from ..server.service import Service, build_service
 
 try:  # mcp >= 2
@@ -27,7 +28,7 @@ except ImportError:  # mcp 1.x
     from mcp.server.fastmcp import FastMCP as MCPServer
     from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
 
-__all__ = ["build_server"]
+__all__ = ["build_server", "http_app"]
 
 INSTRUCTIONS = (
     "kenning is persistent, temporal knowledge-graph memory. Call `remember` with what happened "
@@ -100,6 +101,13 @@ def build_server(kn: Any, *, auth: bool, principal: Principal | None = None) -> 
     mcp = MCPServer("kenning", instructions=INSTRUCTIONS)
     _register(mcp, service, tools)
     return mcp
+
+
+def http_app(kn: Any, *, auth: bool, bind: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Any:
+    """The streamable-HTTP app at ``/mcp`` behind the HTTP server's Host and cross-origin
+    checks (``kenning.server.guard``), so it is as safe bound to any interface as on loopback."""
+    app = build_server(kn, auth=auth).streamable_http_app(host=bind)
+    return RequestGuard(app, bind=bind, names=tuple(allowed_hosts))
 
 
 def _register(mcp: MCPServer, s: Service, t: _Tools) -> None:
