@@ -152,7 +152,10 @@ class Engine(LifecycleMixin, ImproveMixin):
             content = item.render()
             fields = item.model_dump(exclude={"source", "metadata"})
             fields["metadata"] = {**(metadata or {}), **item.metadata}
-            source = item.source or source
+            source = check_text(item.source, "source", optional=True, max_chars=2000) or source
+            check_text(item.supersession_reason, "supersession_reason", optional=True, empty=True)
+            for old_id in item.supersedes:
+                check_text(old_id, "supersedes", max_chars=200)
             kind = "note" if kind == "knowledge" else kind
         elif isinstance(item, str):
             content = item

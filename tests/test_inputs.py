@@ -114,7 +114,10 @@ def test_reads_by_id_and_entity_check_their_arguments(kn: Kenning) -> None:
                  lambda: kn.get(["a", "b"]), lambda: kn.get(None), lambda: kn.delete(5),
                  lambda: kn.pin(["x"]), lambda: kn.provenance(b"x"), lambda: kn.chain(None),
                  lambda: kn.cognify(force="no"), lambda: kn.prune(max_age_days=math.nan),
-                 lambda: kn.prune(min_score=-1), lambda: kn.prune(dry_run="no")):
+                 lambda: kn.prune(min_score=-1), lambda: kn.prune(dry_run="no"),
+                 lambda: kn.pin(kn.list()[0].id, reason="x \ud800"), lambda: kn.feedback(5, helpful=True),
+                 lambda: kn.remember(MemoryInput(topic="db", source="s \ud800")),
+                 lambda: kn.remember(MemoryInput(topic="db", supersedes=["m \ud800"]))):
         with pytest.raises(ValidationError):
             call()
 

@@ -259,8 +259,7 @@ class LifecycleMixin:
                           facts=self.store.get_facts(fact_ids))
 
     def pin(self, memory_id: str, reason: str | None = None) -> Memory:
-        if reason is not None and not isinstance(reason, str):
-            raise ValidationError("pin reason must be a string")
+        check_text(reason, "pin reason", optional=True, empty=True, max_chars=2000)
         self._memory(memory_id)
         self.store.update_memory(memory_id, {"pinned": True, "pin_reason": reason or None,
                                              "updated_at": self.now()})
