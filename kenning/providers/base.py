@@ -55,10 +55,6 @@ class Embedder(ABC):
         norms[norms == 0] = 1.0
         return vectors / norms
 
-    def embed_query(self, texts: list[str], usage: Usage | None = None) -> np.ndarray:
-        """Embed search queries; models trained with a query prefix or instruction override this."""
-        return self.embed(texts, usage)
-
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release clients or sessions."""
 
