@@ -3,6 +3,10 @@ the RoBERTa family and cross-encoder scores, each against a plain reference forw
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+
 import numpy as np
 import pytest
 
@@ -15,6 +19,7 @@ from kenning.providers.hashing import HashingEmbedder  # noqa: E402
 from kenning.providers.local import LocalEmbedder  # noqa: E402
 from kenning.providers.rerank import LocalCrossEncoder  # noqa: E402
 
+from .fakehub import FakeHub  # noqa: E402
 from .tinybert import reference_hidden, reference_logits, write_model  # noqa: E402
 
 TEXTS = ["alice works at acme", "bob lives in paris", "who", "the coffee bob likes at the acme in berlin"]
@@ -133,3 +138,40 @@ def test_cross_encoder_scores_pairs_with_its_classification_head(tmp_path, kind)
 def test_an_encoder_without_a_head_is_not_a_cross_encoder(tmp_path):
     with pytest.raises(ConfigurationError, match="not a cross-encoder"):
         LocalCrossEncoder(str(write_model(tmp_path / "tiny")))
+
+
+def _load_in_a_fresh_process(spec: str, env: dict[str, str], code: str) -> subprocess.CompletedProcess:
+    # huggingface_hub reads HF_ENDPOINT when it is imported: a fresh process takes the fake hub's
+    script = f"from kenning.providers.local import LocalEmbedder\ne = LocalEmbedder({spec!r})\n{code}"
+    return subprocess.run([sys.executable, "-c", script], env={**os.environ, **env, "HF_HUB_DISABLE_PROGRESS_BARS": "1"},
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+def test_a_hub_id_not_on_the_machine_is_downloaded_on_first_use(tmp_path):
+    repo = write_model(tmp_path / "repo", pooling="cls")
+    (repo / "pytorch_model.bin").write_bytes(b"torch weights the runtime never reads")
+    (repo / "onnx").mkdir()
+    (repo / "onnx" / "model.onnx").write_bytes(b"onnx weights")
+    cache = tmp_path / "cache"
+    env = {"HF_HUB_CACHE": str(cache), "HF_HUB_OFFLINE": "0"}
+    with FakeHub("BAAI/bge-tiny-en", repo) as hub:
+        env["HF_ENDPOINT"] = hub.endpoint
+        done = _load_in_a_fresh_process("BAAI/bge-tiny-en", env, "print(e.name, e.pooling, e.directory)")
+        assert done.returncode == 0, done.stderr
+        fetched = {r.split(" ", 1)[1] for r in hub.requests if r.startswith("GET /BAAI/bge-tiny-en/resolve/")}
+    name, pooling, directory = done.stdout.split()
+    assert (name, pooling) == ("local:bge-tiny-en", "cls") and directory.startswith(str(cache))
+    assert {f.rsplit("/", 1)[-1] for f in fetched} == {"model.safetensors", "tokenizer.json", "config.json"}
+    assert not any("onnx" in f or ".bin" in f for f in fetched)  # only what the runtime reads
+    # the second use finds it in the cache, with the hub gone and downloads refused
+    again = _load_in_a_fresh_process("BAAI/bge-tiny-en", {**env, "HF_HUB_OFFLINE": "1"}, "print(e.name)")
+    assert again.returncode == 0 and again.stdout.strip() == "local:bge-tiny-en", again.stderr
+
+
+def test_a_hub_id_the_hub_does_not_know_is_a_clear_error(tmp_path):
+    with FakeHub("BAAI/bge-tiny-en", write_model(tmp_path / "repo")) as hub:
+        env = {"HF_HUB_CACHE": str(tmp_path / "cache"), "HF_HUB_OFFLINE": "0", "HF_ENDPOINT": hub.endpoint}
+        done = _load_in_a_fresh_process("someone/missing-model", env, "")
+    assert done.returncode != 0
+    assert "ConfigurationError" in done.stderr and "could not be downloaded" in done.stderr
+    assert "someone/missing-model" in done.stderr
