@@ -10,7 +10,7 @@ import pytest
 from kenning import Kenning
 from kenning.errors import ConfigurationError, ModelError, ModelResponseError
 from kenning.models import Hit
-from kenning.providers.rerank import HttpReranker, Reranker
+from kenning.providers.rerank import HttpReranker, LocalCrossEncoder, Reranker
 from kenning.search.rerank import rerank_hits
 
 from .fakererank import FakeRerank, fake_rerank, overlap_score  # noqa: F401  (fixture)
@@ -128,3 +128,19 @@ def test_reranker_setting_is_checked(tmp_path):
         Kenning(str(tmp_path / "x.db"), reranker="cohere")
     with Kenning(str(tmp_path / "y.db")) as kn:
         assert kn.settings.reranker is None and kn._engine.reranker is None  # off by default
+
+
+def test_recall_with_a_local_cross_encoder_from_settings(tmp_path):
+    pytest.importorskip("tokenizers")
+    from .tinybert import write_model
+
+    model = write_model(tmp_path / "tiny-reranker", head=True, pooling=None)
+    cross = LocalCrossEncoder(str(model))
+    question = "where does alice work"
+    with Kenning(str(tmp_path / "k.db"), reranker=f"local:{model}", rerank_top_n=5) as kn:
+        assert kn._engine.reranker.name == "local:tiny-reranker"
+        kn.remember(TURNS)
+        hits = kn.recall(question, search_type="chunks", top_k=5).hits
+    assert hits and all("rerank" in h.lanes for h in hits)
+    assert [h.score for h in hits] == sorted((h.score for h in hits), reverse=True)
+    assert [h.score for h in hits] == pytest.approx(cross.score(question, [h.text for h in hits]), abs=1e-6)
