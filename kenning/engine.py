@@ -330,8 +330,7 @@ class Engine(LifecycleMixin, ImproveMixin):
                     "status": "superseded" if memory.superseded_by else "active",
                     "error": None, "processed_at": now, "updated_at": now, "usage": part.model_dump(),
                 }
-                with self.store.transaction() as txn:
-                    committed = apply_plan(txn, plan, self.rules)
+                committed = self.store.atomic(lambda txn: apply_plan(txn, plan, self.rules))
             except Exception as exc:  # noqa: BLE001
                 self._fail(memory, reason(exc, memory.id), part, usage, out)
                 continue
@@ -462,6 +461,7 @@ class Engine(LifecycleMixin, ImproveMixin):
                               as_of=q.as_of, known_at=known_at_t, memories=memories, usage=usage)
         if hits:
             self.store.record_access(
+                dataset,
                 [m.id for m in memories],
                 [h.id for h in hits if h.kind == "entity"],
                 [h.id for h in hits if h.kind == "fact"],

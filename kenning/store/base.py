@@ -9,14 +9,17 @@ rules about what a write means are written once for every backend.
 from __future__ import annotations
 
 import datetime as dt
+import random
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
+from ..errors import StoreError
 from ..models import Entity, Fact, Memory, Stats
 
 __all__ = [
@@ -27,7 +30,28 @@ __all__ = [
     "Scored",
     "Store",
     "Txn",
+    "retry_transient",
 ]
+
+T = TypeVar("T")
+
+#: runs of a transaction the database aborted to resolve a conflict with a concurrent one
+_ATTEMPTS = 5
+
+
+def retry_transient(run: Callable[[], T]) -> T:
+    """``run()``, run again when it raised a ``StoreError`` marked ``transient`` (the database
+    aborted the transaction only to break a deadlock with a concurrent one), after a short wait
+    with jitter so that the two sides do not collide again. ``run`` must be safe to repeat: it
+    opens its own transaction and reads what it needs inside it."""
+    for attempt in range(_ATTEMPTS):
+        try:
+            return run()
+        except StoreError as exc:
+            if not exc.details.get("transient") or attempt == _ATTEMPTS - 1:
+                raise
+            time.sleep(random.uniform(0.01, 0.05) * 2**attempt)
+    raise AssertionError("unreachable")
 
 
 @dataclass
@@ -178,6 +202,16 @@ class Store(ABC):
     @abstractmethod
     def transaction(self) -> AbstractContextManager[Txn]: ...
 
+    def atomic(self, work: Callable[[Txn], T]) -> T:
+        """``work(txn)`` in one transaction, run again if the database aborted it to break a
+        deadlock (see :func:`retry_transient`); the caller sees that only if it keeps happening."""
+
+        def once() -> T:
+            with self.transaction() as txn:
+                return work(txn)
+
+        return retry_transient(once)
+
     # -- memories ----------------------------------------------------------------------------
     @abstractmethod
     def insert_memory(self, memory: Memory) -> tuple[str, bool]:
@@ -250,6 +284,7 @@ class Store(ABC):
     @abstractmethod
     def record_access(
         self,
+        dataset: str,
         memory_ids: Sequence[str],
         entity_ids: Sequence[str],
         fact_ids: Sequence[str],

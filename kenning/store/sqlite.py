@@ -270,8 +270,10 @@ class _SQLiteTxn(Txn):
     # -- garbage collection ------------------------------------------------------------------
     def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
         db = self.db
-        fact_ids = [r[0] for r in db.execute("SELECT fact_id FROM fact_memories WHERE memory_id = ?", (memory_id,))]
-        entity_ids = [r[0] for r in db.execute("SELECT entity_id FROM entity_memories WHERE memory_id = ?", (memory_id,))]
+        fact_ids = [r[0] for r in db.execute(
+            "SELECT fact_id FROM fact_memories WHERE memory_id = ? ORDER BY fact_id", (memory_id,))]
+        entity_ids = [r[0] for r in db.execute(
+            "SELECT entity_id FROM entity_memories WHERE memory_id = ? ORDER BY entity_id", (memory_id,))]
         db.execute("DELETE FROM fact_memories WHERE memory_id = ?", (memory_id,))
         db.execute("DELETE FROM entity_memories WHERE memory_id = ?", (memory_id,))
         dead_facts = [
@@ -687,7 +689,7 @@ class SQLiteStore(SQLiteAuthMixin, Store):
             ).fetchall()
         return [_fact_row(r) for r in rows]
 
-    def record_access(self, memory_ids, entity_ids, fact_ids, at) -> None:  # noqa: ANN001
+    def record_access(self, dataset, memory_ids, entity_ids, fact_ids, at) -> None:  # noqa: ANN001
         stamp = to_text(at)
         with self._write():
             for table, ids in (("memories", memory_ids), ("entities", entity_ids), ("facts", fact_ids)):
