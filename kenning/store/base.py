@@ -24,6 +24,7 @@ from ..models import Entity, Fact, Memory, Stats
 
 __all__ = [
     "ChunkRow",
+    "ClaimFilter",
     "EntityRow",
     "FactRow",
     "MemoryFilter",
@@ -106,6 +107,21 @@ class Scored:
 
 
 @dataclass
+class ClaimFilter:
+    """Which memories a worker claims. ``processing`` memories are claimed again when their
+    lease ran out (last renewed before ``stale_before``) or their owner is in ``dead_owners``."""
+
+    statuses: Sequence[str]
+    stale_before: dt.datetime
+    dataset: str | None = None
+    ids: Sequence[str] | None = None
+    dead_owners: Sequence[str] = ()
+    #: only memories after this (created_at, id), in that order: a run's cursor
+    after: tuple[dt.datetime, str] | None = None
+    limit: int | None = None
+
+
+@dataclass
 class MemoryFilter:
     dataset: str | None = None
     kind: str | None = None
@@ -122,6 +138,11 @@ class Txn(ABC):
     """Primitives available inside one write transaction."""
 
     # memories
+    @abstractmethod
+    def claim_state(self, memory_id: str) -> tuple[str, str | None] | None:
+        """(status, claim owner) of a memory, locked until the transaction ends; None if the
+        memory no longer exists."""
+
     @abstractmethod
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None: ...
 
@@ -214,8 +235,9 @@ class Store(ABC):
 
     # -- memories ----------------------------------------------------------------------------
     @abstractmethod
-    def insert_memory(self, memory: Memory) -> tuple[str, bool]:
-        """Insert a pending memory; if (dataset, content_hash) exists return (its id, False)."""
+    def insert_memory(self, memory: Memory, owner: str | None = None) -> tuple[str, bool]:
+        """Insert a memory (claimed by ``owner`` when given); if (dataset, content_hash) exists
+        return (its id, False)."""
 
     @abstractmethod
     def get_memories(self, ids: Sequence[str]) -> list[Memory]: ...
@@ -237,11 +259,17 @@ class Store(ABC):
     def set_status(self, memory_id: str, status: str, error: str | None, at: dt.datetime) -> None: ...
 
     @abstractmethod
-    def claim(
-        self, dataset: str | None, statuses: Sequence[str], at: dt.datetime, stale_before: dt.datetime
-    ) -> list[Memory]:
-        """Mark matching memories ``processing`` (one worker wins each) and return them.
-        ``processing`` memories last touched before ``stale_before`` are claimed again."""
+    def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
+        """Mark the matching memories ``processing`` by ``owner`` (one worker wins each) and
+        return them, oldest first, at most ``flt.limit``."""
+
+    @abstractmethod
+    def renew_claims(self, owner: str, at: dt.datetime) -> None:
+        """Extend the lease of every memory ``owner`` holds (``updated_at = at``)."""
+
+    @abstractmethod
+    def claim_owners(self, dataset: str | None) -> list[str]:
+        """The owners of the claims on ``processing`` memories."""
 
     # -- graph reads -------------------------------------------------------------------------
     @abstractmethod

@@ -34,7 +34,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from .._time import as_utc
 from ..errors import ConfigurationError, EmbedderMismatchError, StoreError
 from ..models import Entity, Fact, Memory, Stats, Usage
-from .base import ChunkRow, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, retry_transient
+from .base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, retry_transient
 from .postgres_auth import PostgresAuthMixin
 from .postgres_schema import (
     BOOTSTRAP,
@@ -256,6 +256,12 @@ class _PgTxn(Txn):
         self._lock_row("memories", memory_id)
 
     # -- memories ----------------------------------------------------------------------------
+    def claim_state(self, memory_id: str) -> tuple[str, str | None] | None:
+        self._lock_memory(memory_id)
+        row = self.conn.execute(
+            "SELECT status, claimed_by FROM memories WHERE id = %s FOR UPDATE", (memory_id,)).fetchone()
+        return (row["status"], row["claimed_by"]) if row else None
+
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
         self._lock_memory(memory_id)
         _update(self.conn, "memories", memory_id, fields)
@@ -597,9 +603,9 @@ class PostgresStore(PostgresAuthMixin, Store):
                 self._local.txn = outer
 
     # -- memories ----------------------------------------------------------------------------
-    def insert_memory(self, memory: Memory) -> tuple[str, bool]:
-        data = memory.model_dump()
-        names = [n for n in data if n != "error"]
+    def insert_memory(self, memory: Memory, owner: str | None = None) -> tuple[str, bool]:
+        data = {**memory.model_dump(exclude={"error"}), "claimed_by": owner}
+        names = list(data)
         insert = sql.SQL(
             "INSERT INTO memories ({}) VALUES ({}) ON CONFLICT (dataset, content_hash) DO NOTHING RETURNING id"
         ).format(sql.SQL(", ").join(map(sql.Identifier, names)), sql.SQL(", ").join(sql.Placeholder() * len(names)))
@@ -670,22 +676,41 @@ class PostgresStore(PostgresAuthMixin, Store):
         with self._write() as conn:
             _update(conn, "memories", memory_id, fields)
 
-    def claim(self, dataset, statuses, at, stale_before) -> list[Memory]:  # noqa: ANN001
-        where = "(status = ANY(%(statuses)s) OR (status = 'processing' AND updated_at < %(stale)s))"
-        if dataset is not None:
-            where += " AND dataset = %(dataset)s"
+    def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
+        where = ["(status = ANY(%(statuses)s) OR (status = 'processing'"
+                 " AND (updated_at < %(stale)s OR claimed_by = ANY(%(dead)s))))"]
+        if flt.dataset is not None:
+            where.append("dataset = %(dataset)s")
+        if flt.ids is not None:
+            where.append("id = ANY(%(ids)s)")
+        if flt.after is not None:
+            where.append("(created_at, id) > (%(after_at)s, %(after_id)s)")
         # Locked rows belong to another worker's claim: skip them rather than wait and re-take.
         query = (
-            f"WITH picked AS (SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where}"
-            " ORDER BY created_at, id FOR UPDATE SKIP LOCKED),"
-            " done AS (UPDATE memories m SET status = 'processing', updated_at = %(at)s"
+            f"WITH picked AS (SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)}"
+            " ORDER BY created_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED),"
+            " done AS (UPDATE memories m SET status = 'processing', claimed_by = %(owner)s, updated_at = %(at)s"
             " FROM picked WHERE m.id = picked.id)"
             " SELECT * FROM picked ORDER BY created_at, id"
         )
-        args = {"statuses": list(statuses), "stale": stale_before, "dataset": dataset, "at": at}
+        after_at, after_id = flt.after or (None, None)
+        args = {"statuses": list(flt.statuses), "stale": flt.stale_before, "dead": list(flt.dead_owners),
+                "dataset": flt.dataset, "ids": list(flt.ids or []), "after_at": after_at, "after_id": after_id,
+                "limit": flt.limit, "owner": owner, "at": at}
         with self._write() as conn:
             rows = conn.execute(query, args).fetchall()
-        return [_memory(r) for r in rows]
+        return [_memory(r).model_copy(update={"status": "processing"}) for r in rows]
+
+    def renew_claims(self, owner: str, at: dt.datetime) -> None:
+        with self._write() as conn:
+            conn.execute("UPDATE memories SET updated_at = %s WHERE claimed_by = %s AND status = 'processing'",
+                         (at, owner))
+
+    def claim_owners(self, dataset: str | None) -> list[str]:
+        query = "SELECT DISTINCT claimed_by FROM memories WHERE claimed_by IS NOT NULL AND status = 'processing'"
+        with self._conn() as conn:
+            rows = conn.execute(query + (" AND dataset = %s" if dataset else ""), [dataset] if dataset else [])
+            return [r["claimed_by"] for r in rows]
 
     # -- graph reads -------------------------------------------------------------------------
     def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:

@@ -147,6 +147,12 @@ PG_MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (entity_id, memory_id))""",
         "CREATE INDEX entity_memories_memory ON entity_memories (memory_id)",
     ],
+    [
+        # Who holds a ``processing`` claim (``host/pid/token``): a claim whose owner process is
+        # gone is taken over at once. Cleared when processing ends, so the index stays small.
+        "ALTER TABLE memories ADD COLUMN claimed_by TEXT",
+        "CREATE INDEX memories_claims ON memories (claimed_by) WHERE claimed_by IS NOT NULL",
+    ],
 ]
 
 

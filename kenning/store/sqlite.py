@@ -24,7 +24,7 @@ import numpy as np
 from .._time import from_text, to_text
 from ..errors import EmbedderMismatchError, StoreError
 from ..models import Entity, Fact, Memory, Stats, Usage
-from .base import ChunkRow, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
+from .base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
 from .schema import SQLITE_MIGRATIONS
 from .sqlite_auth import SQLiteAuthMixin
 from .vectors import VectorIndex, from_blob, to_blob
@@ -118,6 +118,10 @@ class _SQLiteTxn(Txn):
         self.removed: list[tuple[str, str]] = []
 
     # -- memories ----------------------------------------------------------------------------
+    def claim_state(self, memory_id: str) -> tuple[str, str | None] | None:
+        row = self.db.execute("SELECT status, claimed_by FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        return (row[0], row[1]) if row else None
+
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
         self.store._update_memory(memory_id, fields)
 
@@ -419,9 +423,9 @@ class SQLiteStore(SQLiteAuthMixin, Store):
             self._apply_index_changes(txn.added, txn.removed)
 
     # -- memories ----------------------------------------------------------------------------
-    def insert_memory(self, memory: Memory) -> tuple[str, bool]:
-        data = memory.model_dump()
-        names = [n for n in data if n not in ("error",)]
+    def insert_memory(self, memory: Memory, owner: str | None = None) -> tuple[str, bool]:
+        data = {**memory.model_dump(exclude={"error"}), "claimed_by": owner}
+        names = list(data)
         with self._write():
             existing = self._db.execute(
                 "SELECT id FROM memories WHERE dataset = ? AND content_hash = ?",
@@ -504,27 +508,48 @@ class SQLiteStore(SQLiteAuthMixin, Store):
         with self._write():
             self._update_memory(memory_id, fields)
 
-    def claim(self, dataset, statuses, at, stale_before) -> list[Memory]:  # noqa: ANN001
-        clauses = [f"status IN ({_placeholders(len(statuses))})"] if statuses else ["0"]
-        args: list[Any] = list(statuses)
-        clauses.append("(status = 'processing' AND updated_at < ?)")
-        args.append(to_text(stale_before))
-        where = "(" + " OR ".join(clauses) + ")"
-        if dataset is not None:
-            where += " AND dataset = ?"
-            args.append(dataset)
+    def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
+        stranded = ["updated_at < ?"]
+        args: list[Any] = [*flt.statuses, to_text(flt.stale_before)]
+        if flt.dead_owners:
+            stranded.append(f"claimed_by IN ({_placeholders(len(flt.dead_owners))})")
+            args += flt.dead_owners
+        where = [f"(status IN ({_placeholders(len(flt.statuses))})"
+                 f" OR (status = 'processing' AND ({' OR '.join(stranded)})))"]
+        if flt.dataset is not None:
+            where.append("dataset = ?")
+            args.append(flt.dataset)
+        if flt.ids is not None:
+            where.append(f"id IN ({_placeholders(len(flt.ids))})")
+            args += flt.ids
+        if flt.after is not None:
+            where.append("(created_at, id) > (?, ?)")
+            args += [to_text(flt.after[0]), flt.after[1]]
+        query = f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at, id"
+        if flt.limit is not None:
+            query += " LIMIT ?"
+            args.append(flt.limit)
         with self._write():
-            rows = self._db.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY created_at, id", args
-            ).fetchall()
+            rows = self._db.execute(query, args).fetchall()
             ids = [r["id"] for r in rows]
             if ids:
                 self._db.execute(
-                    f"UPDATE memories SET status = 'processing', updated_at = ? "
-                    f"WHERE id IN ({_placeholders(len(ids))})",
-                    [to_text(at), *ids],
+                    f"UPDATE memories SET status = 'processing', claimed_by = ?, updated_at = ?"
+                    f" WHERE id IN ({_placeholders(len(ids))})",
+                    [owner, to_text(at), *ids],
                 )
-        return [_memory(r) for r in rows]
+        return [_memory(r).model_copy(update={"status": "processing"}) for r in rows]
+
+    def renew_claims(self, owner: str, at: dt.datetime) -> None:
+        with self._write():
+            self._db.execute("UPDATE memories SET updated_at = ? WHERE claimed_by = ? AND status = 'processing'",
+                             (to_text(at), owner))
+
+    def claim_owners(self, dataset: str | None) -> list[str]:
+        query = "SELECT DISTINCT claimed_by FROM memories WHERE claimed_by IS NOT NULL AND status = 'processing'"
+        with self._lock:
+            rows = self._db.execute(query + (" AND dataset = ?" if dataset else ""), [dataset] if dataset else [])
+            return [r[0] for r in rows]
 
     # -- graph reads -------------------------------------------------------------------------
     def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
