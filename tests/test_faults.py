@@ -310,3 +310,31 @@ def test_two_processes_remember_and_forget_one_sqlite_file(tmp_path) -> None:  #
     assert [p.returncode for p in procs] == [0, 0], outputs
     with Kenning(url) as kn:
         assert kn.stats().pending == 0
+
+
+# -- forgotten text on disk ----------------------------------------------------------------------
+def test_forgotten_text_leaves_no_bytes_in_the_sqlite_files(tmp_path) -> None:  # noqa: ANN001
+    """After ``forget`` returns, with the store still open, no byte of the forgotten text is
+    in the database, its -wal or its -shm file: not in freed pages, not in the full-text
+    index's segments, not in the WAL."""
+    db = tmp_path / "kn.db"
+    secret = "Qwxzborp visited Vlemtrak on Tuesday with Zyglofant."
+    words = [b"qwxzborp", b"vlemtrak", b"zyglofant"]
+    with Kenning(str(db)) as kn:
+        kn.remember(["Alice works at Acme.", "Bob lives in Paris with Carol."])
+        [secret_id] = kn.remember(secret).memory_ids
+        kn.remember("Dana knows Erin.")
+        assert any(w in _file_bytes(db) for w in words)
+        kn.forget(secret_id)
+        data = _file_bytes(db)
+        assert [w for w in words if w in data] == []
+        assert kn.recall("Alice Acme").hits  # the rest is intact and searchable
+        [gone] = kn.remember("Frank met Qwxzborp.").memory_ids
+        kn.forget(dataset="main")
+        assert b"qwxzborp" not in _file_bytes(db) and b"frank" not in _file_bytes(db)
+
+
+def _file_bytes(db) -> bytes:  # noqa: ANN001
+    """The database file and its -wal and -shm companions, lower-cased."""
+    parts = [db, db.with_name(db.name + "-wal"), db.with_name(db.name + "-shm")]
+    return b"".join(p.read_bytes() for p in parts if p.exists()).lower()

@@ -210,6 +210,7 @@ class LifecycleMixin:
         started = time.perf_counter()
         memory = self._memory(memory_id)
         entity_ids, fact_ids = self._remove([memory])
+        self.store.scrub()
         log.info("memory deleted", extra={
             "memory_id": memory_id, "dataset": memory.dataset, "entities_removed": len(entity_ids),
             "facts_removed": len(fact_ids), "seconds": round(time.perf_counter() - started, 6),
@@ -239,6 +240,7 @@ class LifecycleMixin:
             out.memory_ids += [m.id for m in page]
             out.entity_ids += entity_ids
             out.fact_ids += fact_ids
+        self.store.scrub()
         log.info("forgot", extra={
             "dataset": dataset, "everything": bool(everything), "memories": len(out.memory_ids),
             "entities_removed": len(out.entity_ids), "facts_removed": len(out.fact_ids),
@@ -321,6 +323,8 @@ class LifecycleMixin:
             result.entity_ids += entity_ids
             result.fact_ids += fact_ids
         result.pruned = len(result.memory_ids)
+        if result.pruned and not result.dry_run:
+            self.store.scrub()
 
     def _prune_page(self, txn: Txn, ids: list[str], criteria: PruneCriteria,
                     now: dt.datetime) -> tuple[list[Memory], tuple[list[str], list[str]]]:

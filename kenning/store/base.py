@@ -221,6 +221,11 @@ class Store(ABC):
     def close(self) -> None: ...
 
     @abstractmethod
+    def scrub(self) -> None:
+        """Make deleted content unrecoverable from the store's own files, as far as the backend
+        allows (``forget`` calls it before it returns)."""
+
+    @abstractmethod
     def transaction(self) -> AbstractContextManager[Txn]: ...
 
     def atomic(self, work: Callable[[Txn], T]) -> T:

@@ -593,6 +593,11 @@ class PostgresStore(PostgresAuthMixin, Store):
     def close(self) -> None:
         self._pool.close()
 
+    def scrub(self) -> None:
+        """Nothing to do from here: deleted rows are invisible at once, and their bytes stay in
+        table pages until VACUUM reuses them and in the WAL and backups until those are
+        recycled; docs/postgres.md says what an operator runs to erase them."""
+
     @contextmanager
     def transaction(self) -> Iterator[Txn]:
         with self._write() as conn:

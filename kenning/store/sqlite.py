@@ -117,6 +117,12 @@ class _SQLiteTxn(Txn):
         self.added: list[tuple[str, str, str, np.ndarray]] = []
         self.removed: list[tuple[str, str]] = []
 
+    def _unindex(self, table: str, rowid: int) -> None:
+        """Delete a full-text row. Its terms stay in the index's older segments until the index
+        is rewritten (:meth:`SQLiteStore.scrub`), so the table is noted."""
+        self.db.execute(f"DELETE FROM {table}_fts WHERE rowid = ?", (rowid,))
+        self.store._fts_changed.add(table)
+
     # -- memories ----------------------------------------------------------------------------
     def claim_state(self, memory_id: str) -> tuple[str, str | None] | None:
         row = self.db.execute("SELECT status, claimed_by FROM memories WHERE id = ?", (memory_id,)).fetchone()
@@ -141,7 +147,7 @@ class _SQLiteTxn(Txn):
     def delete_chunks(self, memory_id: str) -> None:
         rows = self.db.execute("SELECT rowid, id FROM chunks WHERE memory_id = ?", (memory_id,)).fetchall()
         for row in rows:
-            self.db.execute("DELETE FROM chunks_fts WHERE rowid = ?", (row["rowid"],))
+            self._unindex("chunks", row["rowid"])
             self.removed.append(("chunk", row["id"]))
         self.db.execute("DELETE FROM chunks WHERE memory_id = ?", (memory_id,))
 
@@ -174,6 +180,7 @@ class _SQLiteTxn(Txn):
         ).fetchone()
         text = _entity_text(row["name"], json.loads(row["aliases"]), row["description"])
         self.db.execute("UPDATE entities_fts SET text = ? WHERE rowid = ?", (text, row["rowid"]))
+        self.store._fts_changed.add("entities")
 
     def link_entity(self, entity_id: str, memory_id: str) -> None:
         self.db.execute(
@@ -232,7 +239,7 @@ class _SQLiteTxn(Txn):
             if name != keep["name"] and name not in aliases:
                 aliases.append(name)
         self.update_entity(keep_id, {"aliases": aliases})
-        db.execute("DELETE FROM entities_fts WHERE rowid = ?", (drop["rowid"],))
+        self._unindex("entities", drop["rowid"])
         db.execute("DELETE FROM entities WHERE id = ?", (drop_id,))
         self.removed.append(("entity", drop_id))
         return self._merge_repeats(keep_id)
@@ -265,7 +272,7 @@ class _SQLiteTxn(Txn):
                 "INSERT OR IGNORE INTO fact_memories (fact_id, memory_id)"
                 " SELECT ?, memory_id FROM fact_memories WHERE fact_id = ?", (first[key], row["id"]))
             db.execute("UPDATE facts SET superseded_by = ? WHERE superseded_by = ?", (first[key], row["id"]))
-            db.execute("DELETE FROM facts_fts WHERE rowid = ?", (row["rowid"],))
+            self._unindex("facts", row["rowid"])
             db.execute("DELETE FROM facts WHERE id = ?", (row["id"],))
             self.removed.append(("fact", row["id"]))
             merged.append(row["id"])
@@ -293,7 +300,7 @@ class _SQLiteTxn(Txn):
                 (fid,),
             )
             row = db.execute("SELECT rowid FROM facts WHERE id = ?", (fid,)).fetchone()
-            db.execute("DELETE FROM facts_fts WHERE rowid = ?", (row["rowid"],))
+            self._unindex("facts", row["rowid"])
             db.execute("DELETE FROM facts WHERE id = ?", (fid,))
             self.removed.append(("fact", fid))
         dead_entities = []
@@ -305,7 +312,7 @@ class _SQLiteTxn(Txn):
             ).fetchone():
                 continue
             row = db.execute("SELECT rowid FROM entities WHERE id = ?", (eid,)).fetchone()
-            db.execute("DELETE FROM entities_fts WHERE rowid = ?", (row["rowid"],))
+            self._unindex("entities", row["rowid"])
             db.execute("DELETE FROM entities WHERE id = ?", (eid,))
             self.removed.append(("entity", eid))
             dead_entities.append(eid)
@@ -339,7 +346,11 @@ class SQLiteStore(SQLiteAuthMixin, Store):
             raise StoreError(f"cannot open SQLite database at {path}: {exc}") from exc
         self._db.row_factory = sqlite3.Row
         self._lock = threading.RLock()
+        #: full-text tables with deleted or changed rows since the last scrub
+        self._fts_changed: set[str] = set()
         self._db.execute("PRAGMA foreign_keys = ON")
+        # Deleted content is overwritten with zeros, not left in free pages.
+        self._db.execute("PRAGMA secure_delete = ON")
         self._db.execute("PRAGMA busy_timeout = %d" % int(timeout * 1000))
         if path != ":memory:":
             self._db.execute("PRAGMA journal_mode = WAL")
@@ -399,6 +410,22 @@ class SQLiteStore(SQLiteAuthMixin, Store):
     def close(self) -> None:
         with self._lock:
             self._db.close()
+
+    def scrub(self) -> None:
+        """Leave no deleted text in the database files: rewrite the full-text indexes that had
+        rows deleted (FTS5 keeps a deleted row's terms in older segments until a merge; this
+        SQLite has no FTS5 'secure-delete'), then checkpoint the WAL into the database and
+        truncate it. Freed pages are already zeroed (``secure_delete``). The WAL cannot be
+        truncated while another connection reads an older snapshot; it is then truncated by
+        the next scrub or checkpoint."""
+        with self._lock:
+            for table in sorted(self._fts_changed):
+                with self._write():
+                    self._db.execute(f"INSERT INTO {table}_fts ({table}_fts) VALUES ('optimize')")
+            self._fts_changed.clear()
+            busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if busy:
+            log.info("wal not truncated: another connection is reading")
 
     @contextmanager
     def _write(self) -> Iterator[None]:
