@@ -58,7 +58,7 @@ def test_forget_and_recall_in_parallel_never_deadlock() -> None:
     url = _pg_url()
     errors: list[str] = []
     with Kenning(url, pool_size=6) as kn:
-        stop = time.monotonic() + 6
+        stop = time.monotonic() + 4
 
         def churn() -> None:
             while time.monotonic() < stop:
@@ -303,7 +303,7 @@ def test_two_processes_remember_and_forget_one_sqlite_file(tmp_path) -> None:  #
     url = f"sqlite:///{tmp_path / 'race.db'}"
     Kenning(url).close()
     env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
-    procs = [subprocess.Popen([sys.executable, "-c", _RACER, url, verb, "3"], env=env,
+    procs = [subprocess.Popen([sys.executable, "-c", _RACER, url, verb, "2"], env=env,
                               stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
              for verb in ("remember", "forget")]
     outputs = [p.communicate(timeout=60) for p in procs]

@@ -298,6 +298,8 @@ class _PgTxn(Txn):
 
     def update_entity(self, entity_id: str, fields: dict[str, Any]) -> None:
         # The full-text column is generated, so there is nothing else to keep current.
+        if not fields:
+            return
         self._lock_row("entities", entity_id)
         _update(self.conn, "entities", entity_id, fields)
 
