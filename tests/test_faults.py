@@ -52,30 +52,24 @@ def test_a_failed_statement_does_not_poison_the_pooled_connection() -> None:
 
 
 @pg
-def test_forget_and_recall_in_parallel_never_deadlock() -> None:
-    """One thread remembers and forgets a dataset over and over while three recall it: no call
-    fails (recall's access counts take the dataset lock shared, writers exclusively)."""
+def test_forget_remember_and_recall_in_parallel_never_deadlock() -> None:
+    """Threads remember, forget and recall one dataset over and over: no call raises (writers
+    take the dataset lock before any row; recall counts accesses under it, shared)."""
     url = _pg_url()
     errors: list[str] = []
     with Kenning(url, pool_size=6) as kn:
         stop = time.monotonic() + 4
 
-        def churn() -> None:
+        def loop(call) -> None:  # noqa: ANN001
             while time.monotonic() < stop:
                 try:
-                    kn.remember(_TEXTS)
-                    kn.forget(dataset="main")
+                    call()
                 except Exception as exc:  # noqa: BLE001 - collected and asserted below
                     errors.append(repr(exc))
 
-        def recall() -> None:
-            while time.monotonic() < stop:
-                try:
-                    kn.recall("Person3 Company1 Topic2 works likes", top_k=30)
-                except Exception as exc:  # noqa: BLE001
-                    errors.append(repr(exc))
-
-        threads = [threading.Thread(target=churn), *(threading.Thread(target=recall) for _ in range(3))]
+        calls = [lambda: kn.remember(_TEXTS), lambda: kn.forget(dataset="main"),
+                 *[lambda: kn.recall("Person3 Company1 Topic2 works likes", top_k=30)] * 2]
+        threads = [threading.Thread(target=loop, args=(call,)) for call in calls]
         for t in threads:
             t.start()
         for t in threads:
