@@ -191,6 +191,10 @@ class Engine(LifecycleMixin, ImproveMixin):
                             metadata=metadata, now=now, status=status)
             for i in items
         ]
+        if len(memories) > 1:  # one call of several items is an episode: its turns, in order
+            episode = new_id("ep")
+            for position, memory in enumerate(memories):
+                memory.episode, memory.position = episode, position
         self._check_supersedes(memories)
         out = []
         for memory in memories:
@@ -494,7 +498,11 @@ class Engine(LifecycleMixin, ImproveMixin):
         known_at: dt.datetime | str | None = None,
         answer: bool = False,
         explain: bool = False,
+        neighbors: int = 0,
+        lanes: frozenset[str] | None = None,
     ) -> RecallResult:
+        """``neighbors`` attaches that many turns on each side of every hit; ``lanes``
+        (internal, for evaluation) restricts recall to some of its lanes."""
         check_dataset(dataset)
         started = time.perf_counter()
         kind = search_type or "auto"
@@ -513,7 +521,8 @@ class Engine(LifecycleMixin, ImproveMixin):
             )
         now = self.now()
         q = Query(text=query, dataset=dataset, search_type=ANSWER_MODES.get(kind, kind), top_k=top_k,
-                  depth=depth, as_of=as_of_t, known_at=known_at_t, explain=explain)
+                  depth=depth, as_of=as_of_t, known_at=known_at_t, explain=explain,
+                  neighbors=neighbors, lanes=lanes)
         if kind == "temporal" and as_of_t is None and isinstance(query, str):
             q.as_of = dates_in_query(query, now)
         usage = Usage()

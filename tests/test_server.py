@@ -156,7 +156,7 @@ def test_openapi_lists_every_route(server):
     paths = spec["paths"]
     expected = {
         ("post", "/v1/remember"), ("post", "/v1/remember/file"), ("post", "/v1/add"),
-        ("post", "/v1/cognify"), ("post", "/v1/recall"), ("get", "/v1/timeline"),
+        ("post", "/v1/cognify"), ("post", "/v1/recall"), ("get", "/v1/timeline"), ("get", "/v1/graph"),
         ("get", "/v1/memories"), ("get", "/v1/memories/{memory_id}"),
         ("patch", "/v1/memories/{memory_id}"), ("delete", "/v1/memories/{memory_id}"),
         ("post", "/v1/memories/{memory_id}/pin"), ("post", "/v1/memories/{memory_id}/unpin"),

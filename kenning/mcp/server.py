@@ -106,11 +106,12 @@ def _register(mcp: MCPServer, s: Service, t: _Tools) -> None:
 
     @mcp.tool()
     async def recall(query: str, ctx: Context, dataset: str = "main", search_type: str = "hybrid",
-                     top_k: int = 10, as_of: str | None = None, known_at: str | None = None) -> Json:
+                     top_k: int = 10, as_of: str | None = None, known_at: str | None = None,
+                     neighbors: int = 0) -> Json:
         """Search memory: facts with their valid times, entities and text, best first.
-        ``as_of`` asks about another time than now."""
+        ``as_of`` asks about another time than now; ``neighbors`` adds the turns around each hit."""
         return await t.run(ctx, s.recall, query, dataset=dataset, search_type=search_type,
-                           top_k=top_k, as_of=as_of, known_at=known_at)
+                           top_k=top_k, as_of=as_of, known_at=known_at, neighbors=neighbors)
 
     @mcp.tool()
     async def forget(ctx: Context, memory_id: str | None = None, dataset: str | None = None) -> Json:

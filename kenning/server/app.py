@@ -15,6 +15,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from .. import __version__
 from . import errors
 from .access import Access, Principal, auth_store
+from .explore import build_graph_router, mount_ui
 from .routes import build_router
 from .schemas import Health
 from .service import Service
@@ -100,6 +101,8 @@ def create_app(kn: Any, *, auth: bool = True, max_body: int | None = None) -> Fa
     app.state.service = service
     errors.install(app)
     app.include_router(build_router(service, caller))
+    app.include_router(build_graph_router(service, caller))
+    mount_ui(app)
     app.add_middleware(BodyLimit, limit=max_body or DEFAULT_MAX_BODY)
 
     @app.get("/v1/health", tags=["meta"], summary="Liveness; needs no key.")

@@ -108,6 +108,7 @@ class RecallRequest(_Body):
     known_at: Instant | None = None
     answer: bool = False
     explain: bool = False
+    neighbors: Annotated[int, Field(ge=0, le=10, description="Turns to attach on each side of every hit.")] = 0
 
 
 class MemoryPage(_Body):

@@ -148,6 +148,11 @@ PG_MIGRATIONS: list[list[str]] = [
         "CREATE INDEX entity_memories_memory ON entity_memories (memory_id)",
     ],
     [
+        "ALTER TABLE memories ADD COLUMN episode TEXT",
+        "ALTER TABLE memories ADD COLUMN position INTEGER",
+        "CREATE INDEX memories_episode ON memories (episode, position)",
+    ],
+    [
         # Who holds a ``processing`` claim (``host/pid/token``): a claim whose owner process is
         # gone is taken over at once. Cleared when processing ends, so the index stays small.
         "ALTER TABLE memories ADD COLUMN claimed_by TEXT",

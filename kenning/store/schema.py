@@ -124,6 +124,13 @@ SQLITE_MIGRATIONS: list[list[str]] = [
         ),
     ],
     [
+        # Episodes: the memories of one remember/add call of several items, in order. Recall
+        # reads a hit's neighbours (position +-1) through this index.
+        "ALTER TABLE memories ADD COLUMN episode TEXT",
+        "ALTER TABLE memories ADD COLUMN position INTEGER",
+        "CREATE INDEX memories_episode ON memories (episode, position)",
+    ],
+    [
         # Who holds a ``processing`` claim (``host/pid/token``): a claim whose owner process is
         # gone is taken over at once. Cleared when processing ends, so the index stays small.
         "ALTER TABLE memories ADD COLUMN claimed_by TEXT",

@@ -50,7 +50,7 @@ _MEMORY_COLUMNS = (
     "id, dataset, kind, content, topic, context, decisions, rationale, metadata, source, "
     "content_hash, valid_at, status, error, retention, retention_until, pinned, pin_reason, "
     "access_count, last_accessed_at, supersedes, superseded_by, supersession_reason, "
-    "created_at, updated_at, processed_at, usage"
+    "created_at, updated_at, processed_at, usage, episode, position"
 )
 
 
@@ -740,6 +740,18 @@ class SQLiteStore(SQLiteAuthMixin, Store):
                 [dataset, *entity_ids, *entity_ids, limit],
             ).fetchall()
         return [_fact_row(r) for r in rows]
+
+    def memory_neighbors(self, memory_ids: Sequence[str], window: int) -> list[tuple[str, str, int]]:
+        if not memory_ids or window < 1:
+            return []
+        sql = (
+            "SELECT m.id AS of_id, n.id AS id, n.position - m.position AS offset FROM memories m"
+            " JOIN memories n ON n.episode = m.episode AND n.position BETWEEN m.position - ? AND m.position + ?"
+            f" AND n.id <> m.id WHERE m.id IN ({_placeholders(len(memory_ids))}) AND m.episode IS NOT NULL"
+        )
+        with self._lock:
+            rows = self._db.execute(sql, [window, window, *memory_ids]).fetchall()
+        return [(r["of_id"], r["id"], r["offset"]) for r in rows]
 
     def record_access(self, dataset, memory_ids, entity_ids, fact_ids, at) -> None:  # noqa: ANN001
         stamp = to_text(at)
