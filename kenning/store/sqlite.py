@@ -336,26 +336,30 @@ class SQLiteStore(SQLiteAuthMixin, Store):
     def __init__(self, path: str, *, timeout: float = 30.0) -> None:
         self.url = f"sqlite:///{path}"
         self.path = path
-        if path != ":memory:":
-            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         try:
+            if path != ":memory:":
+                Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(
                 path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
-        except sqlite3.Error as exc:
+        except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open SQLite database at {path}: {exc}") from exc
         self._db.row_factory = sqlite3.Row
         self._lock = threading.RLock()
         #: full-text tables with deleted or changed rows since the last scrub
         self._fts_changed: set[str] = set()
-        self._db.execute("PRAGMA foreign_keys = ON")
-        # Deleted content is overwritten with zeros, not left in free pages.
-        self._db.execute("PRAGMA secure_delete = ON")
-        self._db.execute("PRAGMA busy_timeout = %d" % int(timeout * 1000))
-        if path != ":memory:":
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-        self._migrate()
+        try:
+            self._db.execute("PRAGMA foreign_keys = ON")
+            # Deleted content is overwritten with zeros, not left in free pages.
+            self._db.execute("PRAGMA secure_delete = ON")
+            self._db.execute("PRAGMA busy_timeout = %d" % int(timeout * 1000))
+            if path != ":memory:":
+                self._db.execute("PRAGMA journal_mode = WAL")
+                self._db.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:  # not a database, corrupt, read-only, locked
+            self._db.close()
+            raise StoreError(f"cannot use SQLite database at {path}: {exc}") from exc
         self._dimension: int | None = None
         self._indexes: dict[str, VectorIndex] | None = None
         self._data_version = self._read_data_version()
