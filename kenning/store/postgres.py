@@ -710,7 +710,10 @@ class PostgresStore(PostgresAuthMixin, Store):
 
     def renew_claims(self, owner: str, at: dt.datetime) -> None:
         with self._write() as conn:
-            conn.execute("UPDATE memories SET updated_at = %s WHERE claimed_by = %s AND status = 'processing'",
+            # SKIP LOCKED: a row a writer holds is being committed or deleted; waiting for it
+            # while holding the others could deadlock with that writer.
+            conn.execute("UPDATE memories SET updated_at = %s WHERE id IN (SELECT id FROM memories"
+                         " WHERE claimed_by = %s AND status = 'processing' FOR NO KEY UPDATE SKIP LOCKED)",
                          (at, owner))
 
     def claim_owners(self, dataset: str | None) -> list[str]:
