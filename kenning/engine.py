@@ -18,7 +18,8 @@ from typing import Any
 
 from ._checks import check_flag, check_int, check_metadata, check_text
 from ._time import as_utc, utcnow
-from .errors import KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
+from ._lease import Heartbeat, dead_owners, new_owner
+from .errors import ConflictError, KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
 from .models import (
     CognifyResult,
     Hit,
@@ -35,6 +36,7 @@ from .pipeline.commit import CommitOutcome, apply_plan, new_id
 from .pipeline.extract import Extractor, normalize_name, normalize_relation
 from .pipeline.process import (
     BATCH_MEMORIES,
+    GROUP_DOCS,
     Drafted,
     PipelineConfig,
     draft_group,
@@ -52,7 +54,7 @@ from ._identity import check_dataset, content_hash
 from .search.recall import ANSWER_MODES, SEARCH_TYPES, Query, route, search
 from .search.rerank import rerank_hits
 from .settings import Settings
-from .store.base import MemoryFilter, Store
+from .store.base import ClaimFilter, MemoryFilter, Store, Txn
 
 __all__ = ["Engine"]
 
@@ -91,6 +93,17 @@ def check_choice(value: Any, name: str, choices: Sequence[str]) -> Any:
     if value is not None and value not in choices:
         raise ValidationError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
     return value
+
+
+_FORGOTTEN = "forgotten (by another process) while it was being processed; nothing was stored"
+
+
+class _LostClaim(ConflictError):
+    """At commit, the memory was gone or claimed by another worker: nothing is written."""
+
+    def __init__(self, message: str, *, forgotten: bool) -> None:
+        super().__init__(message)
+        self.forgotten = forgotten
 
 
 def parse_when(value: dt.datetime | str | None) -> dt.datetime | None:
@@ -132,6 +145,10 @@ class Engine(LifecycleMixin, ImproveMixin):
             entity_similarity=settings.entity_similarity,
         )
         self._result_lock = threading.Lock()
+        #: this engine's claims on memories it processes, kept fresh while it works
+        self.owner = new_owner()
+        self._heartbeat = Heartbeat(lambda: store.renew_claims(self.owner, self.now()),
+                                    settings.processing_timeout / 4)
         if verify_embedder:
             store.check_embedder(embedder.name, embedder.dimension)
 
@@ -235,7 +252,8 @@ class Engine(LifecycleMixin, ImproveMixin):
         self._check_supersedes(memories)
         out = []
         for memory in memories:
-            memory_id, created = self.store.insert_memory(memory)
+            owner = self.owner if status == "processing" else None
+            memory_id, created = self.store.insert_memory(memory, owner)
             if created and memory.supersedes:
                 self._apply_supersession(memory)
             out.append((memory_id, created))
@@ -260,29 +278,51 @@ class Engine(LifecycleMixin, ImproveMixin):
         if check_flag(dry_run, "dry_run"):
             return self._estimate(content, dataset=dataset, kind=kind, source=source,
                                   valid_at=valid_at, metadata=metadata, force=force)
-        added = self.add(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
-                         metadata=metadata, status="processing")
-        ids = [memory_id for memory_id, _ in added]
-        memories = {m.id: m for m in self.store.get_memories(list(dict.fromkeys(ids)))}
-        created = {memory_id for memory_id, new in added if new}
-        todo, skipped = [], []
-        for memory_id in dict.fromkeys(ids):
-            memory = memories[memory_id]
-            if memory_id in created:
-                todo.append(memory)
-            elif memory.status == "processing":
-                skipped.append(memory_id)  # another worker has it; a crash is reclaimed by cognify
-            elif memory.status in ("active", "superseded") and not force:
-                skipped.append(memory_id)
-            else:
-                todo.append(memory)
-        result = RememberResult(memory_ids=ids, skipped=skipped)
-        outcome = self._process(todo, result.usage, progress)
+        with self._heartbeat:
+            added = self.add(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
+                             metadata=metadata, status="processing")
+            ids = [memory_id for memory_id, _ in added]
+            todo, outcome = self._remember_todo(added, force)
+            self._process(todo, outcome, progress)
+        result = RememberResult(memory_ids=ids, skipped=outcome.skipped, usage=outcome.usage)
         result.entities_created = outcome.entities_created
         result.facts_created = outcome.facts_created
         result.facts_invalidated = outcome.facts_invalidated
         result.errors = [f"{memory_id}: {reason}" for memory_id, reason in outcome.failed.items()]
         return result
+
+    def _remember_todo(self, added: list[tuple[str, bool]], force: bool) -> tuple[list[Memory], CognifyResult]:
+        """The memories this remember processes: those it created, and existing ones with the
+        same content that nobody is working on (pending, failed, a claim whose owner died or
+        whose lease ran out; processed ones only with ``force``). Others are skipped; one
+        forgotten by another process meanwhile is reported as failed."""
+        unique = list(dict.fromkeys(memory_id for memory_id, _ in added))
+        created = {memory_id for memory_id, new in added if new}
+        existing = [i for i in unique if i not in created]
+        taken: dict[str, Memory] = {}
+        if existing:
+            statuses = ["pending", "failed", *(["active", "superseded"] if force else [])]
+            taken = {m.id: m for m in self._claim(ClaimFilter(statuses, self._stale_before(), ids=existing))}
+        found = {m.id: m for m in self.store.get_memories([i for i in unique if i in created])}
+        found.update(taken)
+        out, todo = CognifyResult(), []
+        for memory_id in unique:
+            if memory_id in found:
+                todo.append(found[memory_id])
+            elif memory_id in created:
+                out.failed[memory_id] = _FORGOTTEN
+            else:
+                out.skipped.append(memory_id)
+        return todo, out
+
+    def _stale_before(self) -> dt.datetime:
+        return self.now() - dt.timedelta(seconds=self.settings.processing_timeout)
+
+    def _claim(self, flt: ClaimFilter) -> list[Memory]:
+        """Claim for this engine; claims of owners known dead (this host, process gone) count
+        as free at once."""
+        flt.dead_owners = dead_owners(self.store.claim_owners(flt.dataset))
+        return self.store.claim(self.owner, self.now(), flt)
 
     def _estimate(self, content: ContentInput | Sequence[ContentInput], *, dataset: str,
                   force: bool, **fields: Any) -> RememberResult:
@@ -318,36 +358,36 @@ class Engine(LifecycleMixin, ImproveMixin):
             statuses.append("failed")
         if force:
             statuses += ["active"]
-        now = self.now()
-        stale = now - dt.timedelta(seconds=self.settings.processing_timeout)
-        claimed = self.store.claim(dataset, statuses, now, stale)
         result = CognifyResult()
-        outcome = self._process(claimed, result.usage, progress)
-        result.processed = outcome.processed
-        result.failed = outcome.failed
-        result.entities_created = outcome.entities_created
-        result.facts_created = outcome.facts_created
-        result.facts_invalidated = outcome.facts_invalidated
+        after = None
+        # Small batches, each claimed when the last is done: a killed worker strands one batch
+        # (reclaimed at once, its owner being dead), and parallel workers share the backlog.
+        with self._heartbeat:
+            while batch := self._claim(ClaimFilter(statuses, self._stale_before(), dataset=dataset,
+                                                   after=after, limit=self._claim_batch)):
+                after = (batch[-1].created_at, batch[-1].id)
+                self._process(batch, result, progress)
         return result
 
+    @property
+    def _claim_batch(self) -> int:
+        return GROUP_DOCS * self.settings.llm_concurrency
+
     # -- processing --------------------------------------------------------------------------
-    def _process(
-        self, memories: list[Memory], usage: Usage, progress: Callable[[int], None] | None
-    ) -> CognifyResult:
+    def _process(self, memories: list[Memory], out: CognifyResult,
+                 progress: Callable[[int], None] | None) -> None:
         """Memories are planned in batches: short ones share extraction calls (groups, on a
         bounded pool when a chat model is configured, so at most ``llm_concurrency`` calls are
         in flight); every text of a batch is embedded in one call; then each memory is
-        resolved and committed in its own transaction."""
-        out = CognifyResult()
+        resolved and committed in its own transaction. Outcomes are added to ``out``."""
         workers = min(self.settings.llm_concurrency, len(memories)) if self.chat is not None else 1
         with (ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kenning") if workers > 1
               else nullcontext()) as pool:
             for start in range(0, len(memories), BATCH_MEMORIES):
-                self._process_batch(memories[start : start + BATCH_MEMORIES], usage, out, pool, progress)
-        return out
+                self._process_batch(memories[start : start + BATCH_MEMORIES], out, pool, progress)
 
-    def _process_batch(self, batch: list[Memory], usage: Usage, out: CognifyResult,
-                       pool: ThreadPoolExecutor | None, progress: Callable[[int], None] | None) -> None:
+    def _process_batch(self, batch: list[Memory], out: CognifyResult, pool: ThreadPoolExecutor | None,
+                       progress: Callable[[int], None] | None) -> None:
         """Extract (per group), embed (one call), then resolve and commit each memory: a memory
         whose extraction or resolution failed is marked failed and writes nothing, its
         neighbours still commit; a failed embedding call fails the memories it was for."""
@@ -356,9 +396,6 @@ class Engine(LifecycleMixin, ImproveMixin):
 
         started = time.perf_counter()
         spent = {m.id: Usage() for m in batch}
-        for memory in batch:
-            if memory.status != "processing":
-                self.store.set_status(memory.id, "processing", None, self.now())
         groups = group_memories(batch, self.extractor, self.config)
         drafted: dict[str, Drafted | Exception] = {}
         for group, result in zip(groups, each(lambda g: self._draft(g, spent), groups)):
@@ -370,7 +407,7 @@ class Engine(LifecycleMixin, ImproveMixin):
         share = (time.perf_counter() - started) / len(batch)
         for memory in batch:
             spent[memory.id].seconds = round(share, 6)
-        for _ in each(lambda m: self._commit(m, drafted[m.id], spent[m.id], usage, out), batch):
+        for _ in each(lambda m: self._finish(m, drafted[m.id], spent[m.id], out), batch):
             if progress:
                 progress(1)
 
@@ -381,8 +418,9 @@ class Engine(LifecycleMixin, ImproveMixin):
         except Exception as exc:  # noqa: BLE001 - the whole group failed; each memory says so
             return [exc] * len(group)
 
-    def _commit(self, memory: Memory, drafted: Drafted | Exception, part: Usage, usage: Usage,
-                out: CognifyResult) -> None:
+    def _finish(self, memory: Memory, drafted: Drafted | Exception, part: Usage, out: CognifyResult) -> None:
+        """Resolve one drafted memory against the store as it is now, and commit it."""
+        usage = out.usage
         try:
             if isinstance(drafted, Exception):
                 raise drafted
@@ -390,14 +428,10 @@ class Engine(LifecycleMixin, ImproveMixin):
             plan = finish_plan(drafted, config=self.config, store=self.store, chat=self.chat, now=self.now(),
                                replace=memory.processed_at is not None)
             part.seconds = round(part.seconds + time.perf_counter() - started, 6)
-            now = self.now()
-            plan.now = now
-            plan.memory_fields = {
-                "status": "superseded" if memory.superseded_by else "active",
-                "error": None, "processed_at": now, "updated_at": now, "usage": part.model_dump(),
-            }
-            with self.store.transaction() as txn:
-                committed = apply_plan(txn, plan, self.rules)
+            committed = self.store.atomic(lambda txn: self._commit(txn, memory, plan, part))
+        except _LostClaim as lost:
+            self._lost(memory, lost, part, usage, out)
+            return
         except Exception as exc:  # noqa: BLE001 - any failure must leave the memory visible as failed
             self._fail(memory, self._reason(exc, memory.id), part, usage, out)
             return
@@ -411,11 +445,38 @@ class Engine(LifecycleMixin, ImproveMixin):
         log.error("processing failed", extra={"memory_id": memory_id, "error_type": type(exc).__name__})
         return f"{type(exc).__name__}: {exc}"
 
+    def _commit(self, txn: Txn, memory: Memory, plan: Any, spent: Usage) -> CommitOutcome:
+        """Apply a memory's plan if this engine still holds its claim."""
+        state = txn.claim_state(memory.id)
+        if state is None:
+            raise _LostClaim(_FORGOTTEN, forgotten=True)
+        if state != ("processing", self.owner):
+            raise _LostClaim("another worker took it over", forgotten=False)
+        now = self.now()
+        plan.now = now
+        plan.memory_fields = {
+            "status": "superseded" if memory.superseded_by else "active", "claimed_by": None,
+            "error": None, "processed_at": now, "updated_at": now, "usage": spent.model_dump(),
+        }
+        return apply_plan(txn, plan, self.rules)
+
+    def _lost(self, memory: Memory, lost: _LostClaim, spent: Usage, usage: Usage, out: CognifyResult) -> None:
+        """Nothing was written: the memory was forgotten meanwhile (reported as failed: it is not
+        stored) or another worker holds it now (skipped: that worker reports it)."""
+        with self._result_lock:
+            if lost.forgotten:
+                out.failed[memory.id] = lost.message
+            else:
+                out.skipped.append(memory.id)
+            usage.add(spent)
+        log.warning("claim lost", extra={"memory_id": memory.id, "forgotten": lost.forgotten})
+
     def _fail(self, memory: Memory, reason: str, spent: Usage, usage: Usage, out: CognifyResult) -> None:
+        fields: dict[str, Any] = {"status": "failed", "error": reason, "claimed_by": None, "updated_at": self.now()}
+        if spent.chat_calls or spent.embedding_calls:  # money spent on a failure still counts
+            fields["usage"] = spent.model_dump()
         try:
-            self.store.set_status(memory.id, "failed", reason, self.now())
-            if spent.chat_calls or spent.embedding_calls:  # money spent on a failure still counts
-                self.store.update_memory(memory.id, {"usage": spent.model_dump()})
+            self.store.update_memory(memory.id, fields)
         except KenningError as exc:
             log.error("could not record failure", extra={"memory_id": memory.id, "error_type": type(exc).__name__})
         with self._result_lock:
@@ -563,6 +624,7 @@ class Engine(LifecycleMixin, ImproveMixin):
                               as_of=q.as_of, known_at=known_at_t, memories=memories, usage=usage)
         if hits:
             self.store.record_access(
+                dataset,
                 [m.id for m in memories],
                 [h.id for h in hits if h.kind == "entity"],
                 [h.id for h in hits if h.kind == "fact"],
