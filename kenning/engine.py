@@ -48,11 +48,9 @@ log = logging.getLogger(__name__)
 ContentInput = str | MemoryInput | dict[str, Any]
 
 
-def parse_when(value: dt.datetime | str | None) -> dt.datetime | None:
-    """A caller-given instant: a datetime, an RFC 3339 / ISO 8601 string, or a natural date."""
-    if value is None or isinstance(value, dt.datetime):
-        return as_utc(value)
-    return parse_user_datetime(value)
+def parse_when(value: object, now: dt.datetime, name: str) -> dt.datetime | None:
+    """A caller-given instant (None stays None), read by the one date parser against ``now``."""
+    return None if value is None else parse_user_datetime(value, now=now, name=name)
 
 
 def dates_in_query(text: str, now: dt.datetime) -> dt.datetime | None:
@@ -120,6 +118,7 @@ class Engine(LifecycleMixin, ImproveMixin):
             content = item.render()
             fields = item.model_dump(exclude={"source", "metadata"})
             fields["metadata"] = {**(metadata or {}), **item.metadata}
+            fields["retention_until"] = parse_when(item.retention_until, now, "retention_until")
             source = item.source or source
             kind = "note" if kind == "knowledge" else kind
         elif isinstance(item, str):
@@ -166,10 +165,7 @@ class Engine(LifecycleMixin, ImproveMixin):
         if not items:
             raise ValidationError("nothing to remember: content is an empty list")
         now = self.now()
-        try:
-            reference = as_utc(valid_at)
-        except (TypeError, ValueError) as exc:
-            raise ValidationError(f"invalid valid_at {valid_at!r}: {exc}") from exc
+        reference = parse_when(valid_at, now, "valid_at")
         # Validate every item before storing any, so a bad batch stores nothing.
         memories = [
             self._to_memory(i, dataset=dataset, kind=kind, source=source, valid_at=reference,
@@ -235,7 +231,7 @@ class Engine(LifecycleMixin, ImproveMixin):
         items = [content] if isinstance(content, (str, MemoryInput, dict)) else list(content)
         now = self.now()
         memories = [self._to_memory(i, dataset=dataset, now=now, kind=fields["kind"],
-                                    source=fields["source"], valid_at=as_utc(fields["valid_at"]),
+                                    source=fields["source"], valid_at=parse_when(fields["valid_at"], now, "valid_at"),
                                     metadata=fields["metadata"]) for i in items]
         unique = list({m.content_hash: m for m in reversed(memories)}.values())[::-1]
         usage = estimate_usage(unique, config=self.config, extractor=self.extractor, store=self.store,
@@ -443,15 +439,12 @@ class Engine(LifecycleMixin, ImproveMixin):
         if kind == "auto":
             kind = route(query if isinstance(query, str) else "")
         answer = answer or kind in ANSWER_MODES
-        try:
-            as_of_t, known_at_t = parse_when(as_of), parse_when(known_at)
-        except ValueError as exc:
-            raise ValidationError(f"invalid time: {exc}") from exc
+        now = self.now()
+        as_of_t, known_at_t = parse_when(as_of, now, "as_of"), parse_when(known_at, now, "known_at")
         if answer and self.chat is None:
             raise ModelNotConfiguredError(
                 "an answer needs a chat model: set KENNING_LLM (and KENNING_LLM_BASE_URL) or pass llm=…"
             )
-        now = self.now()
         q = Query(text=query, dataset=dataset, search_type=ANSWER_MODES.get(kind, kind), top_k=top_k,
                   depth=depth, as_of=as_of_t, known_at=known_at_t, explain=explain)
         if kind == "temporal" and as_of_t is None and isinstance(query, str):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -58,7 +58,8 @@ class MemoryInput(_Model):
     metadata: dict[str, Any] = Field(default_factory=dict)
     source: str | None = None
     retention: Retention = "standard"
-    retention_until: dt.datetime | None = None
+    #: any form the date parser reads (kenning.pipeline.dates.ACCEPTED_FORMS)
+    retention_until: dt.datetime | Annotated[str, Field(max_length=100)] | None = None
     supersedes: list[str] = Field(default_factory=list)
     supersession_reason: str | None = None
 

@@ -40,7 +40,7 @@ def _remember_options(fn):  # noqa: ANN001, ANN202
         click.option("--dataset", "-d", default="main", show_default=True),
         click.option("--kind", default="knowledge", show_default=True),
         click.option("--source", default=None, help="Where the text came from."),
-        click.option("--valid-at", default=None, help="Reference time of the input (default: now)."),
+        click.option("--valid-at", default=None, help="Reference time of the input (default: now): 2024-06-01, 2024-06, 'June 2024', 'last year'…"),
         click.option("--json", "as_json", is_flag=True, help="Print JSON."),
     ]):
         fn = option(fn)
@@ -158,8 +158,8 @@ def print_result(result: RecallResult) -> None:
 @click.option("--top-k", "-k", default=10, show_default=True, type=int)
 @click.option("--type", "search_type", default="hybrid", show_default=True, type=click.Choice(_SEARCH_TYPES))
 @click.option("--depth", default=1, show_default=True, type=int, help="Graph expansion hops.")
-@click.option("--as-of", default=None, help="Answer about this valid time (e.g. 2023-06-01).")
-@click.option("--known-at", default=None, help="Answer with what was believed at this time.")
+@click.option("--as-of", default=None, help="Answer about this valid time: 2023-06-01, 2023-06, 'June 2023', 'last year'…")
+@click.option("--known-at", default=None, help="Answer with what was believed at this time (same forms as --as-of).")
 @click.option("--answer", is_flag=True, help="Ask the configured model for an answer (one call).")
 @click.option("--explain", is_flag=True, help="Show which lanes ranked each hit where.")
 @click.option("--json", "as_json", is_flag=True)

@@ -100,7 +100,7 @@ def _register(mcp: MCPServer, s: Service, t: _Tools) -> None:
     async def remember(content: str, ctx: Context, dataset: str = "main", kind: str = "knowledge",
                        source: str | None = None, valid_at: str | None = None, force: bool = False) -> Json:
         """Store a memory and extract its entities and facts now. ``valid_at``: when it happened
-        (ISO date or time; default now)."""
+        (default now): an ISO date or time, "2024-06", "June 2024", "last year", "3 days ago"."""
         return await t.run(ctx, s.remember, content, dataset=dataset, kind=kind, source=source,
                            valid_at=valid_at, force=force)
 
@@ -108,7 +108,8 @@ def _register(mcp: MCPServer, s: Service, t: _Tools) -> None:
     async def recall(query: str, ctx: Context, dataset: str = "main", search_type: str = "hybrid",
                      top_k: int = 10, as_of: str | None = None, known_at: str | None = None) -> Json:
         """Search memory: facts with their valid times, entities and text, best first.
-        ``as_of`` asks about another time than now."""
+        ``as_of`` asks about another time than now, ``known_at`` answers with what was believed
+        then; both take an ISO date or time, "2024-06", "June 2024", "last year", "3 days ago"."""
         return await t.run(ctx, s.recall, query, dataset=dataset, search_type=search_type,
                            top_k=top_k, as_of=as_of, known_at=known_at)
 

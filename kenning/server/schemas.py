@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from ..models import Memory, MemoryInput
+from ..pipeline.dates import ACCEPTED_FORMS
 
 __all__ = [
     "AddResult",
@@ -39,7 +40,8 @@ Dataset = Annotated[str, Field(pattern=DATASET_PATTERN, description="Dataset nam
 MemoryId = Annotated[str, Field(min_length=1, max_length=200)]
 Permission = Literal["read", "write", "delete", "share"]
 Content = Annotated[str, Field(min_length=1)] | MemoryInput
-Instant = dt.datetime | Annotated[str, Field(max_length=100)]
+#: a date in any form the one date parser reads (kenning.pipeline.dates), parsed by the engine
+Instant = Annotated[str, Field(max_length=100, description=ACCEPTED_FORMS)]
 SearchType = Annotated[str, Field(
     max_length=64,
     description="hybrid (default), chunks, chunks_lexical, facts, entities, graph, temporal, "
@@ -132,7 +134,7 @@ class MemoryUpdate(_Body):
     kind: Annotated[str, Field(min_length=1, max_length=64)] | None = None
     valid_at: Instant | None = None
     retention: Literal["permanent", "decision", "standard", "ephemeral", "session"] | None = None
-    retention_until: dt.datetime | None = None
+    retention_until: Instant | None = None
 
 
 class PinRequest(_Body):
