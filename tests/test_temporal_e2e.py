@@ -58,6 +58,16 @@ def test_stated_ending_closes_with_the_stated_date(kn: Kenning) -> None:
     assert works[0].valid_at == d("2021-01-01") and works[0].invalid_at == d("2024-06-01")
 
 
+def test_left_and_joined_on_a_date_closes_the_old_job_at_that_date(kn: Kenning, clock) -> None:  # noqa: ANN001
+    clock.set("2026-01-01")
+    kn.remember("Alice Novak works at Acme.", valid_at="2019-01-01")
+    kn.remember("Alice Novak left Acme and joined Globex on 2024-06-01.")
+    acme = next(f for f in kn.timeline("Alice Novak").facts if f.target == "Acme")
+    assert acme.invalid_at == d("2024-06-01")
+    hits = kn.recall("Where does Alice Novak work?", as_of="2025-01-01", search_type="facts").hits
+    assert {h.target for h in hits if h.kind == "fact" and h.current} == {"Globex"}
+
+
 def test_history_is_append_only(kn: Kenning, clock) -> None:  # noqa: ANN001
     kn.remember("Bob lives in Paris.", valid_at="2020-01-01")
     before = {f.id: f for f in kn.timeline("Bob").facts}

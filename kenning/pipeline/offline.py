@@ -23,7 +23,9 @@ Choices worth knowing:
   "our team uses X".
 - Ending facts ("Alice left Acme in June 2024", "no longer works at") have ``ends=True``,
   ``valid_at=None`` and ``invalid_at`` = the stated date (None if the text states none). A fact
-  whose text states only an end ("worked at Acme until 2021") also has ``ends=True``.
+  whose text states only an end ("worked at Acme until 2021") also has ``ends=True``. An
+  undated ending takes the date a later clause of the same sentence states ("left Acme and
+  joined Globex on 2024-06-01" ends Acme on 2024-06-01).
   "moved/switched from A to B" yields the new fact plus an ending fact for A at the same date.
 - Types come from, in order: what this memory already established, a small vocabulary
   (well-known technologies, organization suffixes like "Inc" or "University"), then the rule's
@@ -459,9 +461,24 @@ class _Reader:
         if len(sentence) > _MAX_CLAUSE * 4:
             return
         previous: _Found | None = None  # the last clause that matched, for "... and left"
+        undated: list[int] = []  # endings that state no date yet: "left Acme and joined …"
         for clause in _CLAUSE_BREAK.split(sentence):
             if len(clause) <= _MAX_CLAUSE:
+                before = len(self.facts)
                 previous = self.read_clause(speaker, sentence, clause, previous) or previous
+                self.date_endings(undated, before)
+
+    def date_endings(self, undated: list[int], before: int) -> None:
+        """An undated ending takes the first date a later clause of its sentence states: "left
+        Acme and joined Globex on 2024-06-01" ends Acme on 2024-06-01, not when it was read."""
+        stated = next((f.valid_at or f.invalid_at for f in self.facts[before:]
+                       if f.valid_at or f.invalid_at), None)
+        if stated is not None:
+            for index in undated:
+                self.facts[index] = self.facts[index].model_copy(update={"invalid_at": stated})
+            undated.clear()
+        undated += [i for i in range(before, len(self.facts))
+                    if self.facts[i].ends and self.facts[i].invalid_at is None]
 
     def read_clause(
         self, speaker: str | None, sentence: str, clause: str, previous: _Found | None
