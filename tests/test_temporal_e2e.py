@@ -68,6 +68,26 @@ def test_left_and_joined_on_a_date_closes_the_old_job_at_that_date(kn: Kenning, 
     assert {h.target for h in hits if h.kind == "fact" and h.current} == {"Globex"}
 
 
+def test_a_sentence_is_shown_with_the_timeline_of_the_fact_that_ended(kn: Kenning) -> None:
+    # "is the CEO of" states ceo_of, works_at and has_role; only ceo_of closes when Carol takes over
+    kn.remember("Bob Stone is the CEO of Acme.", valid_at="2019-03-04")
+    kn.remember("Carol Diaz is the CEO of Acme since July 2023.", valid_at="2023-07-01")
+    hits = [h for h in kn.recall("Who is the CEO of Acme?", search_type="facts", top_k=20).hits if h.kind == "fact"]
+    bob = [h for h in hits if h.text == "Bob Stone is the CEO of Acme."]
+    assert len(bob) == 1 and bob[0].relation == "ceo_of"
+    assert (bob[0].current, bob[0].invalid_at) == (False, d("2023-07-01"))
+    assert [h.source for h in hits if h.current and "CEO" in h.text] == ["Carol Diaz"]
+
+
+def test_demo_names_one_current_ceo() -> None:
+    result = CliRunner().invoke(cli, ["demo"])
+    assert result.exit_code == 0, result.output
+    answer = result.output.split("? Who is the CEO of Acme?")[1].split("\n?")[0]
+    current = [line for line in answer.splitlines() if "[fact]" in line and "CEO" in line and "…)" in line
+               and "[history]" not in line]
+    assert len(current) == 1 and "Carol Diaz" in current[0], answer
+
+
 def test_history_is_append_only(kn: Kenning, clock) -> None:  # noqa: ANN001
     kn.remember("Bob lives in Paris.", valid_at="2020-01-01")
     before = {f.id: f for f in kn.timeline("Bob").facts}

@@ -254,22 +254,33 @@ def _relation_matches(relation: str, asked: set[str]) -> bool:
 def _dedupe(hits: list[Hit]) -> list[Hit]:
     """One hit per text: a sentence that states several facts is shown once, with the
     provenance of all; a chunk that only repeats a fact's sentence gives way to the fact,
-    which carries the timeline."""
+    which carries the timeline. A sentence is only as true as the least of its facts ("Bob is
+    the CEO of Acme" states ceo_of and works_at; once ceo_of closes the sentence is history),
+    so the fact shown, and its timeline and score, are the one that ends first."""
     fact_texts = {h.text.strip().casefold() for h in hits if h.kind == "fact"}
-    seen: dict[tuple[str, str], Hit] = {}
-    out = []
+    seen: dict[tuple[str, str], int] = {}
+    out: list[Hit] = []
     for hit in hits:
         text = hit.text.strip().casefold()
         if hit.kind == "chunk" and text in fact_texts:
             continue
-        first = seen.get((hit.kind, text))
-        if first is None:
-            seen[(hit.kind, text)] = hit
+        index = seen.get((hit.kind, text))
+        if index is None:
+            seen[(hit.kind, text)] = len(out)
             out.append(hit)
-        else:
-            first.memory_ids = list(dict.fromkeys([*first.memory_ids, *hit.memory_ids]))
-            first.lanes = sorted(set(first.lanes) | set(hit.lanes))
-    return out
+            continue
+        first = out[index]
+        keep = hit if hit.kind == "fact" and _ends_sooner(hit, first) else first
+        keep.memory_ids = list(dict.fromkeys([*first.memory_ids, *hit.memory_ids]))
+        keep.lanes = sorted(set(first.lanes) | set(hit.lanes))
+        out[index] = keep
+    order = {"fact": 0, "entity": 1, "chunk": 2}
+    return sorted(out, key=lambda h: (-h.score, order[h.kind], h.id))
+
+
+def _ends_sooner(a: Hit, b: Hit) -> bool:
+    never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+    return (a.current, a.invalid_at or never) < (b.current, b.invalid_at or never)
 
 
 def _materialize(
