@@ -21,6 +21,8 @@ from .models import (
     CognifyResult,
     Memory,
     MemoryInput,
+    MemoryKind,
+    MemoryStatus,
     RecallResult,
     RememberResult,
     Stats,
@@ -35,7 +37,7 @@ from .pipeline.temporal import RelationRules
 from .providers.base import ChatModel, Embedder
 from .lifecycle.improve import ImproveMixin
 from .lifecycle.verbs import LifecycleMixin
-from ._identity import check_dataset, content_hash
+from ._identity import check_choice, check_dataset, content_hash
 from .search.recall import ANSWER_MODES, SEARCH_TYPES, Query, route, search
 from .settings import Settings
 from .store.base import MemoryFilter, Store
@@ -108,6 +110,7 @@ class Engine(LifecycleMixin, ImproveMixin):
         now: dt.datetime,
         status: str = "pending",
     ) -> Memory:
+        check_choice("kind", kind, MemoryKind)
         fields: dict[str, Any] = {}
         if isinstance(item, dict):
             try:
@@ -214,14 +217,22 @@ class Engine(LifecycleMixin, ImproveMixin):
             elif memory.status in ("active", "superseded") and not force:
                 skipped.append(memory_id)
             else:
-                todo.append(memory)
+                todo.append(self._restate(memory, source))
         result = RememberResult(memory_ids=ids, skipped=skipped)
         outcome = self._process(todo, result.usage, progress)
         result.entities_created = outcome.entities_created
         result.facts_created = outcome.facts_created
         result.facts_invalidated = outcome.facts_invalidated
+        result.no_facts = outcome.no_facts
         result.errors = [f"{memory_id}: {reason}" for memory_id, reason in outcome.failed.items()]
         return result
+
+    def _restate(self, memory: Memory, source: str | None) -> Memory:
+        """A known memory processed again keeps the source the caller gives now."""
+        if source is None or source == memory.source:
+            return memory
+        self.store.update_memory(memory.id, {"source": source, "updated_at": self.now()})
+        return memory.model_copy(update={"source": source})
 
     def _estimate(self, content: ContentInput | Sequence[ContentInput], *, dataset: str,
                   force: bool, **fields: Any) -> RememberResult:
@@ -257,6 +268,7 @@ class Engine(LifecycleMixin, ImproveMixin):
         outcome = self._process(claimed, result.usage, progress)
         result.processed = outcome.processed
         result.failed = outcome.failed
+        result.no_facts = outcome.no_facts
         result.entities_created = outcome.entities_created
         result.facts_created = outcome.facts_created
         result.facts_invalidated = outcome.facts_invalidated
@@ -351,6 +363,8 @@ class Engine(LifecycleMixin, ImproveMixin):
     ) -> None:
         with self._result_lock:
             out.processed.append(memory.id)
+            if not (committed.facts_created or committed.facts_merged or committed.facts_invalidated):
+                out.no_facts.append(memory.id)
             out.entities_created += len(committed.entities_created)
             out.facts_created += len(committed.facts_created)
             out.facts_invalidated.extend(committed.facts_invalidated)
@@ -386,9 +400,19 @@ class Engine(LifecycleMixin, ImproveMixin):
         return counts
 
     # -- reads -------------------------------------------------------------------------------
+    def _readable(self, dataset: str) -> None:
+        """A read names a dataset that exists (the default ``main`` always does), or a
+        NotFoundError names the ones that do."""
+        check_dataset(dataset)
+        if dataset == "main":
+            return
+        existing = self.store.datasets()
+        if dataset not in existing:
+            raise NotFoundError(f"no dataset {dataset!r}; datasets: {', '.join(existing) or 'none yet'}")
+
     def stats(self, dataset: str | None = None) -> Stats:
         if dataset is not None:
-            check_dataset(dataset)
+            self._readable(dataset)
         return self.store.stats(dataset)
 
     def get(self, memory_id: str) -> Memory:
@@ -398,24 +422,46 @@ class Engine(LifecycleMixin, ImproveMixin):
         return found[0]
 
     def list(self, flt: MemoryFilter) -> list[Memory]:
+        if flt.dataset is not None:
+            self._readable(flt.dataset)
+        if flt.kind is not None:
+            check_choice("kind", flt.kind, MemoryKind)
+        if flt.status is not None:
+            check_choice("status", flt.status, MemoryStatus)
         return self.store.list_memories(flt)
 
     def timeline(self, entity: str, *, dataset: str = "main", relation: str | None = None) -> Timeline:
-        check_dataset(dataset)
-        key = normalize_name(entity)
-        found = self.store.find_entities(dataset, [key])
-        if key not in found:
-            by_id = self.store.get_entities([entity])
-            if not by_id or by_id[0].dataset != dataset:
-                raise NotFoundError(f"no entity {entity!r} in dataset {dataset!r}")
-            entity_id = by_id[0].id
-        else:
-            entity_id = found[key].id
+        self._readable(dataset)
+        if not isinstance(entity, str) or not entity.strip():
+            raise ValidationError("entity must be a non-empty name or id")
+        entity_id = self._entity_id(entity, dataset)
         rel = normalize_relation(relation) if relation else None
         return Timeline(
             entity=self.store.get_entities([entity_id])[0],
             facts=self.store.entity_facts(entity_id, rel),
         )
+
+    def _entity_id(self, name: str, dataset: str) -> str:
+        """An entity by exact name, id, alias or an unambiguous start of its name ("Bob" for
+        "Bob Stone"); otherwise a NotFoundError that suggests the near names."""
+        key = normalize_name(name)
+        found = self.store.find_entities(dataset, [key])
+        if key in found:
+            return found[key].id
+        by_id = self.store.get_entities([name])
+        if by_id and by_id[0].dataset == dataset:
+            return by_id[0].id
+        from .search.recall import terms_of
+
+        scored = self.store.lexical(dataset, "entity", terms_of(name), 20)
+        near = self.store.get_entities([s.id for s in scored])
+        fits = [e for e in near if normalize_name(e.name).startswith(key + " ")
+                or key in {normalize_name(a) for a in e.aliases}]
+        if len(fits) == 1:
+            return fits[0].id
+        names = ", ".join(dict.fromkeys(e.name for e in (fits or near)[:5]))
+        hint = f"; did you mean: {names}" if names else ""
+        raise NotFoundError(f"no entity {name!r} in dataset {dataset!r}{hint}")
 
     # -- recall ------------------------------------------------------------------------------
     def recall(
@@ -431,7 +477,7 @@ class Engine(LifecycleMixin, ImproveMixin):
         answer: bool = False,
         explain: bool = False,
     ) -> RecallResult:
-        check_dataset(dataset)
+        self._readable(dataset)
         started = time.perf_counter()
         kind = search_type or "auto"
         if kind not in SEARCH_TYPES:

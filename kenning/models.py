@@ -26,6 +26,8 @@ __all__ = [
 
 Retention = Literal["permanent", "decision", "standard", "ephemeral", "session"]
 MemoryStatus = Literal["pending", "processing", "active", "failed", "superseded"]
+#: the kinds of memory (``session``: turns that ``improve`` persists into the graph)
+MemoryKind = Literal["knowledge", "note", "episode", "message", "session"]
 HitKind = Literal["fact", "entity", "chunk", "memory"]
 
 
@@ -158,6 +160,8 @@ class RememberResult(_Model):
     facts_created: int = 0
     facts_invalidated: list[str] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
+    #: processed memories from which no fact was extracted (offline: configure a model)
+    no_facts: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     dry_run: bool = False
@@ -167,6 +171,8 @@ class CognifyResult(_Model):
     processed: list[str] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
     failed: dict[str, str] = Field(default_factory=dict)
+    #: processed memories from which no fact was extracted (offline: configure a model)
+    no_facts: list[str] = Field(default_factory=list)
     entities_created: int = 0
     facts_created: int = 0
     facts_invalidated: list[str] = Field(default_factory=list)

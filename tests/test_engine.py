@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from kenning import Kenning, MemoryInput, ValidationError
-from kenning.errors import EmbedderMismatchError
+from kenning.errors import EmbedderMismatchError, NotFoundError
 from kenning.pipeline.extract import Extraction
 from kenning.providers.hashing import HashingEmbedder
 
@@ -204,7 +204,8 @@ def test_datasets_are_isolated(kn: Kenning) -> None:
     assert kn.recall("Where does Alice work?", dataset="a").hits[0].target == "Acme"
     assert kn.recall("Where does Alice work?", dataset="b").hits[0].target == "Globex"
     assert kn.stats("a").facts == 1 and kn.stats("a").facts_closed == 0
-    assert kn.recall("Alice", dataset="c").hits == []
+    with pytest.raises(NotFoundError, match="no dataset 'c'; datasets: a, b"):
+        kn.recall("Alice", dataset="c")  # a typo is an error, not "no relevant memories"
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ from ..errors import KenningError
 
 T = TypeVar("T")
 
-__all__ = ["dump_json", "fail", "open_kenning", "run", "short_time"]
+__all__ = ["count", "dump_json", "fail", "open_kenning", "run", "short_time"]
 
 
 @contextmanager
@@ -65,3 +65,11 @@ def short_time(value: dt.datetime | None) -> str:
     if value.hour == value.minute == value.second == 0:
         return value.strftime("%Y-%m-%d")
     return value.strftime("%Y-%m-%d %H:%M")
+
+
+_PLURALS = {"entity": "entities", "memory": "memories"}
+
+
+def count(n: int, noun: str) -> str:
+    """``1 fact``, ``2 facts``, ``3 entities``."""
+    return f"{n} {noun if n == 1 else _PLURALS.get(noun, noun + 's')}"

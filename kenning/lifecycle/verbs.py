@@ -15,9 +15,9 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
-from .._identity import check_dataset, content_hash
+from .._identity import check_choice, check_dataset, content_hash
 from ..errors import ConflictError, KenningError, NotFoundError, ValidationError
-from ..models import ForgetResult, Memory, MemoryInput, Provenance, PruneResult, Usage
+from ..models import ForgetResult, Memory, MemoryInput, MemoryKind, Provenance, PruneResult, Usage
 from ..pipeline.commit import apply_plan
 from ..pipeline.dates import parse_user_datetime
 from ..pipeline.process import build_plan
@@ -359,8 +359,8 @@ def _changed_fields(memory: Memory, changes: dict[str, Any], now: dt.datetime) -
             fields[name] = parse_user_datetime(fields[name], now=now, name=name)
     if "valid_at" in fields and fields["valid_at"] is None:
         raise ValidationError("valid_at cannot be removed")
-    if "kind" in fields and (not isinstance(fields["kind"], str) or not fields["kind"].strip()):
-        raise ValidationError("kind must be a non-empty string")
+    if "kind" in fields:
+        check_choice("kind", fields["kind"], MemoryKind)
     try:
         checked = Memory.model_validate({**memory.model_dump(), **fields})
     except ValueError as exc:

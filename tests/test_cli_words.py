@@ -1,0 +1,116 @@
+"""What the command line says to a new user (issue 15): labels, counts, choices, questions and
+hints are exact, and a wrong value is an error, never a silent success."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from kenning import Kenning
+from kenning.cli import cli
+
+
+def run(db: str, *args: str, input: str | None = None, code: int = 0):
+    result = CliRunner().invoke(cli, ["--db", db, *args], input=input)
+    assert result.exit_code == code, result.output
+    return result
+
+
+@pytest.fixture
+def db(tmp_path) -> str:
+    return str(tmp_path / "words.db")
+
+
+def test_a_fact_that_starts_after_as_of_is_not_yet_true_not_history(db):
+    run(db, "remember", "Alice works at Acme.", "--valid-at", "2024-01-01")
+    run(db, "remember", "Bob lives in Paris.", "--valid-at", "2019-01-01")
+    run(db, "remember", "Bob lives in Berlin.", "--valid-at", "2021-01-01")
+    out = run(db, "recall", "Alice Acme", "--type", "facts", "--as-of", "2023-01-01").output
+    assert "Alice works at Acme.  (2024-01-01 → …) [not yet true]" in out
+    out = run(db, "recall", "Bob Paris", "--type", "facts", "--as-of", "2022-01-01").output
+    assert "Bob lives in Paris.  (2019-01-01 → 2021-01-01) [history]" in out
+
+
+def test_force_with_a_source_keeps_the_source(db, tmp_path):
+    note = tmp_path / "note.txt"
+    note.write_text("Alice works at Acme.", encoding="utf-8")
+    run(db, "remember", "-f", str(note))
+    run(db, "remember", "-f", str(note), "--source", "note.txt", "--force")
+    memories = json.loads(run(db, "memories", "list", "--json").output)
+    assert [m["source"] for m in memories] == ["note.txt"]
+
+
+@pytest.mark.parametrize("args", [
+    ["remember", "Alice works at Acme.", "--kind", "bogus"],
+    ["memories", "list", "--status", "bogus"],
+    ["memories", "list", "--kind", "bogus"],
+])
+def test_unknown_choices_are_usage_errors(db, args):
+    result = run(db, *args, code=2)
+    assert "bogus" in result.output and "Traceback" not in result.output
+
+
+def test_unknown_dataset_on_a_read_names_the_datasets(db):
+    run(db, "remember", "Alice works at Acme.", "-d", "work")
+    for args in (["recall", "Alice", "-d", "nosuch"], ["stats", "-d", "nosuch"],
+                 ["memories", "list", "-d", "nosuch"], ["timeline", "Alice", "-d", "nosuch"]):
+        out = run(db, *args, code=1).output
+        assert "no dataset 'nosuch'" in out and "work" in out, args
+    assert "no relevant memories" in run(db, "recall", "Alice").output  # main always exists
+
+
+def test_forget_one_memory_asks_first(db):
+    mid = json.loads(run(db, "remember", "Alice works at Acme.", "--json").output)["memory_ids"][0]
+    refused = run(db, "forget", mid, input="n\n", code=1)
+    assert "Forget memory" in refused.output
+    assert run(db, "stats", "--json").output and json.loads(run(db, "stats", "--json").output)["memories"] == 1
+    assert "forgot 1 memory, " in run(db, "forget", mid, input="y\n").output
+
+
+def test_counts_are_worded_for_their_number(db):
+    out = run(db, "remember", "Alice works at Acme.").output
+    assert out.startswith("remembered 1 memory: 2 entities and 1 fact created, 0 facts closed"), out
+    assert run(db, "remember", "Alice works at Acme.").output.startswith("nothing new: 1 memory already known")
+    out = run(db, "remember", "Alice works at Acme.", "Bob lives in Paris.").output
+    assert "remembered 1 memory (1 already known): 2 entities and 1 fact created" in out
+    out = run(db, "reembed").output
+    assert "entitys" not in out and "4 entities" in out and "2 facts" in out
+
+
+def test_a_memory_without_facts_is_reported(db):
+    result = CliRunner().invoke(cli, ["--db", db, "remember", "Quarterly numbers look fine overall.", "--json"])
+    assert result.exit_code == 0, result.output
+    body = json.loads(result.stdout)
+    assert body["no_facts"] == body["memory_ids"]
+    result = run(db, "remember", "The weather was nice, honestly.")
+    assert "note: no fact extracted from mem_" in result.stderr and "KENNING_LLM" in result.stderr
+    with Kenning(db) as kn:
+        assert kn.remember("Alice works at Acme.").no_facts == []
+        pending = kn.add("Nothing to see here, really.")[0]
+        assert kn.cognify().no_facts == [pending]
+
+
+def test_timeline_accepts_an_unambiguous_start_and_suggests_near_names(db):
+    run(db, "remember", "Bob Stone is the CEO of Acme.")
+    assert run(db, "timeline", "Bob").output.startswith("Bob Stone (person)")
+    run(db, "remember", "Bob Marley lives in Kingston.")
+    out = run(db, "timeline", "Bob", code=1).output
+    assert "no entity 'Bob'" in out and "did you mean: " in out and "Bob Stone" in out and "Bob Marley" in out
+
+
+def test_the_python_api_checks_the_same_choices(db):
+    from kenning.errors import NotFoundError, ValidationError
+
+    with Kenning(db) as kn:
+        mid = kn.remember("Alice works at Acme.", dataset="work").memory_ids[0]
+        for call in (lambda: kn.remember("x y", kind="bogus"), lambda: kn.list(status="bogus"),
+                     lambda: kn.list(kind="bogus"), lambda: kn.update(mid, kind="bogus")):
+            with pytest.raises(ValidationError, match="bogus"):
+                call()
+        for call in (lambda: kn.recall("Alice", dataset="nosuch"), lambda: kn.stats("nosuch"),
+                     lambda: kn.timeline("Alice", dataset="nosuch")):
+            with pytest.raises(NotFoundError, match="datasets: main, work|datasets: work"):
+                call()
+        assert kn.stats().memories == 1
