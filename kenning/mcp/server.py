@@ -116,6 +116,8 @@ def _register(mcp: MCPServer, s: Service, t: _Tools) -> None:
     @mcp.tool()
     async def forget(ctx: Context, memory_id: str | None = None, dataset: str | None = None) -> Json:
         """Hard-delete one memory (``memory_id``) or a whole dataset's memories (``dataset``)."""
+        if (memory_id is None) == (dataset is None):
+            raise ToolError(json.dumps(error_body("validation_error", "give exactly one of memory_id or dataset")))
         return await t.run(ctx, s.forget, memory_id, dataset=dataset)
 
     @mcp.tool()
