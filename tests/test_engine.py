@@ -264,3 +264,20 @@ def test_reembed_switches_the_store_to_a_new_embedder(store_url: str) -> None:
     with Kenning(store_url, embedder=HashingEmbedder(dimension=64)) as kn:
         hits = kn.recall("Where does Alice work?", search_type="facts").hits
         assert hits[0].target == "Acme" and "vector" in hits[0].lanes
+
+
+def test_a_reembedded_store_opens_with_its_own_embedder(db_path: str) -> None:
+    from click.testing import CliRunner
+
+    from kenning.cli import cli
+
+    with Kenning(db_path) as kn:
+        kn.remember("Alice works at Acme.")
+    Kenning.reembed(db_path, embedder="local:all-MiniLM-L6-v2")
+    with Kenning(db_path) as kn:  # no KENNING_EMBEDDER: the store says which one
+        assert kn._engine.embedder.name == "local:all-MiniLM-L6-v2"
+        assert kn.recall("Where does Alice work?", search_type="facts").hits[0].target == "Acme"
+    result = CliRunner().invoke(cli, ["--db", db_path, "stats"])
+    assert result.exit_code == 0 and "local:all-MiniLM-L6-v2" in result.output, result.output
+    with pytest.raises(EmbedderMismatchError, match="reembed"):  # asking for another is still an error
+        Kenning(db_path, embedder="hashing")
