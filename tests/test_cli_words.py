@@ -114,3 +114,25 @@ def test_the_python_api_checks_the_same_choices(db):
             with pytest.raises(NotFoundError, match="datasets: main, work|datasets: work"):
                 call()
         assert kn.stats().memories == 1
+
+
+def test_a_mistyped_db_path_creates_nothing(tmp_path):
+    missing = tmp_path / "nonexistent" / "dir" / "x.db"
+    for args in (["stats"], ["recall", "Alice"], ["timeline", "Alice"], ["memories", "list"]):
+        out = run(str(missing), *args, code=1).output
+        assert f"error: no store at {missing}" in out, args
+    out = run(str(missing), "remember", "Alice works at Acme.", code=1).output
+    assert f"error: directory {missing.parent} does not exist" in out
+    assert not (tmp_path / "nonexistent").exists()
+    fresh = tmp_path / "fresh.db"
+    run(str(fresh), "remember", "Alice works at Acme.")  # a write creates the file itself
+    assert json.loads(run(str(fresh), "stats", "--json").output)["memories"] == 1
+
+
+def test_db_is_accepted_after_the_command(tmp_path):
+    db = str(tmp_path / "after.db")
+    assert CliRunner().invoke(cli, ["remember", "Alice works at Acme.", "--db", db]).exit_code == 0
+    result = CliRunner().invoke(cli, ["stats", f"--db={db}", "--json"])
+    assert result.exit_code == 0 and json.loads(result.output)["memories"] == 1
+    result = CliRunner().invoke(cli, ["--db", db, "remember", "--", "--db"])  # after --, it is text
+    assert result.exit_code == 0, result.output

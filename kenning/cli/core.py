@@ -13,7 +13,7 @@ import click
 from .._time import utcnow
 from ..models import Hit, RecallResult, RememberResult
 from .memories import KINDS
-from ._common import call, count, dump_json, fail, open_kenning, short_time
+from ._common import call, check_path, count, dump_json, fail, open_kenning, short_time
 
 __all__ = ["register"]
 
@@ -65,7 +65,7 @@ def remember(ctx, texts, files, dataset, kind, source, valid_at, as_json, force)
     Example: kenning remember "Alice works at Acme." "Bob lives in Paris."
     """
     items = _read_inputs(texts, files)
-    with open_kenning(ctx) as kn:
+    with open_kenning(ctx, create=True) as kn:
         if len(items) > 1 and not as_json:
             with click.progressbar(length=len(items), label="remembering", file=sys.stderr) as bar:
                 result = call(kn._engine.remember, items, dataset=dataset, kind=kind, source=source,
@@ -110,7 +110,7 @@ def add(ctx, texts, files, dataset, kind, source, valid_at, as_json) -> None:  #
     Example: kenning add -f notes.md && kenning cognify
     """
     items = _read_inputs(texts, files)
-    with open_kenning(ctx) as kn:
+    with open_kenning(ctx, create=True) as kn:
         ids = call(kn.add, items, dataset=dataset, kind=kind, source=source, valid_at=valid_at)
     if as_json:
         dump_json({"memory_ids": ids})
@@ -302,6 +302,7 @@ def reembed(ctx, embedder) -> None:  # noqa: ANN001
     from ..client import Kenning
 
     settings = {"embedder": embedder} if embedder else {}
+    check_path(ctx.obj.get("db"), create=False)
     counts = call(Kenning.reembed, ctx.obj.get("db"), **settings)
     click.echo("re-embedded " + ", ".join(count(n, kind) for kind, n in counts.items()))
 
@@ -322,7 +323,7 @@ def demo(ctx, keep) -> None:  # noqa: ANN001
     if ctx.obj.get("db") is None:
         tmp = tempfile.mkdtemp(prefix="kenning-demo-")
         ctx.obj["db"] = os.path.join(tmp, "demo.db")
-    with open_kenning(ctx) as kn:
+    with open_kenning(ctx, create=True) as kn:
         click.echo(f"store: {ctx.obj['db']}")
         for date, source, text in CORPUS:
             result = call(kn.remember, text, dataset="demo", source=source, valid_at=date)
