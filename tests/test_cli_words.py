@@ -136,3 +136,15 @@ def test_db_is_accepted_after_the_command(tmp_path):
     assert result.exit_code == 0 and json.loads(result.output)["memories"] == 1
     result = CliRunner().invoke(cli, ["--db", db, "remember", "--", "--db"])  # after --, it is text
     assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("content", [b"\xff\xfe\x00garbage", b"[1, 2]", b'[{"conversation": 5}]',
+                                     b'[{"conversation": {"session_1": [{"text": "hi"}]}}]'])
+@pytest.mark.parametrize("kind", ["locomo", "hotpotqa", "musique"])
+def test_eval_on_a_bad_file_is_one_clean_error(tmp_path, content, kind):
+    bad = tmp_path / f"{kind}_bad.json"
+    bad.write_bytes(content)
+    result = CliRunner().invoke(cli, ["eval", kind, str(bad)])
+    assert result.exit_code == 1, result.output
+    assert result.output.startswith("error: ") and "Traceback" not in result.output, result.output
+    assert result.exception is None or isinstance(result.exception, SystemExit)

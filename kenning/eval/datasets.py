@@ -59,7 +59,7 @@ class DataError(ValueError):
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"cannot read {path}: {exc}") from exc
 
 
@@ -185,4 +185,11 @@ LOADERS = {"locomo": load_locomo, "hotpotqa": load_hotpotqa, "musique": load_mus
 
 
 def load(kind: str, path: Path | str) -> list[Collection]:
-    return LOADERS[kind](Path(path))
+    """The collections of a data set file; DataError when it is not in ``kind``'s format."""
+    try:
+        return LOADERS[kind](Path(path))
+    except DataError:
+        raise
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+        # A field missing or of the wrong type anywhere in the file: its shape is not kind's.
+        raise DataError(f"{path} is not a {kind} file: {type(exc).__name__} {exc}") from None
