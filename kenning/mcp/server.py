@@ -8,6 +8,7 @@ local single user). Over streamable HTTP every request names its caller with
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -67,11 +68,25 @@ def _bearer(headers: Any) -> str | None:
 
 
 class _Tools:
-    """Resolves the caller and runs a service call off the event loop, errors as JSON text."""
+    """Resolves the caller and runs a service call off the event loop, errors as JSON text.
+
+    The SDK handles a session's requests concurrently; a client that pipes a write and then a
+    read must still read its own write, so each session's calls run one at a time, in the
+    order they arrived (anyio locks are fair). Different sessions still run in parallel."""
 
     def __init__(self, service: Service, fixed: Principal | None) -> None:
         self.service = service
         self.fixed = fixed
+        self._locks: weakref.WeakKeyDictionary[Any, anyio.Lock] = weakref.WeakKeyDictionary()
+
+    def _lock(self, ctx: Context | None) -> anyio.Lock:
+        try:
+            session = ctx.session if ctx is not None else self
+        except (AttributeError, LookupError, ValueError):  # called outside a request
+            session = self
+        # mcp >= 2 makes a session object per request; the connection is what lasts
+        key = getattr(session, "_connection", None) or session
+        return self._locks.setdefault(key, anyio.Lock())
 
     async def run(self, ctx: Context | None, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
         def call() -> Any:
@@ -79,7 +94,8 @@ class _Tools:
             return _json(fn(who, *args, **kw))
 
         try:
-            return await anyio.to_thread.run_sync(call)
+            async with self._lock(ctx):
+                return await anyio.to_thread.run_sync(call)
         except KenningError as exc:
             raise ToolError(json.dumps(error_body(exc.code, exc.message))) from None
 
