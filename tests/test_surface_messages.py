@@ -48,3 +48,16 @@ def test_mcp_forget_names_only_its_own_options(tmp_path):
             error = anyio.run(main, args)
             assert error["code"] == "validation_error"
             assert "everything" not in error["message"] and "memory_id or dataset" in error["message"]
+
+
+def test_docs_page_loads_its_assets_from_the_server_not_a_cdn(tmp_path):
+    pytest.importorskip("fastapi")
+    from tests.server_util import running
+
+    with running(str(tmp_path / "d.db"), auth=False) as (_kn, base):
+        page = httpx.get(f"{base}/docs")
+        assert page.status_code == 200 and "cdn" not in page.text.lower()
+        for asset in ("swagger-ui-bundle.js", "swagger-ui.css"):
+            assert f"/docs/assets/{asset}" in page.text
+            resp = httpx.get(f"{base}/docs/assets/{asset}")
+            assert resp.status_code == 200 and len(resp.content) > 10_000

@@ -280,21 +280,26 @@ def improve(ctx, dataset, as_json) -> None:  # noqa: ANN001
 @click.command()
 @click.argument("fact_id")
 @click.option("--helpful/--unhelpful", default=True, help="Whether the fact helped.")
+@click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def feedback(ctx, fact_id, helpful) -> None:  # noqa: ANN001
+def feedback(ctx, fact_id, helpful, as_json) -> None:  # noqa: ANN001
     """Mark a recalled fact helpful (it ranks higher from now on) or unhelpful.
 
     Example: kenning feedback fct_0123abcd --unhelpful
     """
     with open_kenning(ctx) as kn:
         weight = call(kn.feedback, fact_id, helpful=helpful)
-    click.echo(f"{fact_id}: weight {weight:.3f}")
+    if as_json:
+        dump_json({"fact_id": fact_id, "weight": weight})
+    else:
+        click.echo(f"{fact_id}: weight {weight:.3f}")
 
 
 @click.command()
 @click.option("--embedder", default=None, help="The new embedder (default: KENNING_EMBEDDER).")
+@click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def reembed(ctx, embedder) -> None:  # noqa: ANN001
+def reembed(ctx, embedder, as_json) -> None:  # noqa: ANN001
     """Rewrite every stored vector with a new embedder and record it in the store.
 
     Example: KENNING_EMBEDDER=local:all-MiniLM-L6-v2 kenning --db memory.db reembed
@@ -304,7 +309,10 @@ def reembed(ctx, embedder) -> None:  # noqa: ANN001
     settings = {"embedder": embedder} if embedder else {}
     check_path(ctx.obj.get("db"), create=False)
     counts = call(Kenning.reembed, ctx.obj.get("db"), **settings)
-    click.echo("re-embedded " + ", ".join(count(n, kind) for kind, n in counts.items()))
+    if as_json:
+        dump_json(counts)
+    else:
+        click.echo("re-embedded " + ", ".join(count(n, kind) for kind, n in counts.items()))
 
 
 @click.command()
