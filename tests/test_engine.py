@@ -233,8 +233,8 @@ def test_empty_query_and_bad_options_are_validation_errors(kn: Kenning) -> None:
 
 
 @pytest.mark.parametrize("search_type", ["hybrid", "chunks", "chunks_lexical", "facts", "entities", "graph", "temporal", "auto"])
-def test_every_search_type_finds_something(kn: Kenning, search_type: str) -> None:
-    kn.remember(["Alice works at Acme since 2019.", "The frontend uses React."])
+def test_every_search_type_finds_the_right_thing_first(kn: Kenning, search_type: str) -> None:
+    kn.remember(["Alice works at Acme since 2019.", "The frontend uses React.", "Bob lives in Paris."])
     hits = kn.recall("Alice Acme", search_type=search_type).hits
     assert hits, search_type
     kinds = {h.kind for h in hits}
@@ -242,6 +242,27 @@ def test_every_search_type_finds_something(kn: Kenning, search_type: str) -> Non
                 "entities": {"entity"}, "graph": {"fact"}}.get(search_type)
     if expected:
         assert kinds == expected
+    best = hits[0]
+    if best.kind == "entity":
+        assert best.text.split(":")[0] in {"Alice", "Acme"}, best
+    else:
+        assert best.text == "Alice works at Acme since 2019.", (search_type, best)
+    if best.kind == "fact":
+        assert (best.source, best.relation, best.target, best.current) == ("Alice", "works_at", "Acme", True)
+    # what the query does not name never outranks what it does
+    first_other = next((i for i, h in enumerate(hits) if "React" in h.text or "Paris" in h.text), len(hits))
+    assert all("Acme" in h.text or "Alice" in h.text for h in hits[:first_other]) and first_other >= 1
+
+
+def test_temporal_reads_the_date_in_the_question(kn: Kenning) -> None:
+    kn.remember("Alice works at Acme.", valid_at="2019-01-01")
+    kn.remember("Alice works at Globex.", valid_at="2022-01-01")
+    then = kn.recall("Where did Alice work in 2020?", search_type="temporal")
+    assert then.as_of is not None and then.as_of.year == 2020
+    current = [h.target for h in then.hits if h.kind == "fact" and h.current]
+    assert current == ["Acme"], then.hits
+    assert [h.target for h in kn.recall("Where does Alice work?", search_type="auto").hits
+            if h.kind == "fact" and h.current] == ["Globex"]
 
 
 def test_recall_makes_no_model_call_and_needs_a_model_for_answers(kn: Kenning) -> None:
