@@ -401,14 +401,21 @@ class Engine(LifecycleMixin, ImproveMixin):
 
     # -- reads -------------------------------------------------------------------------------
     def _readable(self, dataset: str) -> None:
-        """A read names a dataset that exists (the default ``main`` always does), or a
-        NotFoundError names the ones that do."""
+        """A read names a dataset that exists (the default ``main`` always does; so does one
+        created empty through the server's ``datasets create``), or a NotFoundError names the
+        ones that do. The server checks access first, so only a caller who may see every
+        dataset (an admin, or the local user) ever gets this list."""
         check_dataset(dataset)
         if dataset == "main":
             return
         existing = self.store.datasets()
-        if dataset not in existing:
-            raise NotFoundError(f"no dataset {dataset!r}; datasets: {', '.join(existing) or 'none yet'}")
+        if dataset in existing:
+            return
+        from .store.auth import AuthStore
+
+        if isinstance(self.store, AuthStore) and self.store.dataset_records([dataset]):
+            return
+        raise NotFoundError(f"no dataset {dataset!r}; datasets: {', '.join(existing) or 'none yet'}")
 
     def stats(self, dataset: str | None = None) -> Stats:
         if dataset is not None:

@@ -61,3 +61,21 @@ def test_docs_page_loads_its_assets_from_the_server_not_a_cdn(tmp_path):
             assert f"/docs/assets/{asset}" in page.text
             resp = httpx.get(f"{base}/docs/assets/{asset}")
             assert resp.status_code == 200 and len(resp.content) > 10_000
+
+
+def test_an_empty_dataset_of_the_server_is_readable_and_others_names_never_leak(tmp_path):
+    pytest.importorskip("fastapi")
+    from kenning.server.access import auth_store
+    from tests.server_util import add_user, running
+
+    with running(str(tmp_path / "a.db")) as (kn, base):
+        alice, bob = add_user(kn, "alice"), add_user(kn, "bob")
+        kn.remember("Alice hid the key under the mat.", dataset="secret-plans")
+        auth_store(kn).claim_dataset("secret-plans", auth_store(kn).find_user("alice").id)
+        headers = {"Authorization": f"Bearer {bob}"}
+        resp = httpx.post(f"{base}/v1/datasets", json={"name": "bobs"}, headers=headers)
+        assert resp.status_code in (200, 201), resp.text
+        resp = httpx.post(f"{base}/v1/recall", json={"query": "key", "dataset": "bobs"}, headers=headers)
+        assert resp.status_code == 200 and resp.json()["hits"] == [], resp.text  # empty, not missing
+        resp = httpx.post(f"{base}/v1/recall", json={"query": "key", "dataset": "nosuch"}, headers=headers)
+        assert resp.status_code == 404 and "secret-plans" not in resp.text
