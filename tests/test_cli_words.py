@@ -166,3 +166,24 @@ def test_an_unreachable_postgres_is_one_line_at_once():
     assert done.returncode == 1 and time.monotonic() - started < 8
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: cannot connect to PostgreSQL"), done.stderr
     assert "secret" not in done.stderr
+
+
+def test_every_command_that_prints_a_result_has_json(db):
+    import click
+
+    run(db, "remember", "Alice works at Acme.")
+    fact = json.loads(run(db, "recall", "Alice", "--type", "facts", "--json").output)["hits"][0]["id"]
+    assert json.loads(run(db, "feedback", fact, "--json").output)["weight"] > 1.0
+    assert json.loads(run(db, "reembed", "--json").output) == {"chunk": 1, "entity": 2, "fact": 1}
+
+    def leaves(group: click.Group, prefix: tuple[str, ...] = ()):
+        for name, command in group.commands.items():
+            if isinstance(command, click.Group):
+                yield from leaves(command, (*prefix, name))
+            else:
+                yield " ".join((*prefix, name)), command
+
+    without = {name for name, command in leaves(cli) if not any(p.name == "as_json" for p in command.params)}
+    # the README names these as the only commands without --json
+    assert without <= {"demo", "serve", "mcp", "migrate", "keys create", "keys revoke", "datasets create",
+                       "datasets delete", "datasets grant", "datasets revoke"}, without
