@@ -136,6 +136,7 @@ def test_db_is_accepted_after_the_command(tmp_path):
     assert result.exit_code == 0 and json.loads(result.output)["memories"] == 1
     result = CliRunner().invoke(cli, ["--db", db, "remember", "--", "--db"])  # after --, it is text
     assert result.exit_code == 0, result.output
+    assert CliRunner().invoke(cli, ["stats", "--db"]).exit_code == 2  # no value: a usage error, not the default store
 
 
 @pytest.mark.parametrize("content", [b"\xff\xfe\x00garbage", b"[1, 2]", b'[{"conversation": 5}]',

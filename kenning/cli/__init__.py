@@ -27,12 +27,13 @@ class _Group(click.Group):
             if token == "--":
                 rest += [token, *tokens]
                 break
-            if token == "--db":
-                hoisted += [token, next(tokens, "")]
+            value = next(tokens, None) if token == "--db" else None
+            if value is not None:
+                hoisted += [token, value]
             elif token.startswith("--db="):
                 hoisted.append(token)
             else:
-                rest.append(token)
+                rest.append(token)  # a bare trailing --db stays, for click to report
         return super().parse_args(ctx, hoisted + rest)
 
 
