@@ -227,3 +227,19 @@ def test_known_at_shows_a_fact_as_it_was_believed_then(tmp_path):
         now = kn.recall("Where does Alice Novak work?", search_type="facts").hits
         acme_now = next(h for h in now if "Acme" in h.text)
         assert not acme_now.current and acme_now.invalid_at is not None
+
+
+# -- two hops without a model -------------------------------------------------------------------
+
+def test_the_second_passage_of_a_two_hop_question_is_found(kn):
+    """The bridge ("Ilsa Marchetti") is named only in the first passage: a second full-text
+    query with the names the best passages mention finds the passage the question cannot."""
+    first = kn.remember("Tower of Zorn\nThe Tower of Zorn was designed by Ilsa Marchetti in 1931.").memory_ids[0]
+    second = kn.remember("Ilsa Marchetti\nIlsa Marchetti grew up in Vantrell and studied in Milan.").memory_ids[0]
+    for i in range(8):
+        kn.remember(f"Passage {i}\nA harbour town {i} is known for its fish market and old walls.")
+    question = "Where was the architect of the Tower of Zorn raised?"
+    lexical = {m for h in kn.recall(question, search_type="chunks_lexical", top_k=3).hits for m in h.memory_ids}
+    assert first in lexical and second not in lexical
+    hybrid = [h.memory_ids[0] for h in kn.recall(question, top_k=3).hits]
+    assert hybrid[0] == first and second in hybrid

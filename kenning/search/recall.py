@@ -34,7 +34,7 @@ from ..pipeline.extract import normalize_name
 from ..providers.base import Embedder
 from ..settings import Settings
 from ..store.base import ChunkRow, FactRow, Scored, Store
-from .text import WORD, light_stem, terms_of
+from .text import STOP_WORDS, WORD, light_stem, terms_of
 from .when import Window, query_window
 
 __all__ = ["LANE_WEIGHTS", "SEARCH_TYPES", "Query", "asked_relations", "route", "search", "terms_of"]
@@ -43,16 +43,20 @@ __all__ = ["LANE_WEIGHTS", "SEARCH_TYPES", "Query", "asked_relations", "route", 
 LANE_WEIGHTS: dict[str, float] = {
     "lexical": 1.0,
     "vector": 0.35,
-    "graph": 0.25,
+    "graph": 0.1,
     #: a memory gains this share of its best neighbour's fused score
-    "neighbor": 0.5,
+    "neighbor": 0.65,
     #: score multiplier 1 + this for a memory dated inside the window the question names
     "window": 1.0,
     #: a fact's lexical and vector scores count at this share towards its memory
     "fact": 0.5,
     #: score multiplier 1 + this for a turn ("Name: …") spoken by someone the question names
-    "speaker": 0.1,
+    "speaker": 0.25,
+    #: a second full-text query with names from the best passages (two-hop questions)
+    "expansion": 0.5,
 }
+_EXPANSION_DOCS = 3
+_EXPANSION_TERMS = 8
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}):\s")
 #: question words that point at a relation ("where does X live" -> lives_in)
 _RELATION_CUES = {
@@ -69,9 +73,9 @@ _RELATION_CUES = {
     "founded": {"found", "founder", "start"},
 }
 #: score multiplier for a fact whose relation the question asks about
-_RELATION_BOOST = 1.3
+_RELATION_BOOST = 1.5
 #: score multiplier for a hit about an entity the question names
-_NAMED_BOOST = 1.2
+_NAMED_BOOST = 1.5
 _MAX_PROVENANCE = 10
 _MAX_EMBED_CHARS = 8000
 _MAX_MEMORY_TEXT = 2000
@@ -91,6 +95,7 @@ class _Spec:
     vector: tuple[str, ...]
     graph: bool
     by_memory: bool
+    #: the full memory ranking: neighbouring turns and a second, expanded full-text query
     neighbors: bool = False
 
 
@@ -107,7 +112,7 @@ _LANES: dict[str, _Spec] = {
 ANSWER_MODES = {"graph_completion": "hybrid", "rag_completion": "chunks"}
 SEARCH_TYPES = tuple(_LANES) + tuple(ANSWER_MODES) + ("auto",)
 #: lane names a Query may restrict itself to (evaluation of one lane at a time)
-LANES = ("lexical", "vector", "graph", "neighbor", "window", "speaker")
+LANES = ("lexical", "vector", "graph", "neighbor", "window", "speaker", "expansion")
 
 
 @dataclass
@@ -197,6 +202,8 @@ def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usa
                 seeds += [s.id for s in items]  # entities are pointers: they seed the graph lane
             else:
                 lanes.add("lexical", items)
+            if kind == "chunk" and spec.neighbors and LANE_WEIGHTS["expansion"] and q.uses("expansion"):
+                lanes.add("expansion", _expansion(store, q, terms, items, limit))
     # An embedder says what its lane is worth beside the full-text lane (the hashing embedder's
     # bag of words repeats it: 0, so its lane is skipped unless asked for alone).
     scale = embedder.recall_weight if q.lanes is None or q.lanes - {"vector"} else 1.0
@@ -215,6 +222,23 @@ def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usa
             seeds += [i for (k, i) in lanes.scores if k == "entity"]
         lanes.add("graph", _graph_lane(store, q, terms, seeds, limit, named, name_words, asked))
     return lanes
+
+
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]+")
+
+
+def _expansion(store: Store, q: Query, terms: list[str], top: list[Scored], limit: int) -> list[Scored]:
+    """A second full-text query with the names the best passages mention and the question does
+    not (pseudo-relevance feedback): the bridge to the second passage of a two-hop question."""
+    asked = set(terms)
+    counts: dict[str, int] = defaultdict(int)
+    for chunk in store.get_chunks([s.id for s in top[:_EXPANSION_DOCS]]):
+        for name in dict.fromkeys(_NAME.findall(chunk.text)):
+            word = name.casefold()
+            if word not in asked and word not in STOP_WORDS and len(word) > 2:
+                counts[word] += 1
+    extra = sorted(counts, key=lambda w: -counts[w])[:_EXPANSION_TERMS]
+    return store.lexical(q.dataset, "chunk", extra, limit) if extra else []
 
 
 def _named_entities(store: Store, q: Query) -> tuple[set[str], set[str]]:
