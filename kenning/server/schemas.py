@@ -6,7 +6,6 @@ in every surface. Pure pydantic: the MCP server uses these too.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
