@@ -131,6 +131,14 @@ def test_joined_then_left_without_a_date_keeps_the_ending_undated() -> None:
     assert (ending.target, ending.invalid_at) == ("Acme", None)
 
 
+def test_a_fact_the_sentence_only_implies_gets_its_own_words() -> None:
+    said = {f.relation: f.sentence for f in extract("Bob Stone is the CEO of Acme.").facts}
+    assert said == {"ceo_of": "Bob Stone is the CEO of Acme.", "has_role": "Bob Stone is the CEO of Acme.",
+                    "works_at": "Bob Stone works at Acme."}
+    said = {f.relation: f.sentence for f in extract("Dan Diaz joined Globex as CTO in 2020.").facts}
+    assert said == {"works_at": "Dan Diaz joined Globex as CTO in 2020.", "has_role": "Dan Diaz is CTO."}
+
+
 def test_range_gives_both_dates() -> None:
     fact = only_fact(extract("Bob worked at Initech from 2019 to 2021."), "works_at")
     assert (fact.valid_at, fact.invalid_at, fact.ends) == (day(2019), day(2021), False)

@@ -79,6 +79,20 @@ def test_a_sentence_is_shown_with_the_timeline_of_the_fact_that_ended(kn: Kennin
     assert [h.source for h in hits if h.current and "CEO" in h.text] == ["Carol Diaz"]
 
 
+def test_an_implied_fact_has_its_own_text(kn: Kenning) -> None:
+    # "is the CEO of" says ceo_of (and has_role); works_at is implied, so it gets its own words:
+    # once Carol takes over, Bob still works at Acme as far as anyone said, but is not its CEO.
+    kn.remember("Bob Stone is the CEO of Acme.", valid_at="2019-03-04")
+    kn.remember("Carol Diaz is the CEO of Acme since July 2023.", valid_at="2023-07-01")
+    for search_type in ("hybrid", "facts"):
+        hits = kn.recall("Where does Bob Stone work?", search_type=search_type).hits
+        for hit in (h for h in hits if h.kind == "fact"):
+            assert ("CEO" in hit.text) == (hit.relation in ("ceo_of", "has_role")), (search_type, hit)
+            assert not (hit.current and hit.text == "Bob Stone is the CEO of Acme."), (search_type, hit)
+        bob = [h for h in hits if h.kind == "fact" and h.source == "Bob Stone" and h.current]
+        assert [h.text for h in bob] == ["Bob Stone works at Acme."], (search_type, hits)
+
+
 def test_demo_names_one_current_ceo() -> None:
     result = CliRunner().invoke(cli, ["demo"])
     assert result.exit_code == 0, result.output
