@@ -30,8 +30,9 @@ __all__ = ["CopyReport", "copy_store"]
 
 _CORE = ("datasets", "memories", "chunks", "entities", "facts", "fact_memories", "entity_memories")
 _VECTOR_TABLES = ("chunks", "entities", "facts")
-#: bookkeeping each store keeps for itself (the embedder record is carried separately)
-_OWN = {"meta", "kenning_schema"}
+#: bookkeeping each store keeps for itself (the embedder record is carried separately; the
+#: full-text statistics are kept by the target's triggers)
+_OWN = {"meta", "kenning_schema", "lexical_stats"}
 
 
 @dataclass

@@ -1,5 +1,6 @@
 """The PostgreSQL store: the SQLite schema on native types, pgvector (HNSW, cosine) for the vector
-lane, a generated ``tsvector`` (english) with GIN for the lexical lane, a connection pool.
+lane, generated ``tsvector`` columns with GIN indexes and BM25 (``postgres_lexical``) for the
+lexical lane, a connection pool.
 
 Concurrency across processes and machines:
 
@@ -36,6 +37,7 @@ from ..errors import ConfigurationError, EmbedderMismatchError, StoreError
 from ..models import Entity, Fact, Memory, Stats, Usage
 from .base import ChunkRow, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
 from .postgres_auth import PostgresAuthMixin
+from .postgres_lexical import bm25
 from .postgres_schema import (
     BOOTSTRAP,
     LOCK_DATASET,
@@ -69,8 +71,6 @@ _ENTITY_COLUMNS = "id, dataset, name, normalized, type, description, aliases, cr
 _EMBED_TEXT = {"chunk": "text", "entity": "name", "fact": "description"}
 #: the lexical lane ORs at most this many terms
 _MAX_TERMS = 64
-#: a search term in more rows than this is dropped while a rarer term remains
-_COMMON_ROWS = 5000
 #: HNSW candidate list; iterative scans extend it when the dataset filter drops rows
 _SESSION_SETUP = (
     "SET TIME ZONE 'UTC'; SET hnsw.ef_search = 100; SET hnsw.iterative_scan = relaxed_order"
@@ -732,32 +732,9 @@ class PostgresStore(PostgresAuthMixin, Store):
         terms = [t for t in terms if t and t.strip()][:_MAX_TERMS]
         if not terms or limit <= 0:
             return []
-        table = sql.Identifier(VECTOR_TABLES[kind])
         with self._conn() as conn:
-            terms = self._selective_terms(conn, table, terms)
-            # Each term is a bound parameter parsed by plainto_tsquery, so no user text is ever
-            # read as query syntax; the terms are ORed like the SQLite lane's.
-            query = " || ".join(["plainto_tsquery('english', %s)"] * len(terms))
-            statement = sql.SQL(
-                "SELECT r.id, ts_rank(r.tsv, q.query) AS rank FROM {table} r, (SELECT " + query + " AS query) q"
-                " WHERE r.dataset = %s AND r.tsv @@ q.query ORDER BY rank DESC, r.id LIMIT %s"
-            ).format(table=table)
-            rows = conn.execute(statement, [*terms, dataset, limit]).fetchall()
-        return [Scored(kind, r["id"], float(r["rank"])) for r in rows]
-
-    @staticmethod
-    def _selective_terms(conn: psycopg.Connection, table: sql.Identifier, terms: list[str]) -> list[str]:
-        """Drop terms found in more than _COMMON_ROWS rows while a rarer one remains (as the
-        SQLite lane does): ranking every row with a very common word costs much and adds little."""
-        if len(terms) < 2:
-            return terms
-        count = sql.SQL(
-            "(SELECT count(*) FROM (SELECT 1 FROM {} WHERE tsv @@ plainto_tsquery('english', %s) LIMIT %s) s)"
-        ).format(table)
-        query = sql.SQL("SELECT ") + sql.SQL(", ").join(
-            sql.SQL("{} AS {}").format(count, sql.Identifier(f"c{i}")) for i in range(len(terms)))
-        row = conn.execute(query, [v for t in terms for v in (t, _COMMON_ROWS)]).fetchone()
-        return [t for i, t in enumerate(terms) if row[f"c{i}"] < _COMMON_ROWS] or terms
+            rows = bm25(conn, VECTOR_TABLES[kind], dataset, terms, limit)
+        return [Scored(kind, row_id, score) for row_id, score in rows]
 
     def vector(self, dataset: str, kind: str, query: np.ndarray, limit: int) -> list[Scored]:
         if limit <= 0:
