@@ -177,12 +177,10 @@ class Engine(LifecycleMixin, ImproveMixin):
             for i in items
         ]
         self._check_supersedes(memories)
-        out = []
-        for memory in memories:
-            memory_id, created = self.store.insert_memory(memory)
+        out = self.store.insert_memories(memories)
+        for memory, (_, created) in zip(memories, out):
             if created and memory.supersedes:
                 self._apply_supersession(memory)
-            out.append((memory_id, created))
         log.info("memories added", extra={"dataset": dataset, "count": len(out),
                                           "new": sum(1 for _, c in out if c)})
         return out

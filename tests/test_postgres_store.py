@@ -340,3 +340,18 @@ def test_a_store_of_schema_version_1_is_ranked_by_bm25_after_migrating(url: str)
         assert [h.score for h in hits] == pytest.approx([s for _, s in want], rel=1e-9)
     finally:
         store.close()
+
+
+def test_hnsw_ef_search_comes_from_the_settings(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def ef_search(kn: Kenning) -> str:
+        with _store(kn)._conn() as conn:
+            return conn.execute("SHOW hnsw.ef_search").fetchone()["hnsw.ef_search"]
+
+    with Kenning(url) as kn:
+        assert ef_search(kn) == "100"
+    with Kenning(url, hnsw_ef_search=40) as kn:
+        assert ef_search(kn) == "40"
+        assert kn.recall("anything").hits == []
+    monkeypatch.setenv("KENNING_HNSW_EF_SEARCH", "400")
+    with Kenning(url) as kn:
+        assert ef_search(kn) == "400"

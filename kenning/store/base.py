@@ -183,6 +183,10 @@ class Store(ABC):
     def insert_memory(self, memory: Memory) -> tuple[str, bool]:
         """Insert a pending memory; if (dataset, content_hash) exists return (its id, False)."""
 
+    def insert_memories(self, memories: Sequence[Memory]) -> list[tuple[str, bool]]:
+        """``insert_memory`` of each, in order (a store may send them together)."""
+        return [self.insert_memory(m) for m in memories]
+
     @abstractmethod
     def get_memories(self, ids: Sequence[str]) -> list[Memory]: ...
 

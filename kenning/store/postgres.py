@@ -71,10 +71,9 @@ _ENTITY_COLUMNS = "id, dataset, name, normalized, type, description, aliases, cr
 _EMBED_TEXT = {"chunk": "text", "entity": "name", "fact": "description"}
 #: the lexical lane ORs at most this many terms
 _MAX_TERMS = 64
-#: HNSW candidate list; iterative scans extend it when the dataset filter drops rows
-_SESSION_SETUP = (
-    "SET TIME ZONE 'UTC'; SET hnsw.ef_search = 100; SET hnsw.iterative_scan = relaxed_order"
-)
+#: the HNSW candidate list is set per store (``hnsw_ef_search``); iterative scans extend it when
+#: the dataset filter drops rows
+_SESSION_SETUP = "SET TIME ZONE 'UTC'; SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = {:d}"
 
 
 # -- values ------------------------------------------------------------------------------------
@@ -379,9 +378,9 @@ class _PgTxn(Txn):
         self.conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
 
 
-def _configure(conn: psycopg.Connection) -> None:
+def _configure(conn: psycopg.Connection, hnsw_ef_search: int) -> None:
     conn.adapters.register_dumper(str, _NulFreeStr)
-    conn.execute(_SESSION_SETUP)
+    conn.execute(_SESSION_SETUP.format(int(hnsw_ef_search)))
 
 
 def _conninfo(url: str) -> str:
@@ -391,13 +390,14 @@ def _conninfo(url: str) -> str:
 
 
 class PostgresStore(PostgresAuthMixin, Store):
-    def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 30.0, hnsw_ef_search: int = 100) -> None:
         self.url = url
         self._dimension: int | None = None
         self._local = threading.local()
         self._pool = ConnectionPool(
             _conninfo(url), min_size=1, max_size=max(1, pool_size), timeout=timeout,
-            kwargs={"autocommit": True, "row_factory": dict_row}, configure=_configure,
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            configure=lambda conn: _configure(conn, hnsw_ef_search),
             open=False, name="kenning",
         )
         try:
@@ -549,7 +549,11 @@ class PostgresStore(PostgresAuthMixin, Store):
 
     @contextmanager
     def transaction(self) -> Iterator[Txn]:
-        with self._write() as conn:
+        # Pipelined: statements whose results nobody reads (inserts, links, updates) go out
+        # without waiting for their answers, so a write plan costs a round trip per read and
+        # one for its commit, not one per statement. An error surfaces at the next read or at
+        # the commit, and rolls the whole transaction back as before.
+        with self._conn() as conn, conn.pipeline(), conn.transaction():
             outer, self._local.txn = getattr(self._local, "txn", None), conn
             try:
                 yield _PgTxn(conn)
@@ -558,23 +562,37 @@ class PostgresStore(PostgresAuthMixin, Store):
 
     # -- memories ----------------------------------------------------------------------------
     def insert_memory(self, memory: Memory) -> tuple[str, bool]:
-        data = memory.model_dump()
-        names = [n for n in data if n != "error"]
+        return self.insert_memories([memory])[0]
+
+    def insert_memories(self, memories: Sequence[Memory]) -> list[tuple[str, bool]]:
+        if not memories:
+            return []
+        names = [n for n in Memory.model_fields if n != "error"]
+        # Each memory is one statement, its own transaction (the dataset row, then the memory
+        # unless its content is stored already), all sent in one pipeline.
         insert = sql.SQL(
-            "INSERT INTO memories ({}) VALUES ({}) ON CONFLICT (dataset, content_hash) DO NOTHING RETURNING id"
+            "WITH ds AS (INSERT INTO datasets (name, created_at) VALUES (%s, %s) ON CONFLICT DO NOTHING)"
+            " INSERT INTO memories ({}) VALUES ({}) ON CONFLICT (dataset, content_hash) DO NOTHING RETURNING id"
         ).format(sql.SQL(", ").join(map(sql.Identifier, names)), sql.SQL(", ").join(sql.Placeholder() * len(names)))
-        with self._write() as conn:
-            conn.execute(
-                "INSERT INTO datasets (name, created_at) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                (memory.dataset, memory.created_at),
-            )
-            if conn.execute(insert, [_db_value(n, data[n]) for n in names]).fetchone():
-                return memory.id, True
-            row = conn.execute(
-                "SELECT id FROM memories WHERE dataset = %s AND content_hash = %s",
-                (memory.dataset, memory.content_hash),
-            ).fetchone()
-        return row["id"], False
+        rows = []
+        for memory in memories:
+            data = memory.model_dump()
+            rows.append([memory.dataset, memory.created_at, *(_db_value(n, data[n]) for n in names)])
+        with self._conn() as conn, conn.cursor() as cur:
+            cur.executemany(insert, rows, returning=True)
+            created = []
+            while True:
+                created.append(cur.fetchone() is not None)
+                if not cur.nextset():
+                    break
+            keys = [(m.dataset, m.content_hash) for m, new in zip(memories, created) if not new]
+            stored = {}
+            if keys:
+                stored = {(r["dataset"], r["content_hash"]): r["id"] for r in conn.execute(
+                    "SELECT id, dataset, content_hash FROM memories WHERE (dataset, content_hash) IN"
+                    " (SELECT * FROM unnest(%s::text[], %s::text[]))", ([k[0] for k in keys], [k[1] for k in keys]))}
+        return [(m.id, True) if new else (stored[(m.dataset, m.content_hash)], False)
+                for m, new in zip(memories, created)]
 
     def get_memories(self, ids: Sequence[str]) -> list[Memory]:
         if not ids:
