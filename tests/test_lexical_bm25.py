@@ -117,3 +117,24 @@ def test_both_stores_give_the_same_order_and_scores(tmp_path) -> None:  # noqa: 
     assert [[t for t, _ in r] for r in postgres] == [[t for t, _ in r] for r in sqlite]
     for a, b in zip(sqlite, postgres):
         assert [s for _, s in b] == pytest.approx([s for _, s in a], rel=1e-9)
+
+
+def test_a_store_copied_to_postgresql_ranks_as_before(tmp_path) -> None:  # noqa: ANN001
+    from kenning.store import open_store
+    from kenning.store.copy import copy_store
+
+    source, target = f"sqlite:///{tmp_path / 'k.db'}", pg_url()
+    with Kenning(source) as kn:
+        _fill(kn)
+        before = [_lane(kn, "main", terms) for terms in QUERIES]
+    a, b = open_store(source), open_store(target)
+    try:
+        assert copy_store(a, b, batch=5).ok  # several batches: the statistics add up
+    finally:
+        a.close()
+        b.close()
+    with Kenning(target) as kn:
+        after = [_lane(kn, "main", terms) for terms in QUERIES]
+    assert [[t for t, _ in r] for r in after] == [[t for t, _ in r] for r in before]
+    for x, y in zip(before, after):
+        assert [s for _, s in y] == pytest.approx([s for _, s in x], rel=1e-9)
