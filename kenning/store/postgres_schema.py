@@ -147,15 +147,15 @@ CREATE FUNCTION kenning_lexical_stats() RETURNS trigger LANGUAGE plpgsql SET sea
 BEGIN
     IF TG_LEVEL = 'ROW' THEN
         INSERT INTO lexical_stats AS s (tbl, dataset, rows, tokens)
-        VALUES (TG_TABLE_NAME, NEW.dataset, 0, kenning_tsv_length(NEW.tsv) - kenning_tsv_length(OLD.tsv))
+        VALUES (TG_TABLE_NAME, NEW.dataset, 0, NEW.tsv_len - OLD.tsv_len)
         ON CONFLICT (tbl, dataset) DO UPDATE SET tokens = s.tokens + excluded.tokens;
     ELSIF TG_OP = 'INSERT' THEN
         INSERT INTO lexical_stats AS s (tbl, dataset, rows, tokens)
-        SELECT TG_TABLE_NAME, dataset, count(*), sum(kenning_tsv_length(tsv)) FROM new_rows GROUP BY dataset
+        SELECT TG_TABLE_NAME, dataset, count(*), sum(tsv_len) FROM new_rows GROUP BY dataset
         ON CONFLICT (tbl, dataset) DO UPDATE SET rows = s.rows + excluded.rows, tokens = s.tokens + excluded.tokens;
     ELSE
         UPDATE lexical_stats s SET rows = s.rows - d.rows, tokens = s.tokens - d.tokens
-        FROM (SELECT dataset, count(*) AS rows, sum(kenning_tsv_length(tsv)) AS tokens
+        FROM (SELECT dataset, count(*) AS rows, sum(tsv_len) AS tokens
               FROM old_rows GROUP BY dataset) d
         WHERE s.tbl = TG_TABLE_NAME AND s.dataset = d.dataset;
     END IF;
@@ -167,19 +167,21 @@ def _lexical_steps(table: str) -> list[str]:
     trigger = "EXECUTE FUNCTION kenning_lexical_stats()"
     steps = [
         f"ALTER TABLE {table} DROP COLUMN tsv",
-        f"ALTER TABLE {table} ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({_TSV[table]}) STORED",
+        # tsv_len is the row's length in tokens (a generated column cannot read another one)
+        f"ALTER TABLE {table} ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({_TSV[table]}) STORED,"
+        f" ADD COLUMN tsv_len integer GENERATED ALWAYS AS (kenning_tsv_length({_TSV[table]})) STORED",
         f"CREATE INDEX {table}_tsv ON {table} USING gin (tsv)",
         f"CREATE TRIGGER {table}_stats_insert AFTER INSERT ON {table} REFERENCING NEW TABLE AS new_rows"
         f" FOR EACH STATEMENT {trigger}",
         f"CREATE TRIGGER {table}_stats_delete AFTER DELETE ON {table} REFERENCING OLD TABLE AS old_rows"
         f" FOR EACH STATEMENT {trigger}",
         f"INSERT INTO lexical_stats (tbl, dataset, rows, tokens) SELECT '{table}', dataset, count(*),"
-        f" sum(kenning_tsv_length(tsv)) FROM {table} GROUP BY dataset",
+        f" sum(tsv_len) FROM {table} GROUP BY dataset",
     ]
     if table == "entities":
         steps.append(
             "CREATE TRIGGER entities_stats_update AFTER UPDATE OF name, aliases, description ON entities"
-            f" FOR EACH ROW WHEN (OLD.tsv IS DISTINCT FROM NEW.tsv) {trigger}"
+            f" FOR EACH ROW WHEN (OLD.tsv_len IS DISTINCT FROM NEW.tsv_len) {trigger}"
         )
     return steps
 
@@ -191,8 +193,8 @@ _LEXICAL = [
     f" hword_part WITH {TS_CONFIG}_stem",
     f"ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} DROP MAPPING FOR asciihword, hword, numhword",
     # A row's length in tokens: a lexeme without positions (none here) counts once.
-    "CREATE FUNCTION kenning_tsv_length(tsvector) RETURNS bigint LANGUAGE sql IMMUTABLE PARALLEL SAFE"
-    " AS 'SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0) FROM unnest($1)'",
+    "CREATE FUNCTION kenning_tsv_length(tsvector) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE"
+    " AS 'SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0)::integer FROM unnest($1)'",
     # Rows and tokens per table and dataset, kept by triggers, for BM25's average row length.
     f"CREATE TABLE lexical_stats (tbl TEXT NOT NULL, dataset {_ID} NOT NULL, rows BIGINT NOT NULL,"
     " tokens BIGINT NOT NULL, PRIMARY KEY (tbl, dataset))",
