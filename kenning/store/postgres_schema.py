@@ -31,7 +31,7 @@ VECTOR_TABLES = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
 
 _ID = 'TEXT COLLATE "C"'
 
-#: the text search configuration of the ``tsv`` columns and of query terms (migration 2)
+#: the text search configuration of the ``tsv`` columns and of query terms (see ``_LEXICAL``)
 TS_CONFIG = "kenning_english"
 
 BOOTSTRAP = (
@@ -124,7 +124,7 @@ CREATE TABLE facts (
     tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, description)) STORED
 ) WITH (fillfactor = 80)"""
 
-# -- migration 2: the lexical lane ranks like SQLite's FTS5 (Okapi BM25) -------------------------
+# -- migration: the lexical lane ranks like SQLite's FTS5 (Okapi BM25) ---------------------------
 # FTS5's ``porter unicode61`` keeps every word (stop words too) and splits hyphenated words into
 # their parts, and its bm25() counts every token in a row's length. ``kenning_english`` does the
 # same with PostgreSQL's parser: the english Snowball stemmer without a stop-word list, and no
@@ -230,6 +230,11 @@ PG_MIGRATIONS: list[list[str]] = [
             memory_id {_ID} NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
             PRIMARY KEY (entity_id, memory_id))""",
         "CREATE INDEX entity_memories_memory ON entity_memories (memory_id)",
+    ],
+    [
+        "ALTER TABLE memories ADD COLUMN episode TEXT",
+        "ALTER TABLE memories ADD COLUMN position INTEGER",
+        "CREATE INDEX memories_episode ON memories (episode, position)",
     ],
     _LEXICAL,
 ]
