@@ -62,9 +62,8 @@ WITH surely_common AS (
         SELECT id, dataset, tsv, tsv_len FROM {table} r WHERE r.tsv @@ t.q LIMIT %(common)s) r
     WHERE t.counts OR NOT EXISTS (SELECT FROM scanned WHERE counts)
 ), counted AS (
-    SELECT t.*, CASE WHEN t.counts THEN (SELECT count(*) FROM matches m WHERE m.i = t.i)
-                     ELSE %(common)s END AS hits
-    FROM scanned t
+    SELECT t.*, CASE WHEN t.counts THEN coalesce(n.hits, 0) ELSE %(common)s END AS hits
+    FROM scanned t LEFT JOIN (SELECT i, count(*) AS hits FROM matches GROUP BY i) n ON n.i = t.i
 ), totals AS MATERIALIZED (
     SELECT sum(rows)::float8 AS n, sum(tokens)::float8 / nullif(sum(rows), 0) + %(extra)s AS avglen
     FROM lexical_stats WHERE tbl = %(tbl)s
@@ -75,10 +74,10 @@ WITH surely_common AS (
 ), per_term AS (
     -- each kept term's frequency in each of the dataset's rows that hold it: setweight marks
     -- the term's lexemes, ts_filter keeps only them, so a long row is never unnested whole
-    SELECT m.id, k.idf, m.tsv_len + %(extra)s AS len, (
-        SELECT min(coalesce(array_length(u.positions, 1), 1))
-        FROM unnest(ts_filter(setweight(m.tsv, 'A', k.lexemes), '{{a}}')) AS u) AS tf
-    FROM matches m JOIN kept k ON k.i = m.i
+    SELECT m.id, k.idf, m.tsv_len + %(extra)s AS len, f.tf
+    FROM matches m JOIN kept k ON k.i = m.i, LATERAL (
+        SELECT min(coalesce(array_length(u.positions, 1), 1)) AS tf
+        FROM unnest(ts_filter(setweight(m.tsv, 'A', k.lexemes), '{{a}}')) AS u) AS f
     WHERE m.dataset = %(dataset)s
 )
 SELECT p.id, sum(p.idf * p.tf * (%(k1)s + 1) / (p.tf + %(k1)s * (1 - %(b)s + %(b)s * p.len / totals.avglen))) AS score
