@@ -17,7 +17,8 @@ from typing import Any
 
 from ._checks import check_flag, check_int, check_metadata, check_text
 from ._time import as_utc, utcnow
-from .errors import KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
+from ._lease import Heartbeat, dead_owners, new_owner
+from .errors import ConflictError, KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
 from .models import (
     CognifyResult,
     Memory,
@@ -31,7 +32,7 @@ from .models import (
 from .pipeline.dates import find_dates, parse_user_datetime
 from .pipeline.commit import CommitOutcome, apply_plan, new_id
 from .pipeline.extract import Extractor, normalize_name, normalize_relation
-from .pipeline.process import PipelineConfig, build_plans, estimate_usage, group_memories
+from .pipeline.process import GROUP_DOCS, PipelineConfig, build_plans, estimate_usage, group_memories
 from .pipeline.temporal import RelationRules
 from .providers.base import ChatModel, Embedder
 from .lifecycle.improve import ImproveMixin
@@ -39,7 +40,7 @@ from .lifecycle.verbs import LifecycleMixin
 from ._identity import check_dataset, content_hash
 from .search.recall import ANSWER_MODES, SEARCH_TYPES, Query, route, search
 from .settings import Settings
-from .store.base import MemoryFilter, Store
+from .store.base import ClaimFilter, MemoryFilter, Store, Txn
 
 __all__ = ["Engine"]
 
@@ -80,6 +81,17 @@ def check_choice(value: Any, name: str, choices: Sequence[str]) -> Any:
     return value
 
 
+_FORGOTTEN = "forgotten (by another process) while it was being processed; nothing was stored"
+
+
+class _LostClaim(ConflictError):
+    """At commit, the memory was gone or claimed by another worker: nothing is written."""
+
+    def __init__(self, message: str, *, forgotten: bool) -> None:
+        super().__init__(message)
+        self.forgotten = forgotten
+
+
 def parse_when(value: dt.datetime | str | None) -> dt.datetime | None:
     """A caller-given instant: a datetime, an RFC 3339 / ISO 8601 string, or a natural date."""
     if value is None or isinstance(value, dt.datetime):
@@ -117,6 +129,10 @@ class Engine(LifecycleMixin, ImproveMixin):
             entity_similarity=settings.entity_similarity,
         )
         self._result_lock = threading.Lock()
+        #: this engine's claims on memories it processes, kept fresh while it works
+        self.owner = new_owner()
+        self._heartbeat = Heartbeat(lambda: store.renew_claims(self.owner, self.now()),
+                                    settings.processing_timeout / 4)
         if verify_embedder:
             store.check_embedder(embedder.name, embedder.dimension)
 
@@ -218,7 +234,7 @@ class Engine(LifecycleMixin, ImproveMixin):
             for position, memory in enumerate(memories):
                 memory.episode, memory.position = episode, position
         self._check_supersedes(memories)
-        out = self.store.insert_memories(memories)
+        out = self.store.insert_memories(memories, self.owner if status == "processing" else None)
         for memory, (_, created) in zip(memories, out):
             if created and memory.supersedes:
                 self._apply_supersession(memory)
@@ -243,29 +259,51 @@ class Engine(LifecycleMixin, ImproveMixin):
         if check_flag(dry_run, "dry_run"):
             return self._estimate(content, dataset=dataset, kind=kind, source=source,
                                   valid_at=valid_at, metadata=metadata, force=force)
-        added = self.add(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
-                         metadata=metadata, status="processing")
-        ids = [memory_id for memory_id, _ in added]
-        memories = {m.id: m for m in self.store.get_memories(list(dict.fromkeys(ids)))}
-        created = {memory_id for memory_id, new in added if new}
-        todo, skipped = [], []
-        for memory_id in dict.fromkeys(ids):
-            memory = memories[memory_id]
-            if memory_id in created:
-                todo.append(memory)
-            elif memory.status == "processing":
-                skipped.append(memory_id)  # another worker has it; a crash is reclaimed by cognify
-            elif memory.status in ("active", "superseded") and not force:
-                skipped.append(memory_id)
-            else:
-                todo.append(memory)
-        result = RememberResult(memory_ids=ids, skipped=skipped)
-        outcome = self._process(todo, result.usage, progress)
+        with self._heartbeat:
+            added = self.add(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
+                             metadata=metadata, status="processing")
+            ids = [memory_id for memory_id, _ in added]
+            todo, outcome = self._remember_todo(added, force)
+            self._process(todo, outcome, progress)
+        result = RememberResult(memory_ids=ids, skipped=outcome.skipped, usage=outcome.usage)
         result.entities_created = outcome.entities_created
         result.facts_created = outcome.facts_created
         result.facts_invalidated = outcome.facts_invalidated
         result.errors = [f"{memory_id}: {reason}" for memory_id, reason in outcome.failed.items()]
         return result
+
+    def _remember_todo(self, added: list[tuple[str, bool]], force: bool) -> tuple[list[Memory], CognifyResult]:
+        """The memories this remember processes: those it created, and existing ones with the
+        same content that nobody is working on (pending, failed, a claim whose owner died or
+        whose lease ran out; processed ones only with ``force``). Others are skipped; one
+        forgotten by another process meanwhile is reported as failed."""
+        unique = list(dict.fromkeys(memory_id for memory_id, _ in added))
+        created = {memory_id for memory_id, new in added if new}
+        existing = [i for i in unique if i not in created]
+        taken: dict[str, Memory] = {}
+        if existing:
+            statuses = ["pending", "failed", *(["active", "superseded"] if force else [])]
+            taken = {m.id: m for m in self._claim(ClaimFilter(statuses, self._stale_before(), ids=existing))}
+        found = {m.id: m for m in self.store.get_memories([i for i in unique if i in created])}
+        found.update(taken)
+        out, todo = CognifyResult(), []
+        for memory_id in unique:
+            if memory_id in found:
+                todo.append(found[memory_id])
+            elif memory_id in created:
+                out.failed[memory_id] = _FORGOTTEN
+            else:
+                out.skipped.append(memory_id)
+        return todo, out
+
+    def _stale_before(self) -> dt.datetime:
+        return self.now() - dt.timedelta(seconds=self.settings.processing_timeout)
+
+    def _claim(self, flt: ClaimFilter) -> list[Memory]:
+        """Claim for this engine; claims of owners known dead (this host, process gone) count
+        as free at once."""
+        flt.dead_owners = dead_owners(self.store.claim_owners(flt.dataset))
+        return self.store.claim(self.owner, self.now(), flt)
 
     def _estimate(self, content: ContentInput | Sequence[ContentInput], *, dataset: str,
                   force: bool, **fields: Any) -> RememberResult:
@@ -301,43 +339,44 @@ class Engine(LifecycleMixin, ImproveMixin):
             statuses.append("failed")
         if force:
             statuses += ["active"]
-        now = self.now()
-        stale = now - dt.timedelta(seconds=self.settings.processing_timeout)
-        claimed = self.store.claim(dataset, statuses, now, stale)
         result = CognifyResult()
-        outcome = self._process(claimed, result.usage, progress)
-        result.processed = outcome.processed
-        result.failed = outcome.failed
-        result.entities_created = outcome.entities_created
-        result.facts_created = outcome.facts_created
-        result.facts_invalidated = outcome.facts_invalidated
+        after = None
+        # Small batches, each claimed when the last is done: a killed worker strands one batch
+        # (reclaimed at once, its owner being dead), and parallel workers share the backlog.
+        with self._heartbeat:
+            while batch := self._claim(ClaimFilter(statuses, self._stale_before(), dataset=dataset,
+                                                   after=after, limit=self._claim_batch)):
+                after = (batch[-1].created_at, batch[-1].id)
+                self._process(batch, result, progress)
         return result
 
+    @property
+    def _claim_batch(self) -> int:
+        return GROUP_DOCS * self.settings.llm_concurrency
+
     # -- processing --------------------------------------------------------------------------
-    def _process(
-        self, memories: list[Memory], usage: Usage, progress: Callable[[int], None] | None
-    ) -> CognifyResult:
+    def _process(self, memories: list[Memory], out: CognifyResult,
+                 progress: Callable[[int], None] | None) -> None:
         """Short memories share model calls (groups); groups run on a bounded pool, so at most
-        ``llm_concurrency`` model calls are in flight; each memory commits in its own transaction."""
-        out = CognifyResult()
+        ``llm_concurrency`` model calls are in flight; each memory commits in its own transaction.
+        Outcomes are added to ``out``."""
         if not memories:
-            return out
+            return
         groups = group_memories(memories, self.extractor, self.config)
         io_bound = self.chat is not None or not self.embedder.name.startswith("hashing")
         workers = min(self.settings.llm_concurrency, len(groups)) if io_bound else 1
         if workers <= 1:
             for group in groups:
-                self._process_one(group, usage, out)
+                self._process_one(group, out)
                 if progress:
                     progress(len(group))
-            return out
+            return
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kenning") as pool:
-            for done in pool.map(lambda g: self._process_one(g, usage, out), groups):
+            for done in pool.map(lambda g: self._process_one(g, out), groups):
                 if progress:
                     progress(done)
-        return out
 
-    def _process_one(self, group: list[Memory], usage: Usage, out: CognifyResult) -> int:
+    def _process_one(self, group: list[Memory], out: CognifyResult) -> int:
         """Plan a group of memories (shared calls), then commit each memory on its own: a
         memory whose extraction failed is marked failed and writes nothing; its neighbours
         still commit. Returns how many memories were handled."""
@@ -348,12 +387,10 @@ class Engine(LifecycleMixin, ImproveMixin):
             log.error("processing failed", extra={"memory_id": memory_id, "error_type": type(exc).__name__})
             return f"{type(exc).__name__}: {exc}"
 
+        usage = out.usage
         started = time.perf_counter()
         spent = [Usage() for _ in group]
         try:
-            for memory in group:
-                if memory.status != "processing":
-                    self.store.set_status(memory.id, "processing", None, self.now())
             plans = build_plans(
                 group, config=self.config, extractor=self.extractor, embedder=self.embedder,
                 store=self.store, chat=self.chat, now=self.now(),
@@ -371,25 +408,48 @@ class Engine(LifecycleMixin, ImproveMixin):
                 self._fail(memory, plan.message, part, usage, out)
                 continue
             try:
-                now = self.now()
-                plan.now = now
-                plan.memory_fields = {
-                    "status": "superseded" if memory.superseded_by else "active",
-                    "error": None, "processed_at": now, "updated_at": now, "usage": part.model_dump(),
-                }
-                with self.store.transaction() as txn:
-                    committed = apply_plan(txn, plan, self.rules)
+                committed = self.store.atomic(lambda txn: self._commit(txn, memory, plan, part))
+            except _LostClaim as lost:
+                self._lost(memory, lost, part, usage, out)
+                continue
             except Exception as exc:  # noqa: BLE001
                 self._fail(memory, reason(exc, memory.id), part, usage, out)
                 continue
             self._record(memory, committed, part, usage, out)
         return len(group)
 
+    def _commit(self, txn: Txn, memory: Memory, plan: Any, spent: Usage) -> CommitOutcome:
+        """Apply a memory's plan if this engine still holds its claim."""
+        state = txn.claim_state(memory.id)
+        if state is None:
+            raise _LostClaim(_FORGOTTEN, forgotten=True)
+        if state != ("processing", self.owner):
+            raise _LostClaim("another worker took it over", forgotten=False)
+        now = self.now()
+        plan.now = now
+        plan.memory_fields = {
+            "status": "superseded" if memory.superseded_by else "active", "claimed_by": None,
+            "error": None, "processed_at": now, "updated_at": now, "usage": spent.model_dump(),
+        }
+        return apply_plan(txn, plan, self.rules)
+
+    def _lost(self, memory: Memory, lost: _LostClaim, spent: Usage, usage: Usage, out: CognifyResult) -> None:
+        """Nothing was written: the memory was forgotten meanwhile (reported as failed: it is not
+        stored) or another worker holds it now (skipped: that worker reports it)."""
+        with self._result_lock:
+            if lost.forgotten:
+                out.failed[memory.id] = lost.message
+            else:
+                out.skipped.append(memory.id)
+            usage.add(spent)
+        log.warning("claim lost", extra={"memory_id": memory.id, "forgotten": lost.forgotten})
+
     def _fail(self, memory: Memory, reason: str, spent: Usage, usage: Usage, out: CognifyResult) -> None:
+        fields: dict[str, Any] = {"status": "failed", "error": reason, "claimed_by": None, "updated_at": self.now()}
+        if spent.chat_calls or spent.embedding_calls:  # money spent on a failure still counts
+            fields["usage"] = spent.model_dump()
         try:
-            self.store.set_status(memory.id, "failed", reason, self.now())
-            if spent.chat_calls or spent.embedding_calls:  # money spent on a failure still counts
-                self.store.update_memory(memory.id, {"usage": spent.model_dump()})
+            self.store.update_memory(memory.id, fields)
         except KenningError as exc:
             log.error("could not record failure", extra={"memory_id": memory.id, "error_type": type(exc).__name__})
         with self._result_lock:
@@ -533,6 +593,7 @@ class Engine(LifecycleMixin, ImproveMixin):
                               as_of=q.as_of, known_at=known_at_t, memories=memories, usage=usage)
         if hits:
             self.store.record_access(
+                dataset,
                 [m.id for m in memories],
                 [h.id for h in hits if h.kind == "entity"],
                 [h.id for h in hits if h.kind == "fact"],

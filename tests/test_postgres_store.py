@@ -13,7 +13,8 @@ import pytest
 
 from kenning import AsyncKenning, Kenning
 from kenning.errors import EmbedderMismatchError
-from kenning.store.base import MemoryFilter
+from kenning.store.base import ClaimFilter, MemoryFilter
+from kenning.store.postgres_schema import PG_MIGRATIONS
 from tests.pg import pg_url
 
 pytestmark = pytest.mark.postgres
@@ -123,7 +124,6 @@ def test_delete_collects_garbage_and_reopens_what_it_closed(url: str, clock) -> 
 
 def test_concurrent_opens_migrate_once(url: str) -> None:
     from kenning.store.postgres import PostgresStore
-    from kenning.store.postgres_schema import PG_MIGRATIONS
 
     stores, errors = [], []
 
@@ -160,7 +160,7 @@ def test_claim_gives_each_memory_to_one_worker(url: str) -> None:
 
         def worker() -> None:
             barrier.wait()
-            got.append([m.id for m in store.claim("main", ["pending"], now, now - dt.timedelta(minutes=10))])
+            got.append([m.id for m in store.claim("w", now, ClaimFilter(["pending"], now - dt.timedelta(minutes=10)))])
 
         threads = [threading.Thread(target=worker) for _ in range(4)]
         for t in threads:
@@ -171,9 +171,9 @@ def test_claim_gives_each_memory_to_one_worker(url: str) -> None:
         assert sorted(claimed) == sorted(ids)
         assert store.count_memories(MemoryFilter(status="processing")) == 40
         # A stale claim is taken again; a fresh one is not.
-        assert store.claim("main", ["pending"], now, now - dt.timedelta(minutes=10)) == []
+        assert store.claim("w", now, ClaimFilter(["pending"], now - dt.timedelta(minutes=10))) == []
         later = now + dt.timedelta(hours=1)
-        assert len(store.claim("main", ["pending"], later, later - dt.timedelta(minutes=10))) == 40
+        assert len(store.claim("w", later, ClaimFilter(["pending"], later - dt.timedelta(minutes=10)))) == 40
 
 
 def test_cognify_workers_in_parallel_process_everything_once(url: str) -> None:
