@@ -13,9 +13,9 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, get_args
 
-from ._checks import check_flag, check_int, check_metadata, check_text
+from ._checks import check_choice, check_flag, check_int, check_metadata, check_text
 from ._time import as_utc, utcnow
 from ._lease import Heartbeat, dead_owners, new_owner
 from .errors import ConflictError, KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
@@ -23,6 +23,7 @@ from .models import (
     CognifyResult,
     Memory,
     MemoryInput,
+    MemoryKind,
     RecallResult,
     RememberResult,
     Stats,
@@ -52,6 +53,7 @@ ContentInput = str | MemoryInput | dict[str, Any]
 #: the limits of the Python verbs' arguments (HTTP narrows some: see ``server.schemas``)
 MAX_LIST = 10_000
 MEMORY_STATUSES = ("pending", "processing", "active", "failed", "superseded")
+MEMORY_KINDS = get_args(MemoryKind)
 RETENTIONS = ("permanent", "decision", "standard", "ephemeral", "session")
 ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
 
@@ -67,20 +69,6 @@ def content_items(content: Any) -> list[Any]:
     )
 
 
-def reference_time(valid_at: Any) -> dt.datetime | None:
-    """An input's reference time: a datetime or an ISO 8601 string (None: now)."""
-    try:
-        return as_utc(valid_at)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"invalid valid_at {valid_at!r}: {exc}") from exc
-
-
-def check_choice(value: Any, name: str, choices: Sequence[str]) -> Any:
-    if value is not None and value not in choices:
-        raise ValidationError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
-    return value
-
-
 _FORGOTTEN = "forgotten (by another process) while it was being processed; nothing was stored"
 
 
@@ -92,11 +80,9 @@ class _LostClaim(ConflictError):
         self.forgotten = forgotten
 
 
-def parse_when(value: dt.datetime | str | None) -> dt.datetime | None:
-    """A caller-given instant: a datetime, an RFC 3339 / ISO 8601 string, or a natural date."""
-    if value is None or isinstance(value, dt.datetime):
-        return as_utc(value)
-    return parse_user_datetime(value)
+def parse_when(value: object, now: dt.datetime, name: str) -> dt.datetime | None:
+    """A caller-given instant (None stays None), read by the one date parser against ``now``."""
+    return None if value is None else parse_user_datetime(value, now=now, name=name)
 
 
 def dates_in_query(text: str, now: dt.datetime) -> dt.datetime | None:
@@ -158,6 +144,7 @@ class Engine(LifecycleMixin, ImproveMixin):
         now: dt.datetime,
         status: str = "pending",
     ) -> Memory:
+        check_choice(kind, "kind", MEMORY_KINDS)
         fields: dict[str, Any] = {}
         if isinstance(item, dict):
             try:
@@ -168,6 +155,7 @@ class Engine(LifecycleMixin, ImproveMixin):
             content = item.render()
             fields = item.model_dump(exclude={"source", "metadata"})
             fields["metadata"] = {**(metadata or {}), **item.metadata}
+            fields["retention_until"] = parse_when(item.retention_until, now, "retention_until")
             source = check_text(item.source, "source", optional=True, max_chars=2000) or source
             check_text(item.supersession_reason, "supersession_reason", optional=True, empty=True)
             for old_id in item.supersedes:
@@ -222,7 +210,7 @@ class Engine(LifecycleMixin, ImproveMixin):
         check_text(source, "source", optional=True, max_chars=2000)
         check_metadata(metadata)
         now = self.now()
-        reference = reference_time(valid_at)
+        reference = parse_when(valid_at, now, "valid_at")
         # Validate every item before storing any, so a bad batch stores nothing.
         memories = [
             self._to_memory(i, dataset=dataset, kind=kind, source=source, valid_at=reference,
@@ -264,13 +252,21 @@ class Engine(LifecycleMixin, ImproveMixin):
                              metadata=metadata, status="processing")
             ids = [memory_id for memory_id, _ in added]
             todo, outcome = self._remember_todo(added, force)
-            self._process(todo, outcome, progress)
+            self._process([self._restate(m, source) for m in todo], outcome, progress)
         result = RememberResult(memory_ids=ids, skipped=outcome.skipped, usage=outcome.usage)
         result.entities_created = outcome.entities_created
         result.facts_created = outcome.facts_created
         result.facts_invalidated = outcome.facts_invalidated
+        result.no_facts = outcome.no_facts
         result.errors = [f"{memory_id}: {reason}" for memory_id, reason in outcome.failed.items()]
         return result
+
+    def _restate(self, memory: Memory, source: str | None) -> Memory:
+        """A known memory processed again keeps the source the caller gives now."""
+        if source is None or source == memory.source:
+            return memory
+        self.store.update_memory(memory.id, {"source": source, "updated_at": self.now()})
+        return memory.model_copy(update={"source": source})
 
     def _remember_todo(self, added: list[tuple[str, bool]], force: bool) -> tuple[list[Memory], CognifyResult]:
         """The memories this remember processes: those it created, and existing ones with the
@@ -318,7 +314,7 @@ class Engine(LifecycleMixin, ImproveMixin):
         check_metadata(fields["metadata"])
         now = self.now()
         memories = [self._to_memory(i, dataset=dataset, now=now, kind=fields["kind"],
-                                    source=fields["source"], valid_at=reference_time(fields["valid_at"]),
+                                    source=fields["source"], valid_at=parse_when(fields["valid_at"], now, "valid_at"),
                                     metadata=fields["metadata"]) for i in items]
         unique = list({m.content_hash: m for m in reversed(memories)}.values())[::-1]
         usage = estimate_usage(unique, config=self.config, extractor=self.extractor, store=self.store,
@@ -462,6 +458,8 @@ class Engine(LifecycleMixin, ImproveMixin):
     ) -> None:
         with self._result_lock:
             out.processed.append(memory.id)
+            if not (committed.facts_created or committed.facts_merged or committed.facts_invalidated):
+                out.no_facts.append(memory.id)
             out.entities_created += len(committed.entities_created)
             out.facts_created += len(committed.facts_created)
             out.facts_invalidated.extend(committed.facts_invalidated)
@@ -497,9 +495,26 @@ class Engine(LifecycleMixin, ImproveMixin):
         return counts
 
     # -- reads -------------------------------------------------------------------------------
+    def _readable(self, dataset: str) -> None:
+        """A read names a dataset that exists (the default ``main`` always does; so does one
+        created empty through the server's ``datasets create``), or a NotFoundError names the
+        ones that do. The server checks access first, so only a caller who may see every
+        dataset (an admin, or the local user) ever gets this list."""
+        check_dataset(dataset)
+        if dataset == "main":
+            return
+        existing = self.store.datasets()
+        if dataset in existing:
+            return
+        from .store.auth import AuthStore
+
+        if isinstance(self.store, AuthStore) and self.store.dataset_records([dataset]):
+            return
+        raise NotFoundError(f"no dataset {dataset!r}; datasets: {', '.join(existing) or 'none yet'}")
+
     def stats(self, dataset: str | None = None) -> Stats:
         if dataset is not None:
-            check_dataset(dataset)
+            self._readable(dataset)
         return self.store.stats(dataset)
 
     def get(self, memory_id: str) -> Memory:
@@ -510,8 +525,8 @@ class Engine(LifecycleMixin, ImproveMixin):
 
     def list(self, flt: MemoryFilter) -> list[Memory]:
         if flt.dataset is not None:
-            check_dataset(flt.dataset)
-        check_text(flt.kind, "kind", optional=True, max_chars=64)
+            self._readable(flt.dataset)
+        check_choice(flt.kind, "kind", MEMORY_KINDS)
         check_choice(flt.status, "status", MEMORY_STATUSES)
         check_choice(flt.retention, "retention", RETENTIONS)
         check_flag(flt.pinned, "pinned", optional=True)
@@ -522,23 +537,37 @@ class Engine(LifecycleMixin, ImproveMixin):
         return self.store.list_memories(flt)
 
     def timeline(self, entity: str, *, dataset: str = "main", relation: str | None = None) -> Timeline:
-        check_dataset(dataset)
+        self._readable(dataset)
         check_text(entity, "entity", max_chars=1000)
         check_text(relation, "relation", optional=True, max_chars=200)
-        key = normalize_name(entity)
-        found = self.store.find_entities(dataset, [key])
-        if key not in found:
-            by_id = self.store.get_entities([entity])
-            if not by_id or by_id[0].dataset != dataset:
-                raise NotFoundError(f"no entity {entity!r} in dataset {dataset!r}")
-            entity_id = by_id[0].id
-        else:
-            entity_id = found[key].id
+        entity_id = self._entity_id(entity, dataset)
         rel = normalize_relation(relation) if relation else None
         return Timeline(
             entity=self.store.get_entities([entity_id])[0],
             facts=self.store.entity_facts(entity_id, rel),
         )
+
+    def _entity_id(self, name: str, dataset: str) -> str:
+        """An entity by exact name, id, alias or an unambiguous start of its name ("Bob" for
+        "Bob Stone"); otherwise a NotFoundError that suggests the near names."""
+        key = normalize_name(name)
+        found = self.store.find_entities(dataset, [key])
+        if key in found:
+            return found[key].id
+        by_id = self.store.get_entities([name])
+        if by_id and by_id[0].dataset == dataset:
+            return by_id[0].id
+        from .search.recall import terms_of
+
+        scored = self.store.lexical(dataset, "entity", terms_of(name), 20)
+        near = self.store.get_entities([s.id for s in scored])
+        fits = [e for e in near if normalize_name(e.name).startswith(key + " ")
+                or key in {normalize_name(a) for a in e.aliases}]
+        if len(fits) == 1:
+            return fits[0].id
+        names = ", ".join(dict.fromkeys(e.name for e in (fits or near)[:5]))
+        hint = f"; did you mean: {names}" if names else ""
+        raise NotFoundError(f"no entity {name!r} in dataset {dataset!r}{hint}")
 
     # -- recall ------------------------------------------------------------------------------
     def recall(
@@ -558,7 +587,7 @@ class Engine(LifecycleMixin, ImproveMixin):
     ) -> RecallResult:
         """``neighbors`` attaches that many turns on each side of every hit; ``lanes``
         (internal, for evaluation) restricts recall to some of its lanes."""
-        check_dataset(dataset)
+        self._readable(dataset)
         check_text(query, "query")
         check_text(search_type, "search_type", optional=True, max_chars=64)
         check_int(top_k, "top_k", 1, 1000)
@@ -573,15 +602,12 @@ class Engine(LifecycleMixin, ImproveMixin):
         if kind == "auto":
             kind = route(query)
         answer = answer or kind in ANSWER_MODES
-        try:
-            as_of_t, known_at_t = parse_when(as_of), parse_when(known_at)
-        except ValueError as exc:
-            raise ValidationError(f"invalid time: {exc}") from exc
+        now = self.now()
+        as_of_t, known_at_t = parse_when(as_of, now, "as_of"), parse_when(known_at, now, "known_at")
         if answer and self.chat is None:
             raise ModelNotConfiguredError(
                 "an answer needs a chat model: set KENNING_LLM (and KENNING_LLM_BASE_URL) or pass llm=…"
             )
-        now = self.now()
         q = Query(text=query, dataset=dataset, search_type=ANSWER_MODES.get(kind, kind), top_k=top_k,
                   depth=depth, as_of=as_of_t, known_at=known_at_t, explain=explain,
                   neighbors=neighbors, lanes=lanes)

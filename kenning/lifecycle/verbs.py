@@ -13,14 +13,14 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
-from .._checks import check_flag, check_metadata, check_number, check_text
+from .._checks import check_choice, check_flag, check_metadata, check_number, check_text
 from .._identity import check_dataset, content_hash
-from .._time import as_utc
 from ..errors import ConflictError, KenningError, NotFoundError, ValidationError
-from ..models import ForgetResult, Memory, MemoryInput, Provenance, PruneResult, Usage
+from ..models import ForgetResult, Memory, MemoryInput, MemoryKind, Provenance, PruneResult, Usage
 from ..pipeline.commit import apply_plan
+from ..pipeline.dates import parse_user_datetime
 from ..pipeline.process import build_plan
 from ..store.base import MemoryFilter
 from .prune import PruneCriteria, prune_reason
@@ -147,8 +147,8 @@ class LifecycleMixin:
             raise ValidationError(
                 f"cannot update {', '.join(unknown)}; updatable: {', '.join(sorted(UPDATABLE_FIELDS))}"
             )
-        fields = _changed_fields(memory, changes)
         now = self.now()
+        fields = _changed_fields(memory, changes, now)
         reprocess = "content" in fields or "valid_at" in fields
         if "content" in fields:
             fields["content_hash"] = content_hash(fields["content"])
@@ -338,8 +338,9 @@ class LifecycleMixin:
         return batch, remove_memories(self.store, txn, batch, now)
 
 
-def _changed_fields(memory: Memory, changes: dict[str, Any]) -> dict[str, Any]:
-    """Validate ``changes`` against ``memory``; return the columns that really change."""
+def _changed_fields(memory: Memory, changes: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
+    """Validate ``changes`` against ``memory``; return the columns that really change. Dates
+    are read by the one date parser, relative to ``now``."""
     fields = dict(changes)
     structured = [name for name in _STRUCTURED if name in fields]
     if structured and memory.topic is None:
@@ -366,15 +367,13 @@ def _changed_fields(memory: Memory, changes: dict[str, Any]) -> dict[str, Any]:
             raise ValidationError("content must be a non-empty string")
         check_text(content, "content")
     for name in ("valid_at", "retention_until"):
-        if name in fields:
-            try:
-                fields[name] = as_utc(fields[name])
-            except (TypeError, ValueError) as exc:
-                raise ValidationError(f"invalid {name}: {exc}") from exc
+        if fields.get(name) is not None:
+            fields[name] = parse_user_datetime(fields[name], now=now, name=name)
     if "valid_at" in fields and fields["valid_at"] is None:
         raise ValidationError("valid_at cannot be removed")
     if "kind" in fields:
         check_text(fields["kind"], "kind", max_chars=64)
+        check_choice(fields["kind"], "kind", get_args(MemoryKind))
     if "source" in fields:
         check_text(fields["source"], "source", optional=True, max_chars=2000)
     if "metadata" in fields:

@@ -430,11 +430,22 @@ def _conninfo(url: str) -> str:
     return url
 
 
+def _probe(url: str, timeout: float) -> None:
+    """One direct connection before the pool opens: an unreachable server is a one-line error
+    at once, not the pool's retries (and their logged tracebacks) until it gives up."""
+    try:
+        psycopg.connect(_conninfo(url), connect_timeout=max(1, int(min(timeout, 10)))).close()
+    except psycopg.OperationalError as exc:
+        reason = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {reason}") from None
+
+
 class PostgresStore(PostgresAuthMixin, Store):
     def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 30.0, hnsw_ef_search: int = 100) -> None:
         self.url = url
         self._dimension: int | None = None
         self._local = threading.local()
+        _probe(url, timeout)
         self._pool = ConnectionPool(
             _conninfo(url), min_size=1, max_size=max(1, pool_size), timeout=timeout,
             kwargs={"autocommit": True, "row_factory": dict_row},
