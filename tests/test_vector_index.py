@@ -158,19 +158,21 @@ def _chunk_of_memory(kn: Kenning, memory_id: str) -> str:
 
 
 def test_many_changes_are_merged_into_a_new_saved_file(tmp_path):
-    """Past 1,024 changed rows the changes are merged and saved: the next process replays none."""
+    """Past 1,024 changed rows the changes are merged and saved, also when another store object
+    (as another process would) replaced and deleted the file this one has mapped."""
     db = str(tmp_path / "m.db")
-    with Kenning(db) as kn:
-        kn.remember(_texts("H:", 10))
-        _vector_ids(kn, "Person1")
-        (first,) = (tmp_path / "m.db.vectors").glob("chunk-*.usearch")
-        kn.remember(_texts("I:", 1100), )
-        assert len(_vector_ids(kn, "Person1 works", k=2000)) == 1110
-        (second,) = (tmp_path / "m.db.vectors").glob("chunk-*.usearch")
-        assert second != first
-        index = kn.store._anns[("chunk", "main")]
-        assert index.pending == (0, 0) and index.base_rows == 1110
-    np.testing.assert_equal(second.exists(), True)
+    with Kenning(db) as first, Kenning(db) as second:
+        first.remember(_texts("H:", 10))
+        _vector_ids(first, "Person1")
+        (mapped,) = (tmp_path / "m.db.vectors").glob("chunk-*.usearch")
+        second.remember(_texts("I:", 1100))
+        assert len(_vector_ids(second, "Person1 works", k=2000)) == 1110  # merged and saved
+        (saved,) = (tmp_path / "m.db.vectors").glob("chunk-*.usearch")
+        assert saved != mapped and not mapped.exists()
+        assert len(_vector_ids(first, "Person1 works", k=2000)) == 1110  # merges from its mapped copy
+        for kn in (first, second):
+            index = kn.store._anns[("chunk", "main")]
+            assert index.pending == (0, 0) and index.base_rows == 1110
 
 
 def test_access_counts_are_buffered_and_written_on_close(tmp_path):

@@ -867,8 +867,11 @@ class SQLiteStore(SQLiteAuthMixin, Store):
 
     @staticmethod
     def _loaded(index: AnnIndex) -> Any:
-        """The base of an index, in memory and changeable."""
-        return IndexFiles.load(index.path) if index.path is not None else index.base
+        """The base of an index, in memory and changeable (a mapped file is copied: another
+        process may have replaced and deleted it since)."""
+        if index.base is None or index.path is None:
+            return index.base
+        return index.base.copy()
 
     def _catch_up(self, index: AnnIndex, kind: str, dataset: str, head: int) -> None:
         """Replay the log after the index's stamp: rows that still have a vector in the dataset

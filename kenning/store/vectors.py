@@ -258,8 +258,3 @@ class IndexFiles:
         if index is None or index.ndim != dimension:
             return None
         return index
-
-    @staticmethod
-    def load(path: Path) -> Index:
-        """The saved index read into memory (to be changed and saved again)."""
-        return Index.restore(str(path), view=False)
