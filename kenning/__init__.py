@@ -1,5 +1,7 @@
 """kenning: persistent, temporal knowledge-graph memory for AI agents and applications."""
 
+import logging as _logging
+
 from .client import AsyncKenning, Kenning
 from .errors import (
     AuthenticationError,
@@ -12,6 +14,7 @@ from .errors import (
     ModelResponseError,
     NotFoundError,
     PermissionDeniedError,
+    RateLimitedError,
     StoreError,
     ValidationError,
 )
@@ -35,6 +38,10 @@ from .settings import Settings
 
 __version__ = "0.1.0"
 
+# A library prints nothing unless the application configures logging: without a handler of its
+# own, Python's last-resort handler would print kenning's warnings and errors to stderr.
+_logging.getLogger("kenning").addHandler(_logging.NullHandler())
+
 __all__ = [
     "AsyncKenning",
     "AuthenticationError",
@@ -57,6 +64,7 @@ __all__ = [
     "PermissionDeniedError",
     "Provenance",
     "PruneResult",
+    "RateLimitedError",
     "RecallResult",
     "RememberResult",
     "Settings",

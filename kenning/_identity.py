@@ -7,10 +7,11 @@ import re
 
 from .errors import ValidationError
 
-__all__ = ["check_dataset", "content_hash"]
+__all__ = ["check_dataset", "check_user_name", "content_hash"]
 
 _WS = re.compile(r"\s+")
 _DATASET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+_USER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@\-]{0,63}$")
 
 
 def content_hash(text: str) -> str:
@@ -19,8 +20,16 @@ def content_hash(text: str) -> str:
 
 
 def check_dataset(name: str) -> str:
-    if not isinstance(name, str) or not _DATASET.match(name):
+    if not isinstance(name, str) or not _DATASET.fullmatch(name):
         raise ValidationError(
             f"invalid dataset name {name!r}: use 1-128 letters, digits, '_', '-' or '.'"
+        )
+    return name
+
+
+def check_user_name(name: str) -> str:
+    if not isinstance(name, str) or not _USER.fullmatch(name):
+        raise ValidationError(
+            f"invalid user name {name!r}: use 1-64 letters, digits, '_', '-', '.' or '@'"
         )
     return name

@@ -182,11 +182,13 @@ class Kenning:
         known_at: dt.datetime | str | None = None,
         answer: bool = False,
         explain: bool = False,
+        neighbors: int = 0,
     ) -> RecallResult:
-        """Hybrid search over chunks, facts and entities; no model call unless ``answer``."""
+        """Hybrid search over chunks, facts and entities; no model call unless ``answer``.
+        ``neighbors=N`` attaches the N turns before and after each hit's memory in its episode."""
         return self._engine.recall(query, dataset=dataset, search_type=search_type, top_k=top_k,
                                    depth=depth, as_of=as_of, known_at=known_at, answer=answer,
-                                   explain=explain)
+                                   explain=explain, neighbors=neighbors)
 
     def timeline(self, entity: str, *, dataset: str = "main", relation: str | None = None) -> Timeline:
         """An entity's facts in time order, open and closed, with what superseded what."""

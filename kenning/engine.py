@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from ._checks import check_flag, check_int, check_metadata, check_text
 from ._time import as_utc, utcnow
 from .errors import KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
 from .models import (
@@ -46,6 +47,37 @@ log = logging.getLogger(__name__)
 
 
 ContentInput = str | MemoryInput | dict[str, Any]
+
+#: the limits of the Python verbs' arguments (HTTP narrows some: see ``server.schemas``)
+MAX_LIST = 10_000
+MEMORY_STATUSES = ("pending", "processing", "active", "failed", "superseded")
+RETENTIONS = ("permanent", "decision", "standard", "ephemeral", "session")
+ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
+
+
+def content_items(content: Any) -> list[Any]:
+    """One input or a list of them, as a list; anything else is a ValidationError."""
+    if isinstance(content, (str, MemoryInput, dict)):
+        return [content]
+    if isinstance(content, (list, tuple)):
+        return list(content)
+    raise ValidationError(
+        f"content must be a string, a structured memory or a list of them, not {type(content).__name__}"
+    )
+
+
+def reference_time(valid_at: Any) -> dt.datetime | None:
+    """An input's reference time: a datetime or an ISO 8601 string (None: now)."""
+    try:
+        return as_utc(valid_at)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"invalid valid_at {valid_at!r}: {exc}") from exc
+
+
+def check_choice(value: Any, name: str, choices: Sequence[str]) -> Any:
+    if value is not None and value not in choices:
+        raise ValidationError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
+    return value
 
 
 def parse_when(value: dt.datetime | str | None) -> dt.datetime | None:
@@ -120,7 +152,10 @@ class Engine(LifecycleMixin, ImproveMixin):
             content = item.render()
             fields = item.model_dump(exclude={"source", "metadata"})
             fields["metadata"] = {**(metadata or {}), **item.metadata}
-            source = item.source or source
+            source = check_text(item.source, "source", optional=True, max_chars=2000) or source
+            check_text(item.supersession_reason, "supersession_reason", optional=True, empty=True)
+            for old_id in item.supersedes:
+                check_text(old_id, "supersedes", max_chars=200)
             kind = "note" if kind == "knowledge" else kind
         elif isinstance(item, str):
             content = item
@@ -129,6 +164,8 @@ class Engine(LifecycleMixin, ImproveMixin):
             raise ValidationError(f"content must be a string or a structured memory, not {type(item).__name__}")
         if not content.strip():
             raise ValidationError("content is empty")
+        check_text(content, "content")
+        fields["metadata"] = check_metadata(fields["metadata"])
         limit = self.settings.max_content_chars
         if len(content) > limit:
             raise ValidationError(f"content is {len(content)} characters; the limit is {limit}: split it")
@@ -162,20 +199,24 @@ class Engine(LifecycleMixin, ImproveMixin):
         ``remember`` stores them directly as ``processing`` (it processes them at once): one
         write fewer per memory, and a crash still leaves them visible and reclaimable."""
         check_dataset(dataset)
-        items = [content] if isinstance(content, (str, MemoryInput, dict)) else list(content)
+        items = content_items(content)
         if not items:
             raise ValidationError("nothing to remember: content is an empty list")
+        check_text(kind, "kind", max_chars=64)
+        check_text(source, "source", optional=True, max_chars=2000)
+        check_metadata(metadata)
         now = self.now()
-        try:
-            reference = as_utc(valid_at)
-        except (TypeError, ValueError) as exc:
-            raise ValidationError(f"invalid valid_at {valid_at!r}: {exc}") from exc
+        reference = reference_time(valid_at)
         # Validate every item before storing any, so a bad batch stores nothing.
         memories = [
             self._to_memory(i, dataset=dataset, kind=kind, source=source, valid_at=reference,
                             metadata=metadata, now=now, status=status)
             for i in items
         ]
+        if len(memories) > 1:  # one call of several items is an episode: its turns, in order
+            episode = new_id("ep")
+            for position, memory in enumerate(memories):
+                memory.episode, memory.position = episode, position
         self._check_supersedes(memories)
         out = []
         for memory in memories:
@@ -200,7 +241,8 @@ class Engine(LifecycleMixin, ImproveMixin):
         dry_run: bool = False,
         progress: Callable[[int], None] | None = None,
     ) -> RememberResult:
-        if dry_run:
+        check_flag(force, "force")
+        if check_flag(dry_run, "dry_run"):
             return self._estimate(content, dataset=dataset, kind=kind, source=source,
                                   valid_at=valid_at, metadata=metadata, force=force)
         added = self.add(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
@@ -232,10 +274,15 @@ class Engine(LifecycleMixin, ImproveMixin):
         """What ``remember`` would spend, without storing anything or calling any model: the
         memories grouped as ``remember`` would group them, each group estimated by the pipeline."""
         check_dataset(dataset)
-        items = [content] if isinstance(content, (str, MemoryInput, dict)) else list(content)
+        items = content_items(content)
+        if not items:
+            raise ValidationError("nothing to remember: content is an empty list")
+        check_text(fields["kind"], "kind", max_chars=64)
+        check_text(fields["source"], "source", optional=True, max_chars=2000)
+        check_metadata(fields["metadata"])
         now = self.now()
         memories = [self._to_memory(i, dataset=dataset, now=now, kind=fields["kind"],
-                                    source=fields["source"], valid_at=as_utc(fields["valid_at"]),
+                                    source=fields["source"], valid_at=reference_time(fields["valid_at"]),
                                     metadata=fields["metadata"]) for i in items]
         unique = list({m.content_hash: m for m in reversed(memories)}.values())[::-1]
         usage = estimate_usage(unique, config=self.config, extractor=self.extractor, store=self.store,
@@ -249,6 +296,8 @@ class Engine(LifecycleMixin, ImproveMixin):
         """Process every pending memory (and failed ones on request; everything with force)."""
         if dataset is not None:
             check_dataset(dataset)
+        check_flag(force, "force")
+        check_flag(retry_failed, "retry_failed")
         statuses = ["pending"]
         if retry_failed or force:
             statuses.append("failed")
@@ -396,16 +445,28 @@ class Engine(LifecycleMixin, ImproveMixin):
         return self.store.stats(dataset)
 
     def get(self, memory_id: str) -> Memory:
-        found = self.store.get_memories([memory_id])
+        found = self.store.get_memories([check_text(memory_id, "memory id", max_chars=200)])
         if not found:
             raise NotFoundError(f"no memory {memory_id!r}")
         return found[0]
 
     def list(self, flt: MemoryFilter) -> list[Memory]:
+        if flt.dataset is not None:
+            check_dataset(flt.dataset)
+        check_text(flt.kind, "kind", optional=True, max_chars=64)
+        check_choice(flt.status, "status", MEMORY_STATUSES)
+        check_choice(flt.retention, "retention", RETENTIONS)
+        check_flag(flt.pinned, "pinned", optional=True)
+        check_choice(flt.order_by, "order_by", ORDERS)
+        check_flag(flt.descending, "descending")
+        check_int(flt.limit, "limit", 1, MAX_LIST)
+        check_int(flt.offset, "offset", 0, 10**9)
         return self.store.list_memories(flt)
 
     def timeline(self, entity: str, *, dataset: str = "main", relation: str | None = None) -> Timeline:
         check_dataset(dataset)
+        check_text(entity, "entity", max_chars=1000)
+        check_text(relation, "relation", optional=True, max_chars=200)
         key = normalize_name(entity)
         found = self.store.find_entities(dataset, [key])
         if key not in found:
@@ -434,14 +495,25 @@ class Engine(LifecycleMixin, ImproveMixin):
         known_at: dt.datetime | str | None = None,
         answer: bool = False,
         explain: bool = False,
+        neighbors: int = 0,
+        lanes: frozenset[str] | None = None,
     ) -> RecallResult:
+        """``neighbors`` attaches that many turns on each side of every hit; ``lanes``
+        (internal, for evaluation) restricts recall to some of its lanes."""
         check_dataset(dataset)
+        check_text(query, "query")
+        check_text(search_type, "search_type", optional=True, max_chars=64)
+        check_int(top_k, "top_k", 1, 1000)
+        check_int(depth, "depth", 0, 5)
+        check_flag(answer, "answer")
+        check_flag(explain, "explain")
+        check_int(neighbors, "neighbors", 0, 10)
         started = time.perf_counter()
         kind = search_type or "auto"
         if kind not in SEARCH_TYPES:
             raise ValidationError(f"unknown search type {kind!r}; choose one of {', '.join(SEARCH_TYPES)}")
         if kind == "auto":
-            kind = route(query if isinstance(query, str) else "")
+            kind = route(query)
         answer = answer or kind in ANSWER_MODES
         try:
             as_of_t, known_at_t = parse_when(as_of), parse_when(known_at)
@@ -453,8 +525,9 @@ class Engine(LifecycleMixin, ImproveMixin):
             )
         now = self.now()
         q = Query(text=query, dataset=dataset, search_type=ANSWER_MODES.get(kind, kind), top_k=top_k,
-                  depth=depth, as_of=as_of_t, known_at=known_at_t, explain=explain)
-        if kind == "temporal" and as_of_t is None and isinstance(query, str):
+                  depth=depth, as_of=as_of_t, known_at=known_at_t, explain=explain,
+                  neighbors=neighbors, lanes=lanes)
+        if kind == "temporal" and as_of_t is None:
             q.as_of = dates_in_query(query, now)
         usage = Usage()
         hits, memories = search(self.store, self.embedder, self.settings, q, now, usage)

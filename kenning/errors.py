@@ -8,6 +8,7 @@ KenningError
  ├── PermissionDeniedError     authenticated, but not allowed on that dataset
  ├── AuthenticationError       missing or wrong API key
  ├── ConflictError             the operation clashes with the stored state
+ ├── RateLimitedError          too many requests (failed keys, written characters); retry later
  ├── StoreError                the database failed (I/O, locked, corrupt)
  └── ModelError                a model provider call failed after retries
       ├── ModelResponseError   the model answered, but not with what was asked
@@ -27,6 +28,7 @@ __all__ = [
     "ModelResponseError",
     "NotFoundError",
     "PermissionDeniedError",
+    "RateLimitedError",
     "StoreError",
     "ValidationError",
 ]
@@ -69,6 +71,12 @@ class AuthenticationError(KenningError):
 
 class ConflictError(KenningError):
     code = "conflict"
+
+
+class RateLimitedError(KenningError):
+    """``details["retry_after"]``: seconds until a retry can pass."""
+
+    code = "rate_limited"
 
 
 class StoreError(KenningError):

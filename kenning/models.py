@@ -15,6 +15,7 @@ __all__ = [
     "Hit",
     "Memory",
     "MemoryInput",
+    "Neighbor",
     "Provenance",
     "PruneResult",
     "RecallResult",
@@ -116,6 +117,10 @@ class Memory(_Model):
     created_at: dt.datetime
     updated_at: dt.datetime
     processed_at: dt.datetime | None = None
+    #: the group this memory arrived in (one ``remember``/``add`` call of several items) and its
+    #: place there: recall scores and shows neighbouring turns of the same episode
+    episode: str | None = None
+    position: int | None = None
     #: model calls, tokens and seconds spent processing this memory
     usage: Usage = Field(default_factory=Usage)
 
@@ -172,8 +177,19 @@ class CognifyResult(_Model):
     usage: Usage = Field(default_factory=Usage)
 
 
+class Neighbor(_Model):
+    """A memory next to a hit's memory in the same episode (the turn before or after it)."""
+
+    memory_id: str
+    offset: int
+    text: str
+    valid_at: dt.datetime
+
+
 class Hit(_Model):
-    """One recall result. Facts carry their timelines; every hit names its memories."""
+    """One recall result: one piece of evidence (a memory) in its best form (the fact it states
+    that the query asks about, or its matching passage). Facts carry their timelines; every hit
+    names its memories; ``support`` names the memory's other records that matched."""
 
     kind: HitKind
     id: str
@@ -191,6 +207,8 @@ class Hit(_Model):
     expired_at: dt.datetime | None = None
     superseded_by: str | None = None
     explanation: str | None = None
+    support: list[str] = Field(default_factory=list)
+    neighbors: list[Neighbor] = Field(default_factory=list)
 
 
 class RecallResult(_Model):

@@ -71,6 +71,18 @@ class Settings(BaseSettings):
         default=0.92, gt=0, le=1, description="Embedding similarity that merges two entity names."
     )
 
+    # -- server ----------------------------------------------------------------------------
+    auth_failures_per_minute: float = Field(
+        default=30, ge=0,
+        description="Server: failed API-key attempts allowed per client address per minute "
+        "(then 429, even for a right key, until it refills); 0 = no limit.",
+    )
+    write_chars_per_minute: int = Field(
+        default=10_000_000, ge=0,
+        description="Server: characters of content one caller may write per minute (remember, "
+        "add, update; then 429); 0 = no limit.",
+    )
+
     # -- lifecycle -------------------------------------------------------------------------
     decay: bool = Field(default=False, description="Apply time decay to recall scores.")
     half_life_days: float = Field(default=90.0, gt=0, description="Half-life for decay.")

@@ -34,7 +34,7 @@ def sqlite_kn(db):
 
 
 def fact_texts(kn: Kenning, query: str) -> set[str]:
-    return {h.text for h in kn.recall(query, top_k=50).hits if h.kind == "fact"}
+    return {h.text for h in kn.recall(query, search_type="facts", top_k=50).hits if h.kind == "fact"}
 
 
 def fts_rows(db: str, word: str) -> int:

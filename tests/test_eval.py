@@ -163,3 +163,37 @@ def test_eval_scores_answers_with_a_model(monkeypatch):
     # one of five gold answers is "Lisbon"; the judge says CORRECT to everything
     assert report["answers"]["em"] == 20.0
     assert report["answers"]["judge"] == 100.0
+
+
+def test_splits_halve_the_data_and_never_overlap():
+    dev, test = load("locomo", FIXTURES / "locomo_tiny.json", "dev"), load("locomo", FIXTURES / "locomo_tiny.json", "test")
+    assert len(dev) == 1 and test == []  # one conversation: it is the dev half
+    whole = load("hotpotqa", FIXTURES / "hotpotqa_tiny.json")[0].questions
+    dev_q = load("hotpotqa", FIXTURES / "hotpotqa_tiny.json", "dev")[0].questions
+    test_q = load("hotpotqa", FIXTURES / "hotpotqa_tiny.json", "test")[0].questions
+    assert dev_q + test_q == whole and dev_q and not set(q.text for q in dev_q) & set(q.text for q in test_q)
+    with pytest.raises(DataError, match="unknown split"):
+        load("locomo", FIXTURES / "locomo_tiny.json", "train")
+
+
+def test_locomo_sessions_are_remembered_as_episodes():
+    from kenning import Kenning
+    from kenning.eval.run import DATASET, _ingest
+
+    collection = load("locomo", FIXTURES / "locomo_tiny.json")[0]
+    with Kenning(":memory:") as kn:
+        keys = _ingest(kn, collection)
+        memories = {m.id: m for m in kn.list(dataset=DATASET, limit=100)}
+    by_key = {key: memories[memory_id] for memory_id, ks in keys.items() for key in ks}
+    first, second = by_key["D1:1"], by_key["D1:2"]
+    assert first.episode == second.episode and (first.position, second.position) == (0, 1)
+    assert by_key["D2:1"].episode != first.episode
+    assert first.valid_at == collection.units[0].valid_at
+
+
+def test_eval_lanes_reports_each_lane_and_each_ablation():
+    report = _eval("locomo", str(FIXTURES / "locomo_tiny.json"), "--lanes", "--split", "dev",
+                   "--search-type", "hybrid")
+    systems = set(report["systems"])
+    assert {"hybrid", "bm25", "lane:lexical", "lane:vector", "lane:graph", "hybrid-no-neighbor"} <= systems
+    assert report["split"] == "dev"

@@ -48,6 +48,7 @@ def _attempts(mid: str, mid2: str = "mem_000000000000000000000001") -> dict[str,
         "cognify": ("post", "/v1/cognify", {"json": {"dataset": ds}}),
         "recall": ("post", "/v1/recall", {"json": {"query": "Zebulon merger", "dataset": ds}}),
         "timeline": ("get", "/v1/timeline", {"params": {"entity": "Zebulon", "dataset": ds}}),
+        "graph": ("get", "/v1/graph", {"params": {"entity": "Zebulon", "dataset": ds, "depth": 2}}),
         "list": ("get", "/v1/memories", {"params": {"dataset": ds}}),
         "get": ("get", f"/v1/memories/{mid}", {}),
         "update": ("patch", f"/v1/memories/{mid}", {"json": {"metadata": {"by": "bob"}}}),
@@ -69,7 +70,7 @@ def _attempts(mid: str, mid2: str = "mem_000000000000000000000001") -> dict[str,
 
 
 NEEDS = {
-    "read": {"recall", "timeline", "list", "get", "chain", "provenance", "prune_dry", "stats"},
+    "read": {"recall", "timeline", "graph", "list", "get", "chain", "provenance", "prune_dry", "stats"},
     "write": {"remember", "remember_file", "add", "cognify", "update", "pin", "unpin"},
     "delete": {"prune", "delete", "forget_memory", "forget_dataset"},
     "share": {"grants", "grant", "revoke"},

@@ -146,7 +146,9 @@ def test_datasets_routes(server):
     names = [d["name"] for d in server.get("/v1/datasets").json()]
     assert "made" in names
     assert server.get("/v1/datasets/made/grants").json() == []
-    _error(server.put("/v1/datasets/made/grants/nobody", json={"permissions": ["read"]}), 404)
+    # a name nobody holds is answered as any other (no user enumeration): it is held from now on
+    assert server.put("/v1/datasets/made/grants/nobody", json={"permissions": ["read"]}).status_code == 200
+    assert [g["user"] for g in server.get("/v1/datasets/made/grants").json()] == ["nobody"]
     server.delete("/v1/datasets/made").raise_for_status()
     assert "made" not in [d["name"] for d in server.get("/v1/datasets").json()]
 
@@ -156,7 +158,7 @@ def test_openapi_lists_every_route(server):
     paths = spec["paths"]
     expected = {
         ("post", "/v1/remember"), ("post", "/v1/remember/file"), ("post", "/v1/add"),
-        ("post", "/v1/cognify"), ("post", "/v1/recall"), ("get", "/v1/timeline"),
+        ("post", "/v1/cognify"), ("post", "/v1/recall"), ("get", "/v1/timeline"), ("get", "/v1/graph"),
         ("get", "/v1/memories"), ("get", "/v1/memories/{memory_id}"),
         ("patch", "/v1/memories/{memory_id}"), ("delete", "/v1/memories/{memory_id}"),
         ("post", "/v1/memories/{memory_id}/pin"), ("post", "/v1/memories/{memory_id}/unpin"),

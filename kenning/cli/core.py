@@ -138,6 +138,8 @@ def print_hit(hit: Hit, rank: int, memories: dict) -> None:  # noqa: ANN001
         sources.append(f"{memory_id}{' ' + label if label else ''}")
     more = f" +{len(hit.memory_ids) - 3}" if len(hit.memory_ids) > 3 else ""
     click.echo(f"    score {hit.score:.4f} via {'+'.join(hit.lanes)}; from {', '.join(sources)}{more}")
+    for neighbor in hit.neighbors:
+        click.echo(f"      {'before' if neighbor.offset < 0 else 'after'} ({neighbor.offset:+d}): {neighbor.text}")
 
 
 def print_result(result: RecallResult) -> None:
@@ -162,16 +164,19 @@ def print_result(result: RecallResult) -> None:
 @click.option("--known-at", default=None, help="Answer with what was believed at this time.")
 @click.option("--answer", is_flag=True, help="Ask the configured model for an answer (one call).")
 @click.option("--explain", is_flag=True, help="Show which lanes ranked each hit where.")
+@click.option("--neighbors", default=0, show_default=True, type=click.IntRange(0, 10),
+              help="Show this many turns before and after each hit (same episode).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def recall(ctx, query, dataset, top_k, search_type, depth, as_of, known_at, answer, explain, as_json) -> None:  # noqa: ANN001
+def recall(ctx, query, dataset, top_k, search_type, depth, as_of, known_at, answer, explain, neighbors, as_json) -> None:  # noqa: ANN001,PLR0913
     """Search memory: full-text, vector and graph lanes, fused.
 
     Example: kenning recall "Where does Alice work?" --as-of 2023-06-01
     """
     with open_kenning(ctx) as kn:
         result = call(kn.recall, query, dataset=dataset, search_type=search_type, top_k=top_k,
-                      depth=depth, as_of=as_of, known_at=known_at, answer=answer, explain=explain)
+                      depth=depth, as_of=as_of, known_at=known_at, answer=answer, explain=explain,
+                      neighbors=neighbors)
     if as_json:
         dump_json(result)
         return

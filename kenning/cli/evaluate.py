@@ -52,23 +52,27 @@ def _options(fn):
                      help="Embedder for the store, e.g. local:all-MiniLM-L6-v2 [default: KENNING_EMBEDDER]."),
         click.option("--answer", is_flag=True, help="Also answer each question and score EM / F1 (needs KENNING_LLM)."),
         click.option("--judge", is_flag=True, help="With --answer: have the model judge each answer."),
+        click.option("--split", type=click.Choice(["all", "dev", "test"]), default="all", show_default=True,
+                     help="dev: LoCoMo conversations 1-5 / the first half of the questions; test: the rest."),
+        click.option("--lanes", is_flag=True, help="Also score each lane of hybrid alone, and hybrid without each."),
         click.option("--json", "as_json", is_flag=True, help="Print the report as JSON."),
     ]):
         fn = option(fn)
     return fn
 
 
-def _run(kind: str, path: str, k, limit, search_types, embedder, answer, judge, as_json) -> None:
+def _run(kind: str, path: str, k, limit, search_types, embedder, answer, judge, split, lanes, as_json) -> None:
     from ..eval.datasets import DataError, load
     from ..eval.report import render
     from ..eval.run import EvalConfig, evaluate, summarize
 
     try:
-        collections = load(kind, path)
+        collections = load(kind, path, split)
     except DataError as exc:
         fail(str(exc))
     collections = _limit(kind, collections, limit)
-    config = EvalConfig(k=k, search_types=tuple(search_types), embedder=embedder, answer=answer, judge=judge)
+    config = EvalConfig(k=k, search_types=tuple(search_types), embedder=embedder, answer=answer, judge=judge,
+                        lanes=lanes)
     log = (lambda msg: click.echo(msg, err=True)) if not as_json and sys.stderr.isatty() else None
     with run():
         try:
@@ -77,6 +81,7 @@ def _run(kind: str, path: str, k, limit, search_types, embedder, answer, judge, 
             fail(str(exc))
     report = summarize(result, config, kind=kind)
     report["path"] = str(path)
+    report["split"] = split
     if as_json:
         dump_json(report)
     else:

@@ -36,13 +36,20 @@ def _need(extra: str, module: str) -> None:
 @click.option("--no-auth", is_flag=True, help="Local single-user mode: no keys (loopback only).")
 @click.option("--max-body", default=10 * 1024 * 1024, show_default=True, type=click.IntRange(1),
               help="Largest request body in bytes (larger: 413).")
+@click.option("--allow-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="A host name clients use to reach the server (repeatable; '*': any). "
+              "Loopback names and the bound address are always allowed.")
 @click.option("--log-level", default="info", show_default=True,
               type=click.Choice(["critical", "error", "warning", "info", "debug"]))
 @click.pass_context
-def serve(ctx: click.Context, host: str, port: int, no_auth: bool, max_body: int, log_level: str) -> None:
+def serve(ctx: click.Context, host: str, port: int, no_auth: bool, max_body: int,
+          allowed_hosts: tuple[str, ...], log_level: str) -> None:
     """Serve the HTTP API (/v1, OpenAPI at /docs).
 
-    Example: kenning keys create --admin && kenning serve --host 0.0.0.0 --port 8000
+    Requests whose Host header is not a loopback name, the bound address or an --allow-host
+    name are refused (DNS rebinding), and so are cross-origin writes from browsers.
+
+    Example: kenning keys create --admin && kenning serve --host 0.0.0.0 --allow-host memory.internal
     """
     _need("server", "fastapi")
     if no_auth and host not in LOOPBACK:
@@ -54,7 +61,8 @@ def serve(ctx: click.Context, host: str, port: int, no_auth: bool, max_body: int
 
     with open_kenning(ctx) as kn:
         with run():
-            app = create_app(kn, auth=not no_auth, max_body=max_body)
+            app = create_app(kn, auth=not no_auth, max_body=max_body, bind=host,
+                             allowed_hosts=allowed_hosts)
             if not no_auth and not auth_store(kn).list_keys():
                 click.echo("no API keys yet: create one with `kenning keys create --admin`", err=True)
         uvicorn.run(app, host=host, port=port, log_level=log_level)
@@ -65,8 +73,11 @@ def serve(ctx: click.Context, host: str, port: int, no_auth: bool, max_body: int
 @click.option("--host", default="127.0.0.1", show_default=True, help="Interface to bind (http).")
 @click.option("--port", default=8765, show_default=True, type=click.IntRange(0, 65535), help="Port (http).")
 @click.option("--no-auth", is_flag=True, help="http: no keys (loopback only). stdio: ignore KENNING_API_KEY.")
+@click.option("--allow-host", "allowed_hosts", multiple=True, metavar="NAME",
+              help="http: a host name clients use to reach the server (repeatable; '*': any).")
 @click.pass_context
-def mcp(ctx: click.Context, transport: str, host: str, port: int, no_auth: bool) -> None:
+def mcp(ctx: click.Context, transport: str, host: str, port: int, no_auth: bool,
+        allowed_hosts: tuple[str, ...]) -> None:
     """Serve the MCP tools over stdio (for one agent) or streamable HTTP at /mcp.
 
     Over stdio the key in KENNING_API_KEY (if set) decides which datasets the agent may use;
@@ -77,20 +88,21 @@ def mcp(ctx: click.Context, transport: str, host: str, port: int, no_auth: bool)
     _need("mcp", "mcp")
     if transport == "http" and no_auth and host not in LOOPBACK:
         fail(f"--no-auth serves without keys, so it binds to 127.0.0.1 only, not {host!r}")
-    from ..mcp.server import build_server
+    from ..mcp.server import build_server, http_app
 
     key = None if no_auth else os.environ.get("KENNING_API_KEY")
     with open_kenning(ctx) as kn:
+        if transport == "http":
+            import uvicorn
+
+            with run():
+                app = http_app(kn, auth=not no_auth, bind=host, allowed_hosts=allowed_hosts)
+            uvicorn.run(app, host=host, port=port)
+            return
         with run():
-            if transport == "stdio":
-                principal = _stdio_principal(kn, key)
-                server = build_server(kn, auth=principal is not None, principal=principal)
-            else:
-                server = build_server(kn, auth=not no_auth)
-        if transport == "stdio":
-            server.run("stdio")
-        else:
-            server.run("streamable-http", host=host, port=port)
+            principal = _stdio_principal(kn, key)
+            server = build_server(kn, auth=principal is not None, principal=principal)
+        server.run("stdio")
 
 
 def _stdio_principal(kn: Any, key: str | None) -> Any:
@@ -132,12 +144,14 @@ def keys_create(ctx: click.Context, user_name: str | None, admin: bool, name: st
 
     Example: kenning keys create --admin
     """
+    from .._identity import check_user_name
     from ..store.auth import generate_key, hash_key, shown_prefix
 
-    user_name = user_name or "admin"
+    user_name = "admin" if user_name is None else user_name
     with _auth(ctx) as (_, store):
         user = store.find_user(user_name)
         if user is None:
+            check_user_name(user_name)
             user = store.create_user(user_name, admin=admin or user_name == "admin")
         elif admin and not user.admin:
             fail(f"user {user_name!r} exists and is not an admin")
@@ -220,6 +234,26 @@ def datasets_create(ctx: click.Context, name: str, owner: str | None) -> None:
             who = Principal(name=user.name, user_id=user.id, admin=user.admin)
         info = call(service.create_dataset, who, name)
     click.echo(f"created dataset {info.name!r}" + (f" owned by {owner!r}" if owner else ""))
+
+
+@datasets.command("adopt")
+@click.argument("name")
+@click.option("--owner", default=None, help="Owning user [default: no owner, admins only].")
+@click.pass_context
+def datasets_adopt(ctx: click.Context, name: str, owner: str | None) -> None:
+    """Give a dataset written before auth was on an owner record, so grants on it apply.
+
+    Example: kenning datasets adopt notes --owner alice
+    """
+    from ..server.access import Principal
+
+    with _service(ctx) as (service, store, admin):
+        who = None
+        if owner:
+            user = _user(store, owner)
+            who = Principal(name=user.name, user_id=user.id, admin=user.admin)
+        call(service.adopt, admin, name, who)
+    click.echo(f"adopted dataset {name!r}" + (f" owned by {owner!r}" if owner else " (no owner: admins only)"))
 
 
 @datasets.command("list")

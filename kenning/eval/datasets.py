@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["Collection", "Question", "Unit", "load", "load_hotpotqa", "load_locomo", "load_musique"]
+__all__ = ["SPLITS", "Collection", "Question", "Unit", "load", "load_hotpotqa", "load_locomo", "load_musique"]
 
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
@@ -35,6 +35,8 @@ class Unit:
     key: str
     text: str
     valid_at: dt.datetime | None = None
+    #: units of one episode (a LoCoMo session) are remembered together, in order, in one call
+    episode: str | None = None
 
 
 @dataclass(frozen=True)
@@ -118,7 +120,8 @@ def _conversation(sample: dict[str, Any]) -> Collection:
     for _, key in sessions:
         when = parse_session_time(conv.get(f"{key}_date_time", ""))
         for turn in conv[key]:
-            out.units.append(Unit(key=turn["dia_id"], text=_turn_text(turn), valid_at=when))
+            out.units.append(Unit(key=turn["dia_id"], text=_turn_text(turn), valid_at=when,
+                                  episode=f"{out.name}:{key}"))
     turns = {u.key for u in out.units}
     for qa in sample.get("qa", []):
         gold = tuple(e for e in normalize_evidence(qa.get("evidence", [])) if e in turns)
@@ -182,7 +185,22 @@ def load_musique(path: Path) -> list[Collection]:
 
 
 LOADERS = {"locomo": load_locomo, "hotpotqa": load_hotpotqa, "musique": load_musique}
+SPLITS = ("all", "dev", "test")
 
 
-def load(kind: str, path: Path | str) -> list[Collection]:
-    return LOADERS[kind](Path(path))
+def load(kind: str, path: Path | str, split: str = "all") -> list[Collection]:
+    """The collections of a data set; ``split`` keeps the dev or the test half: LoCoMo's
+    conversations 1-5 / 6-10, or the first / second half of a passage set's questions (the
+    passages stay whole). Tune on dev; quote test."""
+    if split not in SPLITS:
+        raise DataError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
+    collections = LOADERS[kind](Path(path))
+    if split == "all":
+        return collections
+    if kind == "locomo":
+        half = (len(collections) + 1) // 2
+        return collections[:half] if split == "dev" else collections[half:]
+    for c in collections:
+        half = (len(c.questions) + 1) // 2
+        c.questions = c.questions[:half] if split == "dev" else c.questions[half:]
+    return collections

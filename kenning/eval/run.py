@@ -13,12 +13,14 @@ from __future__ import annotations
 import datetime as dt
 import time
 from collections import defaultdict
+from itertools import groupby
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from ..search.recall import LANES
 from .bm25 import BM25
 from .datasets import Collection, Question
 from .metrics import exact_match, recall_at_k, reciprocal_rank, token_f1
@@ -38,6 +40,15 @@ class EvalConfig:
     settings: dict[str, Any] = field(default_factory=dict)  # other Kenning settings
     answer: bool = False  # also ask for an answer (needs KENNING_LLM) and score it
     judge: bool = False  # …and have the model judge it against the gold answer
+    lanes: bool = False  # also score hybrid's lanes one at a time, and hybrid without each
+
+
+#: per-lane systems (``--lanes``): hybrid restricted to some of its lanes
+def ablations() -> dict[str, frozenset[str]]:
+    every = frozenset(LANES)
+    out = {f"lane:{lane}": frozenset({lane}) for lane in ("lexical", "vector", "graph")}
+    out.update({f"hybrid-no-{lane}": every - {lane} for lane in LANES})
+    return out
 
 
 @dataclass
@@ -61,12 +72,22 @@ class Run:
 
 
 def _ingest(kn: Any, collection: Collection) -> dict[str, list[str]]:
-    """Remember each unit as its own memory; returns memory id -> unit keys (identical texts
-    are one memory in kenning, so one memory can stand for several units)."""
+    """Remember the units as a user would: the units of one episode (a conversation's session)
+    in one call, in order, dated by the session; others one memory per call. Returns memory id
+    -> unit keys (identical texts are one memory in kenning, so one memory can stand for
+    several units)."""
     keys: dict[str, list[str]] = defaultdict(list)
-    for unit in collection.units:
-        result = kn.remember(unit.text, dataset=DATASET, source=unit.key, valid_at=unit.valid_at)
-        keys[result.memory_ids[0]].append(unit.key)
+    for episode, group in groupby(collection.units, key=lambda u: u.episode):
+        units = list(group)
+        if episode is None:
+            for unit in units:
+                result = kn.remember(unit.text, dataset=DATASET, source=unit.key, valid_at=unit.valid_at)
+                keys[result.memory_ids[0]].append(unit.key)
+            continue
+        result = kn.remember([u.text for u in units], dataset=DATASET, source=episode,
+                             valid_at=units[0].valid_at)
+        for memory_id, unit in zip(result.memory_ids, units):
+            keys[memory_id].append(unit.key)
     return keys
 
 
@@ -80,11 +101,15 @@ def ranked_keys(hits: Sequence[Any], keys: dict[str, list[str]]) -> list[str]:
     return list(out)
 
 
-def _ask(kn: Any, q: Question, search_type: str, top_k: int, keys: dict[str, list[str]]) -> Outcome:
+def _ask(kn: Any, q: Question, system: str, top_k: int, keys: dict[str, list[str]]) -> Outcome:
+    lanes = ablations().get(system)
     started = time.perf_counter()
-    result = kn.recall(q.text, dataset=DATASET, search_type=search_type, top_k=top_k)
+    if lanes is None:
+        result = kn.recall(q.text, dataset=DATASET, search_type=system, top_k=top_k)
+    else:  # an evaluation-only restriction of hybrid, below the public API
+        result = kn._engine.recall(q.text, dataset=DATASET, search_type="hybrid", top_k=top_k, lanes=lanes)
     ms = (time.perf_counter() - started) * 1000
-    return Outcome(search_type, q.category, ranked_keys(result.hits, keys), q.gold, ms)
+    return Outcome(system, q.category, ranked_keys(result.hits, keys), q.gold, ms)
 
 
 def _bm25(index: BM25, units: list[str], q: Question, depth: int) -> Outcome:
@@ -121,9 +146,10 @@ def evaluate(
             judge = _judge(kn) if config.answer and config.judge else None
             unit_keys = [u.key for u in collection.units]
             index = BM25([u.text for u in collection.units])
+            systems = [*config.search_types, *(ablations() if config.lanes else ())]
             for q in collection.questions:
-                for search_type in config.search_types:
-                    run.outcomes.append(_ask(kn, q, search_type, depth, keys))
+                for system in systems:
+                    run.outcomes.append(_ask(kn, q, system, depth, keys))
                 run.outcomes.append(_bm25(index, unit_keys, q, depth))
                 if config.answer:
                     run.answers.append(_answer(kn, q, config, judge))

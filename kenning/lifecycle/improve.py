@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import BaseModel, Field
 
+from .._checks import check_text
 from .._identity import check_dataset
 from ..errors import NotFoundError, ValidationError
 from ..store.base import EntityRow
@@ -76,7 +77,7 @@ class ImproveMixin:
         """Make a fact rank higher (helpful) or lower in recall; returns its new weight."""
         if not isinstance(helpful, bool):
             raise ValidationError("helpful must be true or false")
-        rows = self.store.get_facts([fact_id]) if isinstance(fact_id, str) else []
+        rows = self.store.get_facts([check_text(fact_id, "fact id", max_chars=200)])
         if not rows:
             raise NotFoundError(f"no fact {fact_id!r}")
         weight = min(_MAX, max(_MIN, rows[0].weight * (_UP if helpful else _DOWN)))

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Iterator, Sequence
 from typing import TYPE_CHECKING, Any
 
+from .._checks import check_flag, check_metadata, check_number, check_text
 from .._identity import check_dataset, content_hash
 from .._time import as_utc
 from ..errors import ConflictError, KenningError, NotFoundError, ValidationError
@@ -65,7 +66,7 @@ class LifecycleMixin:
 
     # -- helpers -----------------------------------------------------------------------------
     def _memory(self, memory_id: str) -> Memory:
-        found = self.store.get_memories([memory_id]) if isinstance(memory_id, str) else []
+        found = self.store.get_memories([check_text(memory_id, "memory id", max_chars=200)])
         if not found:
             raise NotFoundError(f"no memory {memory_id!r}")
         return found[0]
@@ -224,7 +225,8 @@ class LifecycleMixin:
     ) -> ForgetResult:
         """Hard-delete one memory, a dataset or everything (exactly one selector)."""
 
-        chosen = sum([memory_id is not None, dataset is not None, bool(everything)])
+        check_flag(everything, "everything")  # only True forgets everything, never a truthy "no"
+        chosen = sum([memory_id is not None, dataset is not None, everything])
         if chosen != 1:
             raise ValidationError("forget needs exactly one of: a memory id, dataset=…, everything=True")
         if memory_id is not None:
@@ -257,8 +259,7 @@ class LifecycleMixin:
                           facts=self.store.get_facts(fact_ids))
 
     def pin(self, memory_id: str, reason: str | None = None) -> Memory:
-        if reason is not None and not isinstance(reason, str):
-            raise ValidationError("pin reason must be a string")
+        check_text(reason, "pin reason", optional=True, empty=True, max_chars=2000)
         self._memory(memory_id)
         self.store.update_memory(memory_id, {"pinned": True, "pin_reason": reason or None,
                                              "updated_at": self.now()})
@@ -286,6 +287,10 @@ class LifecycleMixin:
         would remove."""
 
         check_dataset(dataset)
+        check_flag(dry_run, "dry_run")
+        for name, value in (("max_age_days", max_age_days), ("min_score", min_score),
+                            ("superseded_older_than_days", superseded_older_than_days)):
+            check_number(value, name, 0, 1e6, optional=True)
         criteria = PruneCriteria(max_age_days, min_score, superseded_older_than_days)
         started = time.perf_counter()
         now = self.now()
@@ -353,6 +358,7 @@ def _changed_fields(memory: Memory, changes: dict[str, Any]) -> dict[str, Any]:
         content = fields["content"]
         if not isinstance(content, str) or not content.strip():
             raise ValidationError("content must be a non-empty string")
+        check_text(content, "content")
     for name in ("valid_at", "retention_until"):
         if name in fields:
             try:
@@ -361,8 +367,12 @@ def _changed_fields(memory: Memory, changes: dict[str, Any]) -> dict[str, Any]:
                 raise ValidationError(f"invalid {name}: {exc}") from exc
     if "valid_at" in fields and fields["valid_at"] is None:
         raise ValidationError("valid_at cannot be removed")
-    if "kind" in fields and (not isinstance(fields["kind"], str) or not fields["kind"].strip()):
-        raise ValidationError("kind must be a non-empty string")
+    if "kind" in fields:
+        check_text(fields["kind"], "kind", max_chars=64)
+    if "source" in fields:
+        check_text(fields["source"], "source", optional=True, max_chars=2000)
+    if "metadata" in fields:
+        fields["metadata"] = check_metadata(fields["metadata"])
     try:
         checked = Memory.model_validate({**memory.model_dump(), **fields})
     except ValueError as exc:

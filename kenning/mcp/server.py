@@ -8,16 +8,17 @@ local single user). Over streamable HTTP every request names its caller with
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import anyio.to_thread
 from pydantic import BaseModel
 
 from ..errors import KenningError
-from ..server.access import Access, Principal, auth_store
+from ..server.access import Principal
 from ..server.errors import error_body
-from ..server.service import Service
+from ..server.guard import RequestGuard
+from ..server.service import Service, build_service
 
 try:  # mcp >= 2
     from mcp.server.mcpserver import Context, MCPServer
@@ -27,7 +28,7 @@ except ImportError:  # mcp 1.x
     from mcp.server.fastmcp import FastMCP as MCPServer
     from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
 
-__all__ = ["build_server"]
+__all__ = ["build_server", "http_app"]
 
 INSTRUCTIONS = (
     "kenning is persistent, temporal knowledge-graph memory. Call `remember` with what happened "
@@ -57,6 +58,13 @@ def _headers(ctx: Context | None) -> Any:
     return headers
 
 
+def _client(ctx: Context | None) -> str:
+    """The address of an HTTP caller ("" when unknown), for the failed-key limit."""
+    request = getattr(getattr(ctx, "request_context", None), "request", None) if ctx else None
+    client = getattr(request, "client", None)
+    return getattr(client, "host", "") or ""
+
+
 def _bearer(headers: Any) -> str | None:
     if not headers:
         return None
@@ -75,7 +83,7 @@ class _Tools:
 
     async def run(self, ctx: Context | None, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
         def call() -> Any:
-            who = self.fixed or self.service.access.authenticate(_bearer(_headers(ctx)))
+            who = self.fixed or self.service.access.authenticate(_bearer(_headers(ctx)), _client(ctx))
             return _json(fn(who, *args, **kw))
 
         try:
@@ -87,12 +95,19 @@ class _Tools:
 def build_server(kn: Any, *, auth: bool, principal: Principal | None = None) -> MCPServer:
     """The MCP server over ``kn``. ``principal`` fixes the caller (stdio); otherwise, with
     ``auth``, each HTTP request is authenticated from its bearer key."""
-    access = Access(auth_store(kn) if auth else None, kn.datasets)
-    service = Service(kn, access)
+    service = build_service(kn, auth=auth)
+    access = service.access
     tools = _Tools(service, principal if principal is not None else (None if auth else access.authenticate(None)))
     mcp = MCPServer("kenning", instructions=INSTRUCTIONS)
     _register(mcp, service, tools)
     return mcp
+
+
+def http_app(kn: Any, *, auth: bool, bind: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Any:
+    """The streamable-HTTP app at ``/mcp`` behind the HTTP server's Host and cross-origin
+    checks (``kenning.server.guard``), so it is as safe bound to any interface as on loopback."""
+    app = build_server(kn, auth=auth).streamable_http_app(host=bind)
+    return RequestGuard(app, bind=bind, names=tuple(allowed_hosts))
 
 
 def _register(mcp: MCPServer, s: Service, t: _Tools) -> None:
@@ -106,11 +121,12 @@ def _register(mcp: MCPServer, s: Service, t: _Tools) -> None:
 
     @mcp.tool()
     async def recall(query: str, ctx: Context, dataset: str = "main", search_type: str = "hybrid",
-                     top_k: int = 10, as_of: str | None = None, known_at: str | None = None) -> Json:
+                     top_k: int = 10, as_of: str | None = None, known_at: str | None = None,
+                     neighbors: int = 0) -> Json:
         """Search memory: facts with their valid times, entities and text, best first.
-        ``as_of`` asks about another time than now."""
+        ``as_of`` asks about another time than now; ``neighbors`` adds the turns around each hit."""
         return await t.run(ctx, s.recall, query, dataset=dataset, search_type=search_type,
-                           top_k=top_k, as_of=as_of, known_at=known_at)
+                           top_k=top_k, as_of=as_of, known_at=known_at, neighbors=neighbors)
 
     @mcp.tool()
     async def forget(ctx: Context, memory_id: str | None = None, dataset: str | None = None) -> Json:

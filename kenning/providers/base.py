@@ -19,6 +19,9 @@ class Embedder(ABC):
     name: str
     dimension: int
     batch_size: int = 256
+    #: what recall's vector lane is worth with this embedder, relative to a dense sentence
+    #: embedder (1.0); 0 skips the lane
+    recall_weight: float = 1.0
 
     @abstractmethod
     def embed_batch(self, texts: list[str], usage: Usage) -> np.ndarray:
@@ -36,6 +39,10 @@ class Embedder(ABC):
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return vectors / norms
+
+    def embed_query(self, texts: list[str], usage: Usage | None = None) -> np.ndarray:
+        """Embed search queries; models trained with a query prefix or instruction override this."""
+        return self.embed(texts, usage)
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release clients or sessions."""

@@ -1,5 +1,22 @@
-"""Recall: lanes (lexical, vector, graph) fused by reciprocal rank, then multipliers for
-validity at ``as_of``/``known_at``, decay and feedback weight. No model call happens here.
+"""Recall: search lanes, evidence grouped by memory, fusion by lane weight, then the question's
+time window, neighbouring turns and multipliers (validity at ``as_of``/``known_at``, decay,
+feedback weight). No model call happens here.
+
+Lanes: lexical (BM25 over chunks, facts and entities), vector (one embedder, every kind) and
+graph (facts around the entities the question names). Each lane's scores are normalised to
+[0, 1] within the lane (BM25 by the lane's best score, cosine by min-max over the lane's list,
+the graph lane by rank), so lanes are weighed by what they are worth, not by their scales.
+
+For the memory-level search types (``hybrid``, ``chunks``, ``chunks_lexical``, ``temporal``) a
+memory is one piece of evidence: its chunks and the facts it states vote for it, each lane
+counting once (its best record), and it is shown once, in its best form: the fact the question
+asks about (it carries the timeline) or else its best passage; the other records that matched
+are its ``support``. A memory next to a strong one in the same episode (the turn before or
+after) gains a share of its neighbour's score: in a conversation the evidence is often the
+reply to the turn that matched. ``facts``, ``entities`` and ``graph`` rank records.
+
+Weights were chosen on the public dev split (LoCoMo conversations 1-5); docs/benchmarks.md has
+the figures that chose them and the test-split figures.
 """
 
 from __future__ import annotations
@@ -12,28 +29,35 @@ from dataclasses import dataclass, field
 
 from ..errors import ValidationError
 from ..lifecycle.decay import decay_multiplier
-from ..models import Fact, Hit, Memory, Usage
+from ..models import Entity, Fact, Hit, Memory, Neighbor, Usage
 from ..pipeline.extract import normalize_name
 from ..providers.base import Embedder
 from ..settings import Settings
-from ..store.base import FactRow, Scored, Store
+from ..store.base import ChunkRow, FactRow, Scored, Store
+from .text import STOP_WORDS, WORD, light_stem, terms_of
+from .when import Window, query_window
 
-__all__ = ["SEARCH_TYPES", "Query", "route", "search"]
+__all__ = ["LANE_WEIGHTS", "SEARCH_TYPES", "Query", "asked_relations", "route", "search", "terms_of"]
 
-#: reciprocal-rank constant: small, because each lane is short and its top ranks carry the signal
-_RRF_K = 10
-#: the graph lane votes at half weight: it finds neighbours, not matches
-_LANE_WEIGHT = {"lexical": 1.0, "vector": 1.0, "graph": 0.5}
-#: entities are pointers to facts and passages: they vote at half weight
-_KIND_WEIGHT = {"chunk": 1.0, "fact": 1.0, "entity": 0.5}
-_WORD = re.compile(r"\w+", re.UNICODE)
-_STOP = frozenset(
-    "a an the and or of to in on at for by with from is are was were be been am do does did what "
-    "where when who whom which how why that this these those it its i you he she we they me him "
-    "her us them my your his our their as about tell know any there has have had can could would "
-    "should will shall may might".split()
-)
-_MAX_TERMS = 64
+#: what each lane's normalised score is worth, and the other ranking constants (dev-calibrated)
+LANE_WEIGHTS: dict[str, float] = {
+    "lexical": 1.0,
+    "vector": 0.35,
+    "graph": 0.1,
+    #: a memory gains this share of its best neighbour's fused score
+    "neighbor": 0.65,
+    #: score multiplier 1 + this for a memory dated inside the window the question names
+    "window": 1.0,
+    #: a fact's lexical and vector scores count at this share towards its memory
+    "fact": 0.5,
+    #: score multiplier 1 + this for a turn ("Name: …") spoken by someone the question names
+    "speaker": 0.25,
+    #: a second full-text query with names from the best passages (two-hop questions)
+    "expansion": 0.5,
+}
+_EXPANSION_DOCS = 3
+_EXPANSION_TERMS = 8
+_SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}):\s")
 #: question words that point at a relation ("where does X live" -> lives_in)
 _RELATION_CUES = {
     "works_at": {"work", "job", "employ", "employer", "company"},
@@ -49,11 +73,12 @@ _RELATION_CUES = {
     "founded": {"found", "founder", "start"},
 }
 #: score multiplier for a fact whose relation the question asks about
-_RELATION_BOOST = 1.3
-_MAX_PROVENANCE = 10
+_RELATION_BOOST = 1.5
 #: score multiplier for a hit about an entity the question names
-_NAMED_BOOST = 1.2
+_NAMED_BOOST = 1.5
+_MAX_PROVENANCE = 10
 _MAX_EMBED_CHARS = 8000
+_MAX_MEMORY_TEXT = 2000
 #: recall score multiplier for a fact that is not valid at the asked time (history)
 _HISTORY = 0.35
 _TEMPORAL_HINTS = re.compile(
@@ -63,19 +88,31 @@ _TEMPORAL_HINTS = re.compile(
     re.IGNORECASE,
 )
 
-_LANES: dict[str, tuple[tuple[str, ...], tuple[str, ...], bool]] = {
-    # search type: (lexical kinds, vector kinds, graph lane)
-    "hybrid": (("fact", "entity", "chunk"), ("fact", "entity", "chunk"), True),
-    "chunks": (("chunk",), ("chunk",), False),
-    "chunks_lexical": (("chunk",), (), False),
-    "facts": (("fact",), ("fact",), False),
-    "entities": (("entity",), ("entity",), False),
-    "graph": (("entity",), ("entity",), True),
-    "temporal": (("fact", "chunk"), ("fact", "chunk"), True),
+
+@dataclass(frozen=True)
+class _Spec:
+    lexical: tuple[str, ...]
+    vector: tuple[str, ...]
+    graph: bool
+    by_memory: bool
+    #: the full memory ranking: neighbouring turns and a second, expanded full-text query
+    neighbors: bool = False
+
+
+_LANES: dict[str, _Spec] = {
+    "hybrid": _Spec(("chunk", "fact", "entity"), ("chunk", "fact", "entity"), True, True, True),
+    "chunks": _Spec(("chunk",), ("chunk",), False, True, True),
+    "chunks_lexical": _Spec(("chunk",), (), False, True),
+    "temporal": _Spec(("chunk", "fact", "entity"), ("chunk", "fact", "entity"), True, True, True),
+    "facts": _Spec(("fact",), ("fact",), False, False),
+    "entities": _Spec(("entity",), ("entity",), False, False),
+    "graph": _Spec(("entity",), ("entity",), True, False),
 }
 #: answer modes retrieve like these, then make one model call
 ANSWER_MODES = {"graph_completion": "hybrid", "rag_completion": "chunks"}
 SEARCH_TYPES = tuple(_LANES) + tuple(ANSWER_MODES) + ("auto",)
+#: lane names a Query may restrict itself to (evaluation of one lane at a time)
+LANES = ("lexical", "vector", "graph", "neighbor", "window", "speaker", "expansion")
 
 
 @dataclass
@@ -88,24 +125,19 @@ class Query:
     as_of: dt.datetime | None = None
     known_at: dt.datetime | None = None
     explain: bool = False
+    #: attach this many neighbouring turns on each side to every hit
+    neighbors: int = 0
+    #: use only these lanes (None: every lane of the search type); for evaluation
+    lanes: frozenset[str] | None = None
 
-
-def terms_of(text: str) -> list[str]:
-    words = [w for w in _WORD.findall(text[: _MAX_EMBED_CHARS * 4].casefold()) if w not in _STOP]
-    return list(dict.fromkeys(words))[:_MAX_TERMS]
-
-
-def _stem(word: str) -> str:
-    for suffix in ("ing", "ed", "es", "s", "e"):
-        if len(word) > len(suffix) + 2 and word.endswith(suffix):
-            return word[: -len(suffix)]
-    return word
+    def uses(self, lane: str) -> bool:
+        return self.lanes is None or lane in self.lanes
 
 
 def asked_relations(terms: list[str]) -> set[str]:
     """Relations a question is about: their own words, or the cue words above."""
-    stems = {_stem(t) for t in terms}
-    out = {rel for rel, cues in _RELATION_CUES.items() if stems & {_stem(c) for c in cues}}
+    stems = {light_stem(t) for t in terms}
+    out = {rel for rel, cues in _RELATION_CUES.items() if stems & {light_stem(c) for c in cues}}
     return out | {"__stems__:" + s for s in stems}
 
 
@@ -116,71 +148,104 @@ def route(text: str) -> str:
     return "hybrid"
 
 
+def _relation_matches(relation: str, asked: set[str]) -> bool:
+    if relation in asked:
+        return True
+    return any("__stems__:" + light_stem(w) in asked for w in relation.split("_") if len(w) > 2)
+
+
+# -- lanes --------------------------------------------------------------------------------------
+
 @dataclass
-class _Candidate:
-    kind: str
-    id: str
-    score: float = 0.0
-    lanes: set[str] = field(default_factory=set)
-    why: list[str] = field(default_factory=list)
+class _Lanes:
+    """Every lane's candidates, normalised: (kind, id) -> lane -> score in [0, 1]."""
+
+    scores: dict[tuple[str, str], dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
+    why: dict[tuple[str, str], list[str]] = field(default_factory=lambda: defaultdict(list))
+
+    def add(self, lane: str, items: list[Scored], scale: float = 1.0) -> None:
+        for rank, (item, score) in enumerate(zip(items, _normalise(lane, items))):
+            key = (item.kind, item.id)
+            self.scores[key][lane] = max(scale * score, self.scores[key].get(lane, 0.0))
+            self.why[key].append(f"{lane}#{rank + 1}")
+
+    def fused(self, key: tuple[str, str]) -> float:
+        return sum(LANE_WEIGHTS[lane] * s for lane, s in self.scores[key].items())
+
+    def ids(self, kind: str) -> list[str]:
+        return [i for k, i in self.scores if k == kind]
 
 
-def _fuse(ranked_lists: Iterable[tuple[str, list[Scored]]]) -> dict[tuple[str, str], _Candidate]:
-    pool: dict[tuple[str, str], _Candidate] = {}
-    for lane, items in ranked_lists:
-        for rank, item in enumerate(items):
-            cand = pool.setdefault((item.kind, item.id), _Candidate(item.kind, item.id))
-            cand.score += _LANE_WEIGHT[lane] * _KIND_WEIGHT[item.kind] / (_RRF_K + rank + 1)
-            cand.lanes.add(lane)
-            cand.why.append(f"{lane}#{rank + 1}")
-    return pool
+def _normalise(lane: str, items: list[Scored]) -> list[float]:
+    if not items:
+        return []
+    if lane == "graph":
+        return [1.0 / (1.0 + i) ** 0.5 for i in range(len(items))]
+    scores = [s.score for s in items]
+    hi, lo = max(scores), min(scores)
+    if lane == "lexical":
+        return [s / hi if hi > 0 else 0.0 for s in scores]
+    # A vector lane whose scores are all equal, or never positive, told nothing apart.
+    return [(s - lo) / (hi - lo) if hi > lo and hi > 0 else 0.0 for s in scores]
 
 
-def search(
-    store: Store,
-    embedder: Embedder,
-    settings: Settings,
-    q: Query,
-    now: dt.datetime,
-    usage: Usage | None = None,
-) -> tuple[list[Hit], list[Memory]]:
-    if not isinstance(q.text, str) or not q.text.strip():
-        raise ValidationError("query is empty")
-    if q.top_k < 1 or q.top_k > 1000:
-        raise ValidationError("top_k must be between 1 and 1000")
-    if q.depth < 0 or q.depth > 5:
-        raise ValidationError("depth must be between 0 and 5")
-    lexical_kinds, vector_kinds, use_graph = _LANES[q.search_type]
+def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usage | None,
+             named: set[str], name_words: set[str], asked: set[str]) -> _Lanes:
     limit = max(q.top_k * 3, 30)
     terms = terms_of(q.text)
-    lanes: list[tuple[str, list[Scored]]] = []
-    for kind in lexical_kinds:
-        lanes.append(("lexical", store.lexical(q.dataset, kind, terms, limit)))
-    if vector_kinds:
-        vec = embedder.embed([q.text[:_MAX_EMBED_CHARS]], usage)[0]
+    lanes = _Lanes()
+    seeds: list[str] = []
+    if q.uses("lexical"):
+        for kind in spec.lexical:
+            items = store.lexical(q.dataset, kind, terms, limit if kind != "entity" or not spec.by_memory else 5)
+            if kind == "entity" and spec.by_memory:
+                seeds += [s.id for s in items]  # entities are pointers: they seed the graph lane
+            else:
+                lanes.add("lexical", items)
+            if kind == "chunk" and spec.neighbors and LANE_WEIGHTS["expansion"] and q.uses("expansion"):
+                lanes.add("expansion", _expansion(store, q, terms, items, limit))
+    # An embedder says what its lane is worth beside the full-text lane (the hashing embedder's
+    # bag of words repeats it: 0, so its lane is skipped unless asked for alone).
+    scale = embedder.recall_weight if q.lanes is None or q.lanes - {"vector"} else 1.0
+    if spec.vector and q.uses("vector") and scale > 0:
+        vec = embedder.embed_query([q.text[:_MAX_EMBED_CHARS]], usage)[0]
         # One vector lane over every kind, ranked by similarity: the scores of one embedder are
         # comparable, so a kind with few records cannot put a weak match at rank 1.
-        found = [hit for kind in vector_kinds for hit in store.vector(q.dataset, kind, vec, limit)]
-        lanes.append(("vector", sorted(found, key=lambda h: -h.score)[: limit * 2]))
-    named, name_words = _named_entities(store, q)
-    asked = asked_relations(terms)
-    if use_graph and q.depth > 0:
-        lanes.append(("graph", _graph_lane(store, q, terms, lanes, limit, named, name_words, asked)))
-    pool = _fuse(lanes)
-    if q.search_type in ("graph",):
-        pool = {k: c for k, c in pool.items() if c.kind == "fact"}
-    # Only the best fused candidates are loaded: the multipliers reorder within a few ranks,
-    # and loading hundreds of records per query would dominate the latency.
-    keep = sorted(pool.items(), key=lambda kv: -kv[1].score)[: max(q.top_k * 4, 40)]
-    pool = dict(keep)
-    return _materialize(store, settings, q, pool, now, asked, named)
+        found = [hit for kind in spec.vector for hit in store.vector(q.dataset, kind, vec, limit)]
+        found.sort(key=lambda h: -h.score)
+        if spec.by_memory:
+            seeds += [s.id for s in found if s.kind == "entity"][:5]
+            found = [s for s in found if s.kind != "entity"]
+        lanes.add("vector", found[: limit * 2], scale)
+    if spec.graph and q.depth > 0 and q.uses("graph"):
+        if not spec.by_memory:
+            seeds += [i for (k, i) in lanes.scores if k == "entity"]
+        lanes.add("graph", _graph_lane(store, q, terms, seeds, limit, named, name_words, asked))
+    return lanes
+
+
+_NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]+")
+
+
+def _expansion(store: Store, q: Query, terms: list[str], top: list[Scored], limit: int) -> list[Scored]:
+    """A second full-text query with the names the best passages mention and the question does
+    not (pseudo-relevance feedback): the bridge to the second passage of a two-hop question."""
+    asked = set(terms)
+    counts: dict[str, int] = defaultdict(int)
+    for chunk in store.get_chunks([s.id for s in top[:_EXPANSION_DOCS]]):
+        for name in dict.fromkeys(_NAME.findall(chunk.text)):
+            word = name.casefold()
+            if word not in asked and word not in STOP_WORDS and len(word) > 2:
+                counts[word] += 1
+    extra = sorted(counts, key=lambda w: -counts[w])[:_EXPANSION_TERMS]
+    return store.lexical(q.dataset, "chunk", extra, limit) if extra else []
 
 
 def _named_entities(store: Store, q: Query) -> tuple[set[str], set[str]]:
     """Entities the query names — word n-grams (up to 4) matched on normalized names — and the
     words those names cover. Where a longer name matches ("Alice Novak"), its parts ("Novak")
     do not count on their own."""
-    words = [normalize_name(w) for w in _WORD.findall(q.text[:2000])]
+    words = [normalize_name(w) for w in WORD.findall(q.text[:2000])]
     grams = [" ".join(words[i : i + n]) for n in range(4, 0, -1) for i in range(len(words) - n + 1)]
     found = store.find_entities(q.dataset, [g for g in grams if g])
     covered: set[str] = set()
@@ -195,15 +260,14 @@ def _named_entities(store: Store, q: Query) -> tuple[set[str], set[str]]:
 
 
 def _graph_lane(
-    store: Store, q: Query, terms: list[str], lanes: list[tuple[str, list[Scored]]], limit: int,
+    store: Store, q: Query, terms: list[str], seeds: list[str], limit: int,
     named: set[str], name_words: set[str], asked: set[str],
 ) -> list[Scored]:
     """Breadth-first from the entities the query names and those the other lanes found. A
     neighbour fact is kept when it links two named entities, or shares a word (other than the
     names) with the query, or has the relation the query asks about: a hub entity's hundreds of
     unrelated facts are not evidence."""
-    found = [s.id for _, items in lanes for s in items[:5] if s.kind == "entity"]
-    frontier = list(dict.fromkeys([*named, *found]))
+    frontier = list(dict.fromkeys([*named, *seeds]))
     seen_entities = set(frontier)
     content_terms = [t for t in terms if t not in name_words]
     scored: dict[str, tuple[int, int, int]] = {}
@@ -215,8 +279,8 @@ def _graph_lane(
         for row in store.neighbors(q.dataset, frontier, limit * 4):
             if row.id in scored:
                 continue
-            words_in = {_stem(w) for w in _WORD.findall(row.description.casefold())}
-            overlap = sum(1 for t in content_terms if _stem(t) in words_in)
+            words_in = {light_stem(w) for w in WORD.findall(row.description.casefold())}
+            overlap = sum(1 for t in content_terms if light_stem(t) in words_in)
             overlap += int(_relation_matches(row.relation, asked))
             both_named = int(row.source_id in named) + int(row.target_id in named)
             if overlap == 0 and both_named < 2:
@@ -232,39 +296,258 @@ def _graph_lane(
     return [Scored("fact", r.id, 1.0 / (1 + i)) for i, r in enumerate(ordered[:limit])]
 
 
-def _fact_state(fact: Fact, q: Query, now: dt.datetime) -> tuple[bool, bool]:
-    """(visible, current): whether kenning knew the fact at ``known_at`` and whether it was
-    valid at the asked instant. A closing learned after ``known_at`` was not yet believed."""
-    if q.known_at is not None and fact.created_at > q.known_at:
-        return False, False
-    invalid_at = fact.invalid_at
-    if q.known_at is not None and fact.expired_at is not None and fact.expired_at > q.known_at:
-        invalid_at = None  # the closing was learned after known_at
-    at = q.as_of or q.known_at or now
-    current = fact.valid_at <= at and (invalid_at is None or at < invalid_at)
-    return True, current
+# -- entry point --------------------------------------------------------------------------------
+
+def search(
+    store: Store,
+    embedder: Embedder,
+    settings: Settings,
+    q: Query,
+    now: dt.datetime,
+    usage: Usage | None = None,
+) -> tuple[list[Hit], list[Memory]]:
+    if not isinstance(q.text, str) or not q.text.strip():
+        raise ValidationError("query is empty")
+    if q.top_k < 1 or q.top_k > 1000:
+        raise ValidationError("top_k must be between 1 and 1000")
+    if q.depth < 0 or q.depth > 5:
+        raise ValidationError("depth must be between 0 and 5")
+    if q.neighbors < 0 or q.neighbors > 10:
+        raise ValidationError("neighbors must be between 0 and 10")
+    spec = _LANES[q.search_type]
+    named, name_words = _named_entities(store, q)
+    asked = asked_relations(terms_of(q.text))
+    lanes = _collect(store, embedder, q, spec, usage, named, name_words, asked)
+    ctx = _Context(store, settings, q, now, asked, named)
+    if spec.by_memory:
+        hits = _by_memory(ctx, lanes, spec)
+    else:
+        hits = _by_record(ctx, lanes)
+    if q.neighbors:
+        _attach_neighbors(ctx, hits)
+    used = list(dict.fromkeys(m for h in hits for m in h.memory_ids))
+    return hits, [ctx.memories[m] for m in used if m in ctx.memories]
 
 
-def _relation_matches(relation: str, asked: set[str]) -> bool:
-    if relation in asked:
-        return True
-    return any("__stems__:" + _stem(w) in asked for w in relation.split("_") if len(w) > 2)
+@dataclass
+class _Context:
+    store: Store
+    settings: Settings
+    q: Query
+    now: dt.datetime
+    asked: set[str]
+    named: set[str]
+    memories: dict[str, Memory] = field(default_factory=dict)
+
+    def load_memories(self, ids: Iterable[str]) -> None:
+        missing = [i for i in dict.fromkeys(ids) if i not in self.memories]
+        self.memories.update((m.id, m) for m in self.store.get_memories(missing))
+
+    def visible(self, ids: Iterable[str]) -> list[Memory]:
+        out = []
+        for memory_id in ids:
+            memory = self.memories.get(memory_id)
+            if memory is None or memory.status not in ("active", "superseded"):
+                continue
+            if self.q.known_at is not None and memory.created_at > self.q.known_at:
+                continue
+            grace = dt.timedelta(days=self.settings.supersession_grace_days)
+            if memory.status == "superseded" and memory.updated_at < self.now - grace:
+                continue
+            out.append(memory)
+        return out
+
+    def decay(self, memories: list[Memory]) -> float:
+        return max(decay_multiplier(m, self.settings, self.now) for m in memories)
+
+    def fact_state(self, fact: Fact) -> tuple[bool, bool]:
+        """(visible, current): whether kenning knew the fact at ``known_at`` and whether it was
+        valid at the asked instant. A closing learned after ``known_at`` was not yet believed."""
+        q = self.q
+        if q.known_at is not None and fact.created_at > q.known_at:
+            return False, False
+        invalid_at = _as_believed(fact, q.known_at).invalid_at
+        at = q.as_of or q.known_at or self.now
+        return True, fact.valid_at <= at and (invalid_at is None or at < invalid_at)
+
+    def fact_boost(self, fact: Fact) -> float:
+        if not _relation_matches(fact.relation, self.asked):
+            return 1.0
+        # "where does Alice live": the relation asked about, of the entity named
+        named = fact.source_id in self.named or fact.target_id in self.named
+        return _RELATION_BOOST * (_NAMED_BOOST if named else 1.0)
+
+
+def _as_believed(fact: Fact, known_at: dt.datetime | None) -> Fact:
+    """The fact as kenning believed it at ``known_at``: a closing learned later is not shown."""
+    if known_at is None or fact.expired_at is None or fact.expired_at <= known_at:
+        return fact
+    return fact.model_copy(update={"invalid_at": None, "expired_at": None, "superseded_by": None})
+
+
+# -- memory-level ranking -----------------------------------------------------------------------
+
+@dataclass
+class _Evidence:
+    """One memory as evidence: its best score per lane and the records that matched."""
+
+    memory_id: str
+    lanes: dict[str, float] = field(default_factory=dict)
+    chunks: list[tuple[float, ChunkRow]] = field(default_factory=list)
+    facts: list[tuple[float, Fact]] = field(default_factory=list)
+    why: list[str] = field(default_factory=list)
+    bonus: float = 0.0
+    multiplier: float = 1.0
+
+    @property
+    def fused(self) -> float:
+        return sum(LANE_WEIGHTS[lane] * s for lane, s in self.lanes.items())
+
+    @property
+    def score(self) -> float:
+        return (self.fused + self.bonus) * self.multiplier
+
+    def vote(self, lane_scores: dict[str, float], fused: float, record: ChunkRow | Fact,
+             why: list[str]) -> None:
+        is_fact = isinstance(record, Fact)
+        for lane, s in lane_scores.items():
+            if is_fact and lane != "graph":
+                s *= LANE_WEIGHTS["fact"]  # a fact's sentence mostly repeats its passage
+            self.lanes[lane] = max(s, self.lanes.get(lane, 0.0))
+        target = self.chunks if isinstance(record, ChunkRow) else self.facts
+        target.append((fused, record))  # type: ignore[arg-type]
+        self.why.extend(why)
+
+
+def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
+    q, store = ctx.q, ctx.store
+    chunks = store.get_chunks(lanes.ids("chunk"))
+    facts = store.get_facts(lanes.ids("fact"))
+    pool: dict[str, _Evidence] = {}
+    for record, key in [*((c, ("chunk", c.id)) for c in chunks), *((f, ("fact", f.id)) for f in facts)]:
+        owners = [record.memory_id] if isinstance(record, ChunkRow) else record.memory_ids[:_MAX_PROVENANCE]
+        for memory_id in owners:
+            ev = pool.setdefault(memory_id, _Evidence(memory_id))
+            ev.vote(lanes.scores[key], lanes.fused(key), record, lanes.why[key])
+    if spec.neighbors and q.uses("neighbor"):
+        _neighbor_bonus(store, pool, q.top_k)
+    ranked = sorted(pool.values(), key=lambda e: -e.score)[: max(q.top_k * 2, 30)]
+    ctx.load_memories(e.memory_id for e in ranked)
+    ctx.load_memories(m for e in ranked for _, f in e.facts for m in f.memory_ids[:_MAX_PROVENANCE])
+    window = query_window(q.text, ctx.now) if q.uses("window") else None
+    hits = [h for e in ranked if (h := _evidence_hit(ctx, e, window)) is not None]
+    hits.sort(key=lambda h: (-h.score, h.id))
+    return _dedupe(hits)[: q.top_k]
+
+
+def _neighbor_bonus(store: Store, pool: dict[str, _Evidence], top_k: int) -> None:
+    """A memory gains a share of the fused score of its best neighbour in the same episode;
+    neighbours of the strongest memories join the pool on that share alone."""
+    strongest = sorted(pool.values(), key=lambda e: -e.fused)[: max(top_k * 2, 20)]
+    fused = {e.memory_id: e.fused for e in pool.values()}
+    best: dict[str, float] = defaultdict(float)
+    for of_id, neighbor_id, _ in store.memory_neighbors([e.memory_id for e in strongest], 1):
+        best[neighbor_id] = max(best[neighbor_id], fused[of_id])
+    # memories in the pool also gain from neighbours outside the strongest set
+    for of_id, neighbor_id, _ in store.memory_neighbors([m for m in pool if m not in best], 1):
+        if neighbor_id in fused:
+            best[of_id] = max(best[of_id], fused[neighbor_id])
+    for memory_id, score in best.items():
+        ev = pool.setdefault(memory_id, _Evidence(memory_id))
+        ev.bonus = LANE_WEIGHTS["neighbor"] * score
+        ev.why.append(f"neighbor+{ev.bonus:.3f}")
+
+
+def _evidence_hit(ctx: _Context, ev: _Evidence, window: Window | None) -> Hit | None:
+    mems = ctx.visible([ev.memory_id])
+    if not mems:
+        return None
+    memory = mems[0]
+    ev.multiplier = ctx.decay(mems)
+    if window is not None and window.contains(memory.valid_at):
+        ev.multiplier *= 1.0 + LANE_WEIGHTS["window"]
+        ev.why.append(f"window x{1 + LANE_WEIGHTS['window']:g}")
+    speaker = _SPEAKER.match(memory.content)
+    if speaker and LANE_WEIGHTS["speaker"] and ctx.q.uses("speaker") and _names_in(speaker.group(1), ctx.q.text):
+        ev.multiplier *= 1.0 + LANE_WEIGHTS["speaker"]
+        ev.why.append(f"speaker x{1 + LANE_WEIGHTS['speaker']:g}")
+    lanes = sorted(ev.lanes) + (["neighbor"] if ev.bonus else [])
+    explanation = ", ".join(ev.why) if ctx.q.explain else None
+    fact = _best_fact(ctx, ev)
+    chunk = max(ev.chunks, key=lambda c: c[0])[1] if ev.chunks else None
+    if fact is not None:
+        hit = _fact_hit(ctx, fact, ev.score, lanes, explanation, first=ev.memory_id)
+        if hit is not None:
+            hit.support = [c.id for _, c in ev.chunks] + [f.id for _, f in ev.facts if f.id != fact.id]
+            return hit
+    support = [f.id for _, f in ev.facts]
+    if chunk is not None:
+        return Hit(kind="chunk", id=chunk.id, text=chunk.text, lanes=lanes, score=ev.score,
+                   memory_ids=[memory.id], current=memory.status != "superseded",
+                   valid_at=memory.valid_at, created_at=memory.created_at, explanation=explanation,
+                   support=support + [c.id for _, c in ev.chunks if c.id != chunk.id])
+    return Hit(kind="memory", id=memory.id, text=memory.content[:_MAX_MEMORY_TEXT], lanes=lanes,
+               score=ev.score, memory_ids=[memory.id], current=memory.status != "superseded",
+               valid_at=memory.valid_at, created_at=memory.created_at, explanation=explanation,
+               support=support)
+
+
+def _names_in(name: str, text: str) -> bool:
+    """Whether ``text`` names the speaker (any part of the name, as a word)."""
+    return any(re.search(rf"\b{re.escape(part)}\b", text) for part in name.split() if len(part) > 1)
+
+
+def _best_fact(ctx: _Context, ev: _Evidence) -> Fact | None:
+    """The fact to show for this memory, when a fact is its best form: the question asks for
+    its relation, or no passage of the memory matched, or the passage only repeats the fact."""
+    if not ev.facts:
+        return None
+    score, fact = max(ev.facts, key=lambda f: f[0] * ctx.fact_boost(f[1]))
+    if _relation_matches(fact.relation, ctx.asked) or not ev.chunks:
+        return fact
+    chunk_texts = {c.text.strip().casefold() for _, c in ev.chunks}
+    return fact if fact.description.strip().casefold() in chunk_texts else None
+
+
+def _fact_hit(ctx: _Context, fact: Fact, score: float, lanes: list[str], explanation: str | None,
+              first: str | None = None) -> Hit | None:
+    """A fact as a hit: scored as believed at ``known_at`` and valid at ``as_of``; ``first``
+    is the memory it stands for (the others that state it follow); without one, the score is
+    decayed by the fact's own memories."""
+    visible, current = ctx.fact_state(fact)
+    if not visible:
+        return None
+    mems = ctx.visible(fact.memory_ids[:_MAX_PROVENANCE])
+    if not mems:
+        return None
+    if first is None:
+        score *= ctx.decay(mems)
+    weight = fact.weight * (1.0 if current else _HISTORY) * ctx.fact_boost(fact)
+    shown = _as_believed(fact, ctx.q.known_at)
+    memory_ids = list(dict.fromkeys([*([first] if first else []), *(m.id for m in mems)]))
+    return Hit(
+        kind="fact", id=fact.id, text=fact.description, lanes=lanes, score=score * weight,
+        memory_ids=memory_ids, current=current, source=fact.source, relation=fact.relation,
+        target=fact.target, valid_at=shown.valid_at, invalid_at=shown.invalid_at,
+        created_at=fact.created_at, expired_at=shown.expired_at, superseded_by=shown.superseded_by,
+        explanation=explanation,
+    )
 
 
 def _dedupe(hits: list[Hit]) -> list[Hit]:
-    """One hit per text: a sentence that states several facts is shown once, with the
-    provenance of all; a chunk that only repeats a fact's sentence gives way to the fact,
+    """One hit per record and per text: a fact stated by several memories is shown once with
+    the provenance of all; a passage that only repeats a fact's sentence gives way to the fact,
     which carries the timeline."""
     fact_texts = {h.text.strip().casefold() for h in hits if h.kind == "fact"}
     seen: dict[tuple[str, str], Hit] = {}
     out = []
     for hit in hits:
         text = hit.text.strip().casefold()
-        if hit.kind == "chunk" and text in fact_texts:
+        if hit.kind != "fact" and text in fact_texts:
             continue
-        first = seen.get((hit.kind, text))
+        first = seen.get((hit.kind, hit.id)) or seen.get((hit.kind, text))
         if first is None:
-            seen[(hit.kind, text)] = hit
+            seen[(hit.kind, hit.id)] = seen[(hit.kind, text)] = hit
             out.append(hit)
         else:
             first.memory_ids = list(dict.fromkeys([*first.memory_ids, *hit.memory_ids]))
@@ -272,106 +555,61 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
     return out
 
 
-def _materialize(
-    store: Store, settings: Settings, q: Query, pool: dict, now: dt.datetime, asked: set[str],
-    named: set[str],
-) -> tuple[list[Hit], list[Memory]]:
-    by_kind: dict[str, list[str]] = defaultdict(list)
-    for kind, item_id in pool:
-        by_kind[kind].append(item_id)
-    facts = {f.id: f for f in store.get_facts(by_kind["fact"])}
-    entities = {e.id: e for e in store.get_entities(by_kind["entity"])}
-    chunks = {c.id: c for c in store.get_chunks(by_kind["chunk"])}
-    # A hit names at most _MAX_PROVENANCE memories: an entity mentioned by thousands of
-    # memories would otherwise make every query load them all. An entity names first the
-    # memories the other candidates come from: those are the ones this query is about.
-    relevant = {c.memory_id for c in chunks.values()} | {m for f in facts.values() for m in f.memory_ids}
+# -- record-level ranking (facts, entities, graph) ----------------------------------------------
+
+def _by_record(ctx: _Context, lanes: _Lanes) -> list[Hit]:
+    q = ctx.q
+    keys = sorted(lanes.scores, key=lambda k: -lanes.fused(k))
+    if q.search_type == "graph":
+        keys = [k for k in keys if k[0] == "fact"]
+    keys = keys[: max(q.top_k * 4, 40)]
+    facts = {f.id: f for f in ctx.store.get_facts([i for k, i in keys if k == "fact"])}
+    entities = {e.id: e for e in ctx.store.get_entities([i for k, i in keys if k == "entity"])}
+    relevant = {m for f in facts.values() for m in f.memory_ids}
     for entity in entities.values():
+        # An entity named by thousands of memories names first those the other hits come from.
         entity.memory_ids = [m for m in entity.memory_ids if m in relevant] or entity.memory_ids[:1]
-    for record in (*facts.values(), *entities.values()):
-        record.memory_ids = record.memory_ids[:_MAX_PROVENANCE]
-    memory_ids = {c.memory_id for c in chunks.values()}
-    memory_ids |= {m for f in facts.values() for m in f.memory_ids}
-    memory_ids |= {m for e in entities.values() for m in e.memory_ids}
-    memories = {m.id: m for m in store.get_memories(sorted(memory_ids))}
-
-    hits: list[Hit] = []
-    for (kind, item_id), cand in pool.items():
-        hit = _hit(kind, item_id, cand, facts, entities, chunks, memories, q, now, settings)
-        if hit is None:
-            continue
-        if hit.kind == "fact":
-            fact = facts[item_id]
-            if _relation_matches(fact.relation, asked):
-                # "where does Alice live": the relation asked about, of the entity named
-                hit.score *= _RELATION_BOOST
-                if fact.source_id in named or fact.target_id in named:
-                    hit.score *= _NAMED_BOOST
-        hits.append(hit)
-    order = {"fact": 0, "entity": 1, "chunk": 2}
-    hits.sort(key=lambda h: (-h.score, order[h.kind], h.id))
-    hits = _dedupe(hits)[: q.top_k]
-    used = list(dict.fromkeys(m for h in hits for m in h.memory_ids))
-    return hits, [memories[m] for m in used if m in memories]
+    ctx.load_memories(m for r in (*facts.values(), *entities.values()) for m in r.memory_ids[:_MAX_PROVENANCE])
+    hits = []
+    for kind, item_id in keys:
+        lane_names = sorted(lanes.scores[(kind, item_id)])
+        explanation = ", ".join(lanes.why[(kind, item_id)]) if q.explain else None
+        score = lanes.fused((kind, item_id))
+        if kind == "fact" and item_id in facts:
+            hit = _fact_hit(ctx, facts[item_id], score, lane_names, explanation)
+        elif kind == "entity" and item_id in entities:
+            hit = _entity_hit(ctx, entities[item_id], score, lane_names, explanation)
+        else:
+            hit = None
+        if hit is not None:
+            hits.append(hit)
+    hits.sort(key=lambda h: (-h.score, h.id))
+    return _dedupe(hits)[: q.top_k]
 
 
-def _visible_memories(ids: list[str], memories: dict[str, Memory], q: Query, settings: Settings,
-                      now: dt.datetime) -> list[Memory]:
-    out = []
-    for memory_id in ids:
-        memory = memories.get(memory_id)
-        if memory is None:
-            continue
-        if q.known_at is not None and memory.created_at > q.known_at:
-            continue
-        if memory.status == "superseded" and memory.updated_at < now - dt.timedelta(
-            days=settings.supersession_grace_days
-        ):
-            continue
-        out.append(memory)
-    return out
-
-
-def _hit(kind, item_id, cand, facts, entities, chunks, memories, q, now, settings) -> Hit | None:  # noqa: ANN001, PLR0913
-    explanation = ", ".join(cand.why) if q.explain else None
-    if kind == "fact":
-        fact = facts.get(item_id)
-        if fact is None:
-            return None
-        visible, current = _fact_state(fact, q, now)
-        mems = _visible_memories(fact.memory_ids, memories, q, settings, now)
-        if not visible or not mems:
-            return None
-        weight = fact.weight * (1.0 if current else _HISTORY)
-        return Hit(
-            kind="fact", id=fact.id, text=fact.description, lanes=sorted(cand.lanes),
-            score=cand.score * weight * _decay(mems, settings, now), memory_ids=[m.id for m in mems],
-            current=current, source=fact.source, relation=fact.relation, target=fact.target,
-            valid_at=fact.valid_at, invalid_at=fact.invalid_at, created_at=fact.created_at,
-            expired_at=fact.expired_at, superseded_by=fact.superseded_by, explanation=explanation,
-        )
-    if kind == "entity":
-        entity = entities.get(item_id)
-        if entity is None or (q.known_at is not None and entity.created_at > q.known_at):
-            return None
-        mems = _visible_memories(entity.memory_ids, memories, q, settings, now)
-        if not mems:
-            return None
-        text = entity.name + (f": {entity.description}" if entity.description else "")
-        return Hit(kind="entity", id=entity.id, text=text, lanes=sorted(cand.lanes),
-                   score=cand.score * _decay(mems, settings, now), memory_ids=[m.id for m in mems],
-                   created_at=entity.created_at, explanation=explanation)
-    chunk = chunks.get(item_id)
-    if chunk is None:
+def _entity_hit(ctx: _Context, entity: Entity, score: float, lanes: list[str], explanation: str | None) -> Hit | None:
+    if ctx.q.known_at is not None and entity.created_at > ctx.q.known_at:
         return None
-    mems = _visible_memories([chunk.memory_id], memories, q, settings, now)
+    mems = ctx.visible(entity.memory_ids[:_MAX_PROVENANCE])
     if not mems:
         return None
-    return Hit(kind="chunk", id=chunk.id, text=chunk.text, lanes=sorted(cand.lanes),
-               score=cand.score * _decay(mems, settings, now), memory_ids=[chunk.memory_id],
-               current=mems[0].status != "superseded", created_at=mems[0].created_at,
-               explanation=explanation)
+    text = entity.name + (f": {entity.description}" if entity.description else "")
+    return Hit(kind="entity", id=entity.id, text=text, lanes=lanes, score=score * ctx.decay(mems),
+               memory_ids=[m.id for m in mems], created_at=entity.created_at, explanation=explanation)
 
 
-def _decay(memories: list[Memory], settings: Settings, now: dt.datetime) -> float:
-    return max(decay_multiplier(m, settings, now) for m in memories)
+# -- neighbouring turns -------------------------------------------------------------------------
+
+def _attach_neighbors(ctx: _Context, hits: list[Hit]) -> None:
+    """Each hit gets the turns around its first memory in the same episode, as they read."""
+    firsts = {h.memory_ids[0] for h in hits if h.memory_ids}
+    pairs = ctx.store.memory_neighbors(sorted(firsts), ctx.q.neighbors)
+    ctx.load_memories(n for _, n, _ in pairs)
+    around: dict[str, list[Neighbor]] = defaultdict(list)
+    for of_id, neighbor_id, offset in pairs:
+        for memory in ctx.visible([neighbor_id]):
+            around[of_id].append(Neighbor(memory_id=memory.id, offset=offset,
+                                          text=memory.content[:_MAX_MEMORY_TEXT], valid_at=memory.valid_at))
+    for hit in hits:
+        if hit.memory_ids:
+            hit.neighbors = sorted(around.get(hit.memory_ids[0], []), key=lambda n: n.offset)

@@ -24,6 +24,7 @@ from ..errors import (
     PermissionDeniedError,
 )
 from ..store.auth import PERMISSIONS, AuthStore, hash_key
+from .limits import Limiter
 
 __all__ = ["LOCAL", "Access", "Principal", "auth_store"]
 
@@ -64,21 +65,27 @@ class Access:
     was on (no owner record) is treated as existing and left to admins.
     """
 
-    def __init__(self, store: AuthStore | None, existing: Callable[[], Sequence[str]]) -> None:
+    def __init__(self, store: AuthStore | None, existing: Callable[[], Sequence[str]],
+                 failures: Limiter | None = None) -> None:
         self.store = store
         self._existing = existing
+        self.failures = failures or Limiter(0, "failed API keys")
 
     @property
     def enabled(self) -> bool:
         return self.store is not None
 
-    def authenticate(self, key: str | None) -> Principal:
+    def authenticate(self, key: str | None, client: str = "") -> Principal:
+        """The key's user. A client (address) that sent too many wrong keys is refused with
+        RateLimitedError, whatever key it sends, until its allowance refills."""
         if self.store is None:
             return LOCAL
         if not key:
             raise AuthenticationError("missing API key: send 'Authorization: Bearer kn_…'")
+        self.failures.check(client)
         user = self.store.key_owner(hash_key(key))
         if user is None:
+            self.failures.spend(client, strict=False)
             raise AuthenticationError("invalid or revoked API key")
         return Principal(name=user.name, user_id=user.id, admin=user.admin)
 

@@ -7,17 +7,20 @@ loop never waits on the store or a model.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
-from fastapi import Depends, FastAPI
+from fastapi import Depends, FastAPI, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from .. import __version__
 from . import errors
-from .access import Access, Principal, auth_store
+from .access import Principal
+from .explore import build_graph_router, mount_ui
+from .guard import RequestGuard
 from .routes import build_router
 from .schemas import Health
-from .service import Service
+from .service import build_service
 
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
 
@@ -77,19 +80,24 @@ class BodyLimit:
         await send({"type": "http.response.body", "body": body})
 
 
-def create_app(kn: Any, *, auth: bool = True, max_body: int | None = None) -> FastAPI:
+def create_app(kn: Any, *, auth: bool = True, max_body: int | None = None, bind: str = "127.0.0.1",
+               allowed_hosts: Sequence[str] = ()) -> FastAPI:
     """The API over ``kn`` (a ``Kenning``). ``auth=False`` is the local single-user mode: every
-    request acts as an admin, so serve it on loopback only (``kenning serve`` enforces that)."""
-    access = Access(auth_store(kn) if auth else None, kn.datasets)
-    service = Service(kn, access)
+    request acts as an admin, so serve it on loopback only (``kenning serve`` enforces that).
+    ``bind`` (the address served on) and ``allowed_hosts`` decide which ``Host`` headers are
+    answered; cross-origin writes are refused (see ``kenning.server.guard``)."""
+    service = build_service(kn, auth=auth)
+    access = service.access
     bearer = HTTPBearer(auto_error=False, description="An API key: Authorization: Bearer kn_…")
     header = APIKeyHeader(name="X-API-Key", auto_error=False, description="An API key, alternatively.")
 
     def caller(
+        request: Request,
         creds: HTTPAuthorizationCredentials | None = Depends(bearer),  # noqa: B008
         key: str | None = Depends(header),  # noqa: B008
     ) -> Principal:
-        return access.authenticate(creds.credentials if creds else key)
+        client = request.client.host if request.client else ""
+        return access.authenticate(creds.credentials if creds else key, client)
 
     app = FastAPI(
         title="kenning",
@@ -100,7 +108,10 @@ def create_app(kn: Any, *, auth: bool = True, max_body: int | None = None) -> Fa
     app.state.service = service
     errors.install(app)
     app.include_router(build_router(service, caller))
+    app.include_router(build_graph_router(service, caller))
+    mount_ui(app)
     app.add_middleware(BodyLimit, limit=max_body or DEFAULT_MAX_BODY)
+    app.add_middleware(RequestGuard, bind=bind, names=tuple(allowed_hosts))  # outermost
 
     @app.get("/v1/health", tags=["meta"], summary="Liveness; needs no key.")
     def health() -> Health:

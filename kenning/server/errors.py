@@ -22,6 +22,7 @@ STATUS: dict[type[e.KenningError], int] = {
     e.PermissionDeniedError: 403,
     e.AuthenticationError: 401,
     e.ConflictError: 409,
+    e.RateLimitedError: 429,
     e.ModelNotConfiguredError: 400,  # the request needs a model this server does not have
     e.ModelError: 502,
     e.StoreError: 503,
@@ -71,6 +72,8 @@ def install(app: Any) -> None:
         if status >= 500:
             log.warning("request failed", extra={"code": exc.code, "status": status})
         headers = {"WWW-Authenticate": "Bearer"} if status == 401 else None
+        if status == 429:
+            headers = {"Retry-After": str(exc.details.get("retry_after", 60))}
         return respond(status, exc.code, exc.message, headers)
 
     @app.exception_handler(RequestValidationError)

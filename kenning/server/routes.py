@@ -48,7 +48,7 @@ from .service import Service
 __all__ = ["build_router"]
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    code: {"model": ErrorResponse} for code in (400, 401, 403, 404, 409, 413, 422, 502, 503)
+    code: {"model": ErrorResponse} for code in (400, 401, 403, 404, 409, 413, 421, 422, 429, 502, 503)
 }
 MemoryIdPath = Annotated[str, Path(min_length=1, max_length=200)]
 DatasetPath = Annotated[str, Path(pattern=DATASET_PATTERN)]

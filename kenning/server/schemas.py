@@ -45,6 +45,10 @@ SearchType = Annotated[str, Field(
     description="hybrid (default), chunks, chunks_lexical, facts, entities, graph, temporal, "
     "graph_completion, rag_completion or auto (a rule-based router picks).",
 )]
+Metadata = Annotated[dict[str, Any], Field(
+    description="A JSON object: string keys, at most 16 levels deep, 1,000 keys and 64 KiB as "
+    "JSON, finite numbers only (NaN / Infinity: 422).",
+)]
 MAX_ITEMS = 1000
 
 
@@ -81,7 +85,7 @@ class RememberRequest(_Body):
     kind: Annotated[str, Field(min_length=1, max_length=64)] = "knowledge"
     source: Annotated[str, Field(max_length=2000)] | None = None
     valid_at: Instant | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
 
 
 class RememberNow(RememberRequest):
@@ -108,6 +112,7 @@ class RecallRequest(_Body):
     known_at: Instant | None = None
     answer: bool = False
     explain: bool = False
+    neighbors: Annotated[int, Field(ge=0, le=10, description="Turns to attach on each side of every hit.")] = 0
 
 
 class MemoryPage(_Body):
@@ -127,7 +132,7 @@ class MemoryUpdate(_Body):
     context: str | None = None
     decisions: list[str] | None = None
     rationale: list[str] | None = None
-    metadata: dict[str, Any] | None = None
+    metadata: Metadata | None = None
     source: str | None = None
     kind: Annotated[str, Field(min_length=1, max_length=64)] | None = None
     valid_at: Instant | None = None

@@ -12,11 +12,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from ..errors import NotFoundError, PermissionDeniedError, ValidationError
+from .._identity import check_dataset, check_user_name
+from ..errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
 from ..models import (
     CognifyResult,
     ForgetResult,
     Memory,
+    MemoryInput,
     Provenance,
     PruneResult,
     RecallResult,
@@ -24,10 +26,11 @@ from ..models import (
     Stats,
     Timeline,
 )
-from .access import ALL, Access, Principal
+from .access import ALL, Access, Principal, auth_store
+from .limits import Limiter
 from .schemas import DatasetInfo, GrantInfo, MemoryPage
 
-__all__ = ["Service"]
+__all__ = ["Service", "build_service"]
 
 
 class _Locks:
@@ -50,10 +53,22 @@ class _Locks:
             yield
 
 
+def _chars(content: Any) -> int:
+    """What a write costs against the caller's allowance: its characters."""
+    if isinstance(content, str):
+        return len(content)
+    if isinstance(content, MemoryInput):
+        return len(content.model_dump_json())
+    if isinstance(content, (list, tuple)):
+        return sum(_chars(item) for item in content)
+    return len(str(content))
+
+
 class Service:
-    def __init__(self, kn: Any, access: Access) -> None:
+    def __init__(self, kn: Any, access: Access, writes: Limiter | None = None) -> None:
         self.kn = kn
         self.access = access
+        self.writes = writes or Limiter(0, "characters written")
         self.locks = _Locks()
 
     # -- helpers -----------------------------------------------------------------------------
@@ -71,11 +86,13 @@ class Service:
     # -- writes ------------------------------------------------------------------------------
     def remember(self, who: Principal, content: Any, *, dataset: str = "main", **kw: Any) -> RememberResult:
         self.access.require_write(who, dataset)
+        self.writes.spend(who.name, _chars(content))
         with self.locks.hold([dataset]):
             return self.kn.remember(content, dataset=dataset, **kw)
 
     def add(self, who: Principal, content: Any, *, dataset: str = "main", **kw: Any) -> list[str]:
         self.access.require_write(who, dataset)
+        self.writes.spend(who.name, _chars(content))
         with self.locks.hold([dataset]):
             return self.kn.add(content, dataset=dataset, **kw)
 
@@ -94,6 +111,7 @@ class Service:
 
     def update(self, who: Principal, memory_id: str, changes: dict[str, Any]) -> Memory:
         memory = self._memory(who, memory_id, "write")
+        self.writes.spend(who.name, _chars([str(v) for v in changes.values()]))
         with self.locks.hold([memory.dataset]):
             return self.kn.update(memory_id, **changes)
 
@@ -201,8 +219,7 @@ class Service:
         ]
 
     def create_dataset(self, who: Principal, name: str) -> DatasetInfo:
-        from ..errors import ConflictError
-
+        check_dataset(name)
         if self.access.exists(name):
             raise ConflictError(f"dataset name {name!r} is taken")
         if self.access.store is not None:
@@ -232,16 +249,62 @@ class Service:
                 for g in store.grants(name)]
 
     def grant(self, who: Principal, name: str, user: str, permissions: Sequence[str]) -> GrantInfo:
+        """Set ``user``'s permissions on ``name``. Owners and admins grant anything; a holder of
+        ``share`` grants at most the ``read`` / ``write`` they hold, and changes no grant that
+        carries ``delete`` or ``share``. A name nobody holds yet is answered as any other
+        (except to admins): it becomes a user without keys who holds the grant, so the answer
+        never tells whether a user exists."""
+        check_dataset(name)
         self.access.require(who, name, "share")
         store = self.access.store
         if store is None:
             raise ValidationError("grants need auth: this server runs with --no-auth")
-        target = store.find_user(user)
-        if target is None:
-            raise NotFoundError(f"no user {user!r}")
+        records = store.dataset_records([name])
+        if not records:
+            raise ConflictError(
+                f"dataset {name!r} was written before auth was on and has no owner record, so a "
+                f"grant would not apply: adopt it first with `kenning datasets adopt {name} "
+                "[--owner USER]`"
+            )
         perms = set(permissions) | {"read"} if permissions else set()
+        target = store.find_user(user)
+        if not who.admin and records[0].owner_id != who.user_id:
+            held = store.user_grants(target.id).get(name, frozenset()) if target else frozenset()
+            self._check_delegation(who, name, perms | set(held))
+        if target is None:
+            if who.admin:
+                raise NotFoundError(f"no user {user!r}")
+            check_user_name(user)
+            if not perms:  # revoking what nobody holds: nothing to record
+                return GrantInfo(dataset=name, user=user, permissions=[])
+            target = _user_named(store, user)
         grant = store.set_grant(name, target.id, sorted(perms))
         return GrantInfo(dataset=name, user=user, permissions=_ordered(grant.permissions))
+
+    def _check_delegation(self, who: Principal, name: str, perms: set[str]) -> None:
+        """A grantor who is neither owner nor admin passes on only what they hold, never
+        ``delete`` or ``share``."""
+        passable = self.access.permissions(who, name) & {"read", "write"}
+        if not perms <= passable:
+            extra = ", ".join(_ordered(perms - passable))
+            raise PermissionDeniedError(
+                f"you may grant only the read and write you hold on {name!r}, not {extra}; "
+                "only its owner or an admin grants or changes delete and share"
+            )
+
+    def adopt(self, who: Principal, name: str, owner: Principal | None) -> DatasetInfo:
+        """Record an owner (or none: admins only, grants apply) for a dataset written before
+        auth was on, so that grants on it take effect. Admins only."""
+        check_dataset(name)
+        store = self.access.store
+        if not who.admin or store is None:
+            raise PermissionDeniedError("only an admin adopts a dataset")
+        if name not in self.kn.datasets():
+            raise NotFoundError(f"no dataset {name!r} with memories to adopt")
+        if store.dataset_records([name]):
+            raise ConflictError(f"dataset {name!r} already has an owner record")
+        store.claim_dataset(name, owner.user_id if owner else None)
+        return DatasetInfo(name=name, owner=owner.name if owner else None, permissions=_ordered(ALL))
 
     def _require_owner(self, who: Principal, name: str) -> None:
         self.access.require(who, name, "read")
@@ -257,6 +320,22 @@ class Service:
             return {}
         users = {u.id: u.name for u in store.list_users()}
         return {r.name: users[r.owner_id] for r in store.dataset_records(names) if r.owner_id in users}
+
+
+def _user_named(store: Any, name: str) -> Any:
+    """The user called ``name``, created without keys if nobody holds the name yet."""
+    try:
+        return store.create_user(name)
+    except ConflictError:  # created meanwhile
+        return store.find_user(name)
+
+
+def build_service(kn: Any, *, auth: bool) -> Service:
+    """The checked verbs over ``kn`` with the rate limits of its settings (HTTP and MCP)."""
+    settings = kn.settings
+    access = Access(auth_store(kn) if auth else None, kn.datasets,
+                    Limiter(settings.auth_failures_per_minute, "failed API keys"))
+    return Service(kn, access, Limiter(settings.write_chars_per_minute, "characters written"))
 
 
 def _ordered(perms: frozenset[str] | set[str]) -> list[str]:

@@ -33,7 +33,12 @@ def open_store(url: str | None, *, pool_size: int = 4) -> Store:
     if url.startswith("sqlite://"):
         path = url[len("sqlite://"):]
         path = path[1:] if path.startswith("/") else path  # sqlite:///rel, sqlite:////abs
-        return SQLiteStore(path or ":memory:")
+        if not path:
+            raise ConfigurationError(
+                f"{url!r} names no database file: use sqlite:///path.db (or :memory: for a "
+                "store that is not kept)"
+            )
+        return SQLiteStore(path)
     if "://" in url:
         raise ConfigurationError(f"unknown store URL scheme in {url.split('://')[0]!r}://…")
     return SQLiteStore(str(Path(url).expanduser()) if url != ":memory:" else url)

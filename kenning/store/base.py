@@ -248,6 +248,11 @@ class Store(ABC):
         """Facts with any of ``entity_ids`` at either end (one hop)."""
 
     @abstractmethod
+    def memory_neighbors(self, memory_ids: Sequence[str], window: int) -> list[tuple[str, str, int]]:
+        """(memory id, neighbour id, offset) for the memories at most ``window`` positions away
+        in the same episode, for each of ``memory_ids``."""
+
+    @abstractmethod
     def record_access(
         self,
         memory_ids: Sequence[str],

@@ -58,7 +58,7 @@ _MEMORY_COLUMNS = (
     "id, dataset, kind, content, topic, context, decisions, rationale, metadata, source, "
     "content_hash, valid_at, status, error, retention, retention_until, pinned, pin_reason, "
     "access_count, last_accessed_at, supersedes, superseded_by, supersession_reason, "
-    "created_at, updated_at, processed_at, usage"
+    "created_at, updated_at, processed_at, usage, episode, position"
 )
 _FACT_COLUMNS = (
     "id, dataset, source_id, relation, target_id, description, valid_at, invalid_at, created_at,"
@@ -790,6 +790,19 @@ class PostgresStore(PostgresAuthMixin, Store):
                 {"d": dataset, "ids": list(entity_ids), "n": limit},
             ).fetchall()
         return [_fact_row(r) for r in rows]
+
+    def memory_neighbors(self, memory_ids: Sequence[str], window: int) -> list[tuple[str, str, int]]:
+        if not memory_ids or window < 1:
+            return []
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT m.id AS of_id, n.id AS id, n.position - m.position AS offset FROM memories m"
+                " JOIN memories n ON n.episode = m.episode"
+                " AND n.position BETWEEN m.position - %(w)s AND m.position + %(w)s AND n.id <> m.id"
+                " WHERE m.id = ANY(%(ids)s) AND m.episode IS NOT NULL",
+                {"w": window, "ids": list(memory_ids)},
+            ).fetchall()
+        return [(r["of_id"], r["id"], r["offset"]) for r in rows]
 
     def record_access(self, memory_ids, entity_ids, fact_ids, at) -> None:  # noqa: ANN001
         # One short statement per table, not one transaction: access counters are bookkeeping,

@@ -147,6 +147,11 @@ PG_MIGRATIONS: list[list[str]] = [
             PRIMARY KEY (entity_id, memory_id))""",
         "CREATE INDEX entity_memories_memory ON entity_memories (memory_id)",
     ],
+    [
+        "ALTER TABLE memories ADD COLUMN episode TEXT",
+        "ALTER TABLE memories ADD COLUMN position INTEGER",
+        "CREATE INDEX memories_episode ON memories (episode, position)",
+    ],
 ]
 
 

@@ -123,6 +123,13 @@ SQLITE_MIGRATIONS: list[list[str]] = [
             )
         ),
     ],
+    [
+        # Episodes: the memories of one remember/add call of several items, in order. Recall
+        # reads a hit's neighbours (position +-1) through this index.
+        "ALTER TABLE memories ADD COLUMN episode TEXT",
+        "ALTER TABLE memories ADD COLUMN position INTEGER",
+        "CREATE INDEX memories_episode ON memories (episode, position)",
+    ],
 ]
 
 

@@ -56,7 +56,7 @@ _MEMORY_COLUMNS = (
     "id, dataset, kind, content, topic, context, decisions, rationale, metadata, source, "
     "content_hash, valid_at, status, error, retention, retention_until, pinned, pin_reason, "
     "access_count, last_accessed_at, supersedes, superseded_by, supersession_reason, "
-    "created_at, updated_at, processed_at, usage"
+    "created_at, updated_at, processed_at, usage, episode, position"
 )
 
 
@@ -315,22 +315,26 @@ class SQLiteStore(SQLiteAuthMixin, Store):
     def __init__(self, path: str, *, timeout: float = 30.0) -> None:
         self.url = f"sqlite:///{path}"
         self.path = path
-        if path != ":memory:":
-            Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
         try:
+            if path != ":memory:":
+                Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
             self._db = sqlite3.connect(
                 path, timeout=timeout, isolation_level=None, check_same_thread=False
             )
-        except sqlite3.Error as exc:
+        except (OSError, sqlite3.Error) as exc:
             raise StoreError(f"cannot open SQLite database at {path}: {exc}") from exc
         self._db.row_factory = sqlite3.Row
         self._lock = threading.RLock()
-        self._db.execute("PRAGMA foreign_keys = ON")
-        self._db.execute("PRAGMA busy_timeout = %d" % int(timeout * 1000))
-        if path != ":memory:":
-            self._db.execute("PRAGMA journal_mode = WAL")
-            self._db.execute("PRAGMA synchronous = NORMAL")
-        self._migrate()
+        try:
+            self._db.execute("PRAGMA foreign_keys = ON")
+            self._db.execute("PRAGMA busy_timeout = %d" % int(timeout * 1000))
+            if path != ":memory:":
+                self._db.execute("PRAGMA journal_mode = WAL")
+                self._db.execute("PRAGMA synchronous = NORMAL")
+            self._migrate()
+        except sqlite3.DatabaseError as exc:  # not a database, corrupt, read-only, locked
+            self._db.close()
+            raise StoreError(f"cannot use SQLite database at {path}: {exc}") from exc
         self._dimension: int | None = None
         self._fingerprint: str | None = None
         self._anns: dict[tuple[str, str], AnnIndex] = {}
@@ -693,6 +697,18 @@ class SQLiteStore(SQLiteAuthMixin, Store):
                 [dataset, *entity_ids, *entity_ids, limit],
             ).fetchall()
         return [_fact_row(r) for r in rows]
+
+    def memory_neighbors(self, memory_ids: Sequence[str], window: int) -> list[tuple[str, str, int]]:
+        if not memory_ids or window < 1:
+            return []
+        sql = (
+            "SELECT m.id AS of_id, n.id AS id, n.position - m.position AS offset FROM memories m"
+            " JOIN memories n ON n.episode = m.episode AND n.position BETWEEN m.position - ? AND m.position + ?"
+            f" AND n.id <> m.id WHERE m.id IN ({_placeholders(len(memory_ids))}) AND m.episode IS NOT NULL"
+        )
+        with self._lock:
+            rows = self._db.execute(sql, [window, window, *memory_ids]).fetchall()
+        return [(r["of_id"], r["id"], r["offset"]) for r in rows]
 
     def record_access(self, memory_ids, entity_ids, fact_ids, at) -> None:  # noqa: ANN001
         """Counted in memory and written every ``_ACCESS_FLUSH_CALLS`` recalls, every

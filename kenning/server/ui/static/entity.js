@@ -1,0 +1,84 @@
+// An entity's page: its facts as a timeline over valid time, its aliases and its memories.
+
+import { api } from "./api.js";
+import { entityHref, fmt, graphHref, h, holds, instant, interval, memoryHref } from "./page.js";
+
+const DAY = 86_400_000;
+
+export async function entityView(id, p) {
+  const dataset = p.get("dataset") || "main";
+  const { entity, facts } = await api("timeline", { query: { entity: id, dataset } });
+  const asOf = instant("as_of");
+  const knownAt = instant("known_at");
+  const view = h("article", { class: "entity", "data-title": entity.name, "aria-labelledby": "entity-title" },
+    h("h1", { id: "entity-title" }, entity.name, " ", h("span", { class: "type" }, entity.type)),
+    entity.description ? h("p", { class: "description" }, entity.description) : null,
+    h("p", {}, h("a", { href: graphHref(entity.id) }, "Show the graph around it"), " · ",
+      h("span", { class: "mono" }, entity.id)),
+    h("h2", {}, "Aliases"),
+    entity.aliases.length ? h("ul", { class: "aliases" }, entity.aliases.map((a) => h("li", {}, a))) : h("p", {}, "None."),
+    h("h2", { id: "timeline-title" }, `Facts (${facts.length})`),
+    timeline(entity, facts, asOf, knownAt),
+    h("h2", {}, "Memories that state them"),
+    await memories(entity, facts));
+  return view;
+}
+
+function timeline(entity, facts, asOf, knownAt) {
+  if (!facts.length) return h("p", {}, "No facts.");
+  const now = Date.now();
+  const starts = facts.map((f) => Date.parse(f.valid_at));
+  const ends = facts.map((f) => (f.invalid_at ? Date.parse(f.invalid_at) : now));
+  const lo = Math.min(...starts, asOf ?? Infinity);
+  const hi = Math.max(...ends, now, asOf ?? -Infinity) + DAY;
+  const x = (t) => `${(((t - lo) / (hi - lo)) * 100).toFixed(2)}%`;
+  const byId = Object.fromEntries(facts.map((f) => [f.id, f]));
+  const note = asOf === null && knownAt === null ? null
+    : h("p", { class: "summary" }, `${facts.filter((f) => holds(f, asOf, knownAt)).length} of ${facts.length} facts hold`,
+      asOf === null ? "" : ` at ${fmt(asOf)}`, knownAt === null ? "" : ` as known at ${fmt(knownAt)}`, ".");
+  const axis = h("div", { class: "axis", "aria-hidden": "true" },
+    h("span", {}, fmt(lo)), h("span", {}, "now"),
+    asOf === null ? null : h("span", { class: "as-of-mark", style: `left:${x(asOf)}` }, `as of ${fmt(asOf)}`));
+  const rows = facts.map((f, i) => {
+    const open = !f.invalid_at;
+    const then = holds(f, asOf, knownAt);
+    const successor = f.superseded_by && byId[f.superseded_by];
+    return h("li", { id: `fact-${f.id}`, tabindex: "-1", "data-fact": f.id,
+      class: `fact ${open ? "open" : "closed"}${then ? "" : " not-then"}` },
+    h("div", { class: "fact-text" },
+      h("span", { class: "sentence" }, f.description || `${f.source} ${f.relation} ${f.target}`), " ",
+      h("span", { class: `badge ${open ? "open" : "closed"}` }, open ? "open" : "closed"),
+      then ? null : h("span", { class: "badge not-then" }, "not valid then")),
+    h("div", { class: "track" },
+      h("div", { class: "bar", style: `left:${x(starts[i])};width:max(4px, calc(${x(ends[i])} - ${x(starts[i])}))`,
+        title: interval(f.valid_at, f.invalid_at) })),
+    h("div", { class: "fact-meta" },
+      h("span", { class: "when" }, interval(f.valid_at, f.invalid_at)), " · ",
+      h("a", { href: entityHref(f.source_id === entity.id ? f.target_id : f.source_id) },
+        f.source_id === entity.id ? f.target : f.source),
+      f.expired_at ? ` · believed until ${fmt(f.expired_at)}` : "",
+      f.superseded_by ? [" · superseded by ", successor
+        ? h("button", { type: "button", class: "link", onclick: () => jump(f.superseded_by) },
+          successor.description || successor.target)
+        : h("span", { class: "mono" }, f.superseded_by)] : "",
+      " · from ", f.memory_ids.flatMap((m, k) => [k ? ", " : "", h("a", { href: memoryHref(m), class: "mono" }, m)])));
+  });
+  return h("div", { class: "timeline" }, note, axis, h("ol", { class: "facts", "aria-labelledby": "timeline-title" }, rows));
+}
+
+function jump(factId) {
+  const row = document.getElementById(`fact-${factId}`);
+  row.scrollIntoView({ block: "center" });
+  row.focus();
+}
+
+async function memories(entity, facts) {
+  const ids = [...new Set([...entity.memory_ids, ...facts.flatMap((f) => f.memory_ids)])];
+  if (!ids.length) return h("p", {}, "None.");
+  const shown = await Promise.all(ids.slice(0, 20).map((id) => api(`memories/${encodeURIComponent(id)}`).catch(() => null)));
+  return h("ul", { class: "memories" }, ids.slice(0, 20).map((id, i) => h("li", {},
+    h("a", { href: memoryHref(id), class: "mono" }, id), shown[i] ? ` ${fmt(shown[i].valid_at)} — ${clip(shown[i].content)}` : "")),
+  ids.length > 20 ? h("li", {}, `and ${ids.length - 20} more`) : null);
+}
+
+export const clip = (text, n = 160) => (text.length > n ? `${text.slice(0, n - 1)}…` : text);
