@@ -789,8 +789,8 @@ class SQLiteStore(SQLiteAuthMixin, Store):
 
     # -- vector index ------------------------------------------------------------------------
     def forget_vector_indexes(self) -> None:
-        """Drop the indexes held in memory (after a bulk write that bypassed nothing but should
-        be read afresh, or a new embedder); saved files are checked again on next use."""
+        """Drop the indexes held in memory and the embedder they were checked against (after a
+        new embedder is recorded, or a bulk copy); saved files are looked up again on next use."""
         with self._lock:
             self._anns.clear()
             self._fingerprint = None

@@ -28,7 +28,7 @@ from pathlib import Path
 import numpy as np
 from usearch.index import Index
 
-__all__ = ["EXACT_ROWS", "MIN_RECALL", "AnnIndex", "IndexFiles", "calibrate", "from_blob", "to_blob"]
+__all__ = ["EXACT_ROWS", "FORMAT", "MIN_RECALL", "AnnIndex", "IndexFiles", "build", "calibrate", "from_blob", "to_blob"]
 
 log = logging.getLogger(__name__)
 
