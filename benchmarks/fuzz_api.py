@@ -20,6 +20,8 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--max-examples", type=int, default=200, help="Examples per operation.")
     parser.add_argument("--workers", type=int, default=4)
+    parser.add_argument("--phases", default=None,
+                        help="schemathesis phases, e.g. fuzzing (default: all of them).")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         proc, base, key = start_server(str(Path(tmp) / "fuzz.db"))
@@ -29,6 +31,7 @@ def main() -> None:
                 "--header", f"Authorization: Bearer {key}",
                 "--checks", "not_a_server_error,status_code_conformance,content_type_conformance",
                 "--max-examples", str(args.max_examples), "--workers", str(args.workers),
+                *(["--phases", args.phases] if args.phases else []),
             ])
         finally:
             proc.terminate()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from .errors import ValidationError
@@ -19,6 +20,7 @@ __all__ = [
     "METADATA_BYTES",
     "METADATA_DEPTH",
     "METADATA_KEYS",
+    "check_choice",
     "check_flag",
     "check_int",
     "check_metadata",
@@ -46,6 +48,13 @@ def check_text(value: Any, name: str, *, empty: bool = False, optional: bool = F
         value.encode("utf-8")
     except UnicodeEncodeError as exc:
         raise ValidationError(f"{name} is not valid Unicode text: {exc.reason} at {exc.start}") from None
+    return value
+
+
+def check_choice(value: Any, name: str, choices: Sequence[str]) -> Any:
+    """One of ``choices`` (None passes: an unset filter)."""
+    if value is not None and value not in choices:
+        raise ValidationError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
     return value
 
 

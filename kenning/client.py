@@ -12,6 +12,7 @@ from typing import Any
 
 from ._time import utcnow
 from .engine import ContentInput, Engine
+from .errors import EmbedderMismatchError
 from .lifecycle.improve import ImproveResult
 from .models import (
     CognifyResult,
@@ -51,6 +52,7 @@ def _build_engine(
     if isinstance(embedder, str):  # a spec such as "openai:text-embedding-3-small" is a setting
         settings["embedder"], embedder = embedder, None
     config = Settings(**settings)
+    asked = embedder is not None or "embedder" in config.model_fields_set
     store = store if store is not None else open_store(config.db, pool_size=config.pool_size)
     try:
         embedder = embedder if embedder is not None else make_embedder(config)
@@ -64,8 +66,20 @@ def _build_engine(
                 from .pipeline.offline import OfflineExtractor
 
                 extractor = OfflineExtractor()
-        return Engine(config, store, embedder, extractor, chat, clock or utcnow,
-                      verify_embedder=verify_embedder)
+        try:
+            return Engine(config, store, embedder, extractor, chat, clock or utcnow,
+                          verify_embedder=verify_embedder)
+        except EmbedderMismatchError as exc:
+            stored = str(exc.details.get("stored", ""))
+            if asked or not stored.startswith(("local:", "openai:")):
+                raise
+            # DESIGN §2.6: the store knows its embedder; opening it uses that one unless asked
+            # for another (a name it cannot be rebuilt from, e.g. an interrupted re-embedding,
+            # stays an error).
+            embedder.close()
+            config = config.model_copy(update={"embedder": stored})
+            embedder = make_embedder(config)
+            return Engine(config, store, embedder, extractor, chat, clock or utcnow)
     except BaseException:
         store.close()
         raise

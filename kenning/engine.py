@@ -13,15 +13,17 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
+from typing import Any, get_args
 
-from ._checks import check_flag, check_int, check_metadata, check_text
+from ._checks import check_choice, check_flag, check_int, check_metadata, check_text
 from ._time import as_utc, utcnow
-from .errors import KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
+from ._lease import Heartbeat, dead_owners, new_owner
+from .errors import ConflictError, KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
 from .models import (
     CognifyResult,
     Memory,
     MemoryInput,
+    MemoryKind,
     RecallResult,
     RememberResult,
     Stats,
@@ -31,7 +33,7 @@ from .models import (
 from .pipeline.dates import find_dates, parse_user_datetime
 from .pipeline.commit import CommitOutcome, apply_plan, new_id
 from .pipeline.extract import Extractor, normalize_name, normalize_relation
-from .pipeline.process import PipelineConfig, build_plans, estimate_usage, group_memories
+from .pipeline.process import GROUP_DOCS, PipelineConfig, build_plans, estimate_usage, group_memories
 from .pipeline.temporal import RelationRules
 from .providers.base import ChatModel, Embedder
 from .lifecycle.improve import ImproveMixin
@@ -39,7 +41,7 @@ from .lifecycle.verbs import LifecycleMixin
 from ._identity import check_dataset, content_hash
 from .search.recall import ANSWER_MODES, SEARCH_TYPES, Query, route, search
 from .settings import Settings
-from .store.base import MemoryFilter, Store
+from .store.base import ClaimFilter, MemoryFilter, Store, Txn
 
 __all__ = ["Engine"]
 
@@ -51,6 +53,7 @@ ContentInput = str | MemoryInput | dict[str, Any]
 #: the limits of the Python verbs' arguments (HTTP narrows some: see ``server.schemas``)
 MAX_LIST = 10_000
 MEMORY_STATUSES = ("pending", "processing", "active", "failed", "superseded")
+MEMORY_KINDS = get_args(MemoryKind)
 RETENTIONS = ("permanent", "decision", "standard", "ephemeral", "session")
 ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
 
@@ -66,25 +69,20 @@ def content_items(content: Any) -> list[Any]:
     )
 
 
-def reference_time(valid_at: Any) -> dt.datetime | None:
-    """An input's reference time: a datetime or an ISO 8601 string (None: now)."""
-    try:
-        return as_utc(valid_at)
-    except (TypeError, ValueError) as exc:
-        raise ValidationError(f"invalid valid_at {valid_at!r}: {exc}") from exc
+_FORGOTTEN = "forgotten (by another process) while it was being processed; nothing was stored"
 
 
-def check_choice(value: Any, name: str, choices: Sequence[str]) -> Any:
-    if value is not None and value not in choices:
-        raise ValidationError(f"{name} must be one of {', '.join(choices)}, not {value!r}")
-    return value
+class _LostClaim(ConflictError):
+    """At commit, the memory was gone or claimed by another worker: nothing is written."""
+
+    def __init__(self, message: str, *, forgotten: bool) -> None:
+        super().__init__(message)
+        self.forgotten = forgotten
 
 
-def parse_when(value: dt.datetime | str | None) -> dt.datetime | None:
-    """A caller-given instant: a datetime, an RFC 3339 / ISO 8601 string, or a natural date."""
-    if value is None or isinstance(value, dt.datetime):
-        return as_utc(value)
-    return parse_user_datetime(value)
+def parse_when(value: object, now: dt.datetime, name: str) -> dt.datetime | None:
+    """A caller-given instant (None stays None), read by the one date parser against ``now``."""
+    return None if value is None else parse_user_datetime(value, now=now, name=name)
 
 
 def dates_in_query(text: str, now: dt.datetime) -> dt.datetime | None:
@@ -117,6 +115,10 @@ class Engine(LifecycleMixin, ImproveMixin):
             entity_similarity=settings.entity_similarity,
         )
         self._result_lock = threading.Lock()
+        #: this engine's claims on memories it processes, kept fresh while it works
+        self.owner = new_owner()
+        self._heartbeat = Heartbeat(lambda: store.renew_claims(self.owner, self.now()),
+                                    settings.processing_timeout / 4)
         if verify_embedder:
             store.check_embedder(embedder.name, embedder.dimension)
 
@@ -142,6 +144,7 @@ class Engine(LifecycleMixin, ImproveMixin):
         now: dt.datetime,
         status: str = "pending",
     ) -> Memory:
+        check_choice(kind, "kind", MEMORY_KINDS)
         fields: dict[str, Any] = {}
         if isinstance(item, dict):
             try:
@@ -152,6 +155,7 @@ class Engine(LifecycleMixin, ImproveMixin):
             content = item.render()
             fields = item.model_dump(exclude={"source", "metadata"})
             fields["metadata"] = {**(metadata or {}), **item.metadata}
+            fields["retention_until"] = parse_when(item.retention_until, now, "retention_until")
             source = check_text(item.source, "source", optional=True, max_chars=2000) or source
             check_text(item.supersession_reason, "supersession_reason", optional=True, empty=True)
             for old_id in item.supersedes:
@@ -206,7 +210,7 @@ class Engine(LifecycleMixin, ImproveMixin):
         check_text(source, "source", optional=True, max_chars=2000)
         check_metadata(metadata)
         now = self.now()
-        reference = reference_time(valid_at)
+        reference = parse_when(valid_at, now, "valid_at")
         # Validate every item before storing any, so a bad batch stores nothing.
         memories = [
             self._to_memory(i, dataset=dataset, kind=kind, source=source, valid_at=reference,
@@ -220,7 +224,8 @@ class Engine(LifecycleMixin, ImproveMixin):
         self._check_supersedes(memories)
         out = []
         for memory in memories:
-            memory_id, created = self.store.insert_memory(memory)
+            owner = self.owner if status == "processing" else None
+            memory_id, created = self.store.insert_memory(memory, owner)
             if created and memory.supersedes:
                 self._apply_supersession(memory)
             out.append((memory_id, created))
@@ -245,29 +250,59 @@ class Engine(LifecycleMixin, ImproveMixin):
         if check_flag(dry_run, "dry_run"):
             return self._estimate(content, dataset=dataset, kind=kind, source=source,
                                   valid_at=valid_at, metadata=metadata, force=force)
-        added = self.add(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
-                         metadata=metadata, status="processing")
-        ids = [memory_id for memory_id, _ in added]
-        memories = {m.id: m for m in self.store.get_memories(list(dict.fromkeys(ids)))}
-        created = {memory_id for memory_id, new in added if new}
-        todo, skipped = [], []
-        for memory_id in dict.fromkeys(ids):
-            memory = memories[memory_id]
-            if memory_id in created:
-                todo.append(memory)
-            elif memory.status == "processing":
-                skipped.append(memory_id)  # another worker has it; a crash is reclaimed by cognify
-            elif memory.status in ("active", "superseded") and not force:
-                skipped.append(memory_id)
-            else:
-                todo.append(memory)
-        result = RememberResult(memory_ids=ids, skipped=skipped)
-        outcome = self._process(todo, result.usage, progress)
+        with self._heartbeat:
+            added = self.add(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
+                             metadata=metadata, status="processing")
+            ids = [memory_id for memory_id, _ in added]
+            todo, outcome = self._remember_todo(added, force)
+            self._process([self._restate(m, source) for m in todo], outcome, progress)
+        result = RememberResult(memory_ids=ids, skipped=outcome.skipped, usage=outcome.usage)
         result.entities_created = outcome.entities_created
         result.facts_created = outcome.facts_created
         result.facts_invalidated = outcome.facts_invalidated
+        result.no_facts = outcome.no_facts
         result.errors = [f"{memory_id}: {reason}" for memory_id, reason in outcome.failed.items()]
         return result
+
+    def _restate(self, memory: Memory, source: str | None) -> Memory:
+        """A known memory processed again keeps the source the caller gives now."""
+        if source is None or source == memory.source:
+            return memory
+        self.store.update_memory(memory.id, {"source": source, "updated_at": self.now()})
+        return memory.model_copy(update={"source": source})
+
+    def _remember_todo(self, added: list[tuple[str, bool]], force: bool) -> tuple[list[Memory], CognifyResult]:
+        """The memories this remember processes: those it created, and existing ones with the
+        same content that nobody is working on (pending, failed, a claim whose owner died or
+        whose lease ran out; processed ones only with ``force``). Others are skipped; one
+        forgotten by another process meanwhile is reported as failed."""
+        unique = list(dict.fromkeys(memory_id for memory_id, _ in added))
+        created = {memory_id for memory_id, new in added if new}
+        existing = [i for i in unique if i not in created]
+        taken: dict[str, Memory] = {}
+        if existing:
+            statuses = ["pending", "failed", *(["active", "superseded"] if force else [])]
+            taken = {m.id: m for m in self._claim(ClaimFilter(statuses, self._stale_before(), ids=existing))}
+        found = {m.id: m for m in self.store.get_memories([i for i in unique if i in created])}
+        found.update(taken)
+        out, todo = CognifyResult(), []
+        for memory_id in unique:
+            if memory_id in found:
+                todo.append(found[memory_id])
+            elif memory_id in created:
+                out.failed[memory_id] = _FORGOTTEN
+            else:
+                out.skipped.append(memory_id)
+        return todo, out
+
+    def _stale_before(self) -> dt.datetime:
+        return self.now() - dt.timedelta(seconds=self.settings.processing_timeout)
+
+    def _claim(self, flt: ClaimFilter) -> list[Memory]:
+        """Claim for this engine; claims of owners known dead (this host, process gone) count
+        as free at once."""
+        flt.dead_owners = dead_owners(self.store.claim_owners(flt.dataset))
+        return self.store.claim(self.owner, self.now(), flt)
 
     def _estimate(self, content: ContentInput | Sequence[ContentInput], *, dataset: str,
                   force: bool, **fields: Any) -> RememberResult:
@@ -282,7 +317,7 @@ class Engine(LifecycleMixin, ImproveMixin):
         check_metadata(fields["metadata"])
         now = self.now()
         memories = [self._to_memory(i, dataset=dataset, now=now, kind=fields["kind"],
-                                    source=fields["source"], valid_at=reference_time(fields["valid_at"]),
+                                    source=fields["source"], valid_at=parse_when(fields["valid_at"], now, "valid_at"),
                                     metadata=fields["metadata"]) for i in items]
         unique = list({m.content_hash: m for m in reversed(memories)}.values())[::-1]
         usage = estimate_usage(unique, config=self.config, extractor=self.extractor, store=self.store,
@@ -303,43 +338,44 @@ class Engine(LifecycleMixin, ImproveMixin):
             statuses.append("failed")
         if force:
             statuses += ["active"]
-        now = self.now()
-        stale = now - dt.timedelta(seconds=self.settings.processing_timeout)
-        claimed = self.store.claim(dataset, statuses, now, stale)
         result = CognifyResult()
-        outcome = self._process(claimed, result.usage, progress)
-        result.processed = outcome.processed
-        result.failed = outcome.failed
-        result.entities_created = outcome.entities_created
-        result.facts_created = outcome.facts_created
-        result.facts_invalidated = outcome.facts_invalidated
+        after = None
+        # Small batches, each claimed when the last is done: a killed worker strands one batch
+        # (reclaimed at once, its owner being dead), and parallel workers share the backlog.
+        with self._heartbeat:
+            while batch := self._claim(ClaimFilter(statuses, self._stale_before(), dataset=dataset,
+                                                   after=after, limit=self._claim_batch)):
+                after = (batch[-1].created_at, batch[-1].id)
+                self._process(batch, result, progress)
         return result
 
+    @property
+    def _claim_batch(self) -> int:
+        return GROUP_DOCS * self.settings.llm_concurrency
+
     # -- processing --------------------------------------------------------------------------
-    def _process(
-        self, memories: list[Memory], usage: Usage, progress: Callable[[int], None] | None
-    ) -> CognifyResult:
+    def _process(self, memories: list[Memory], out: CognifyResult,
+                 progress: Callable[[int], None] | None) -> None:
         """Short memories share model calls (groups); groups run on a bounded pool, so at most
-        ``llm_concurrency`` model calls are in flight; each memory commits in its own transaction."""
-        out = CognifyResult()
+        ``llm_concurrency`` model calls are in flight; each memory commits in its own transaction.
+        Outcomes are added to ``out``."""
         if not memories:
-            return out
+            return
         groups = group_memories(memories, self.extractor, self.config)
         io_bound = self.chat is not None or not self.embedder.name.startswith("hashing")
         workers = min(self.settings.llm_concurrency, len(groups)) if io_bound else 1
         if workers <= 1:
             for group in groups:
-                self._process_one(group, usage, out)
+                self._process_one(group, out)
                 if progress:
                     progress(len(group))
-            return out
+            return
         with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kenning") as pool:
-            for done in pool.map(lambda g: self._process_one(g, usage, out), groups):
+            for done in pool.map(lambda g: self._process_one(g, out), groups):
                 if progress:
                     progress(done)
-        return out
 
-    def _process_one(self, group: list[Memory], usage: Usage, out: CognifyResult) -> int:
+    def _process_one(self, group: list[Memory], out: CognifyResult) -> int:
         """Plan a group of memories (shared calls), then commit each memory on its own: a
         memory whose extraction failed is marked failed and writes nothing; its neighbours
         still commit. Returns how many memories were handled."""
@@ -350,12 +386,10 @@ class Engine(LifecycleMixin, ImproveMixin):
             log.error("processing failed", extra={"memory_id": memory_id, "error_type": type(exc).__name__})
             return f"{type(exc).__name__}: {exc}"
 
+        usage = out.usage
         started = time.perf_counter()
         spent = [Usage() for _ in group]
         try:
-            for memory in group:
-                if memory.status != "processing":
-                    self.store.set_status(memory.id, "processing", None, self.now())
             plans = build_plans(
                 group, config=self.config, extractor=self.extractor, embedder=self.embedder,
                 store=self.store, chat=self.chat, now=self.now(),
@@ -373,25 +407,48 @@ class Engine(LifecycleMixin, ImproveMixin):
                 self._fail(memory, plan.message, part, usage, out)
                 continue
             try:
-                now = self.now()
-                plan.now = now
-                plan.memory_fields = {
-                    "status": "superseded" if memory.superseded_by else "active",
-                    "error": None, "processed_at": now, "updated_at": now, "usage": part.model_dump(),
-                }
-                with self.store.transaction() as txn:
-                    committed = apply_plan(txn, plan, self.rules)
+                committed = self.store.atomic(lambda txn: self._commit(txn, memory, plan, part))
+            except _LostClaim as lost:
+                self._lost(memory, lost, part, usage, out)
+                continue
             except Exception as exc:  # noqa: BLE001
                 self._fail(memory, reason(exc, memory.id), part, usage, out)
                 continue
             self._record(memory, committed, part, usage, out)
         return len(group)
 
+    def _commit(self, txn: Txn, memory: Memory, plan: Any, spent: Usage) -> CommitOutcome:
+        """Apply a memory's plan if this engine still holds its claim."""
+        state = txn.claim_state(memory.id)
+        if state is None:
+            raise _LostClaim(_FORGOTTEN, forgotten=True)
+        if state != ("processing", self.owner):
+            raise _LostClaim("another worker took it over", forgotten=False)
+        now = self.now()
+        plan.now = now
+        plan.memory_fields = {
+            "status": "superseded" if memory.superseded_by else "active", "claimed_by": None,
+            "error": None, "processed_at": now, "updated_at": now, "usage": spent.model_dump(),
+        }
+        return apply_plan(txn, plan, self.rules)
+
+    def _lost(self, memory: Memory, lost: _LostClaim, spent: Usage, usage: Usage, out: CognifyResult) -> None:
+        """Nothing was written: the memory was forgotten meanwhile (reported as failed: it is not
+        stored) or another worker holds it now (skipped: that worker reports it)."""
+        with self._result_lock:
+            if lost.forgotten:
+                out.failed[memory.id] = lost.message
+            else:
+                out.skipped.append(memory.id)
+            usage.add(spent)
+        log.warning("claim lost", extra={"memory_id": memory.id, "forgotten": lost.forgotten})
+
     def _fail(self, memory: Memory, reason: str, spent: Usage, usage: Usage, out: CognifyResult) -> None:
+        fields: dict[str, Any] = {"status": "failed", "error": reason, "claimed_by": None, "updated_at": self.now()}
+        if spent.chat_calls or spent.embedding_calls:  # money spent on a failure still counts
+            fields["usage"] = spent.model_dump()
         try:
-            self.store.set_status(memory.id, "failed", reason, self.now())
-            if spent.chat_calls or spent.embedding_calls:  # money spent on a failure still counts
-                self.store.update_memory(memory.id, {"usage": spent.model_dump()})
+            self.store.update_memory(memory.id, fields)
         except KenningError as exc:
             log.error("could not record failure", extra={"memory_id": memory.id, "error_type": type(exc).__name__})
         with self._result_lock:
@@ -404,6 +461,8 @@ class Engine(LifecycleMixin, ImproveMixin):
     ) -> None:
         with self._result_lock:
             out.processed.append(memory.id)
+            if not (committed.facts_created or committed.facts_merged or committed.facts_invalidated):
+                out.no_facts.append(memory.id)
             out.entities_created += len(committed.entities_created)
             out.facts_created += len(committed.facts_created)
             out.facts_invalidated.extend(committed.facts_invalidated)
@@ -439,9 +498,26 @@ class Engine(LifecycleMixin, ImproveMixin):
         return counts
 
     # -- reads -------------------------------------------------------------------------------
+    def _readable(self, dataset: str) -> None:
+        """A read names a dataset that exists (the default ``main`` always does; so does one
+        created empty through the server's ``datasets create``), or a NotFoundError names the
+        ones that do. The server checks access first, so only a caller who may see every
+        dataset (an admin, or the local user) ever gets this list."""
+        check_dataset(dataset)
+        if dataset == "main":
+            return
+        existing = self.store.datasets()
+        if dataset in existing:
+            return
+        from .store.auth import AuthStore
+
+        if isinstance(self.store, AuthStore) and self.store.dataset_records([dataset]):
+            return
+        raise NotFoundError(f"no dataset {dataset!r}; datasets: {', '.join(existing) or 'none yet'}")
+
     def stats(self, dataset: str | None = None) -> Stats:
         if dataset is not None:
-            check_dataset(dataset)
+            self._readable(dataset)
         return self.store.stats(dataset)
 
     def get(self, memory_id: str) -> Memory:
@@ -452,8 +528,8 @@ class Engine(LifecycleMixin, ImproveMixin):
 
     def list(self, flt: MemoryFilter) -> list[Memory]:
         if flt.dataset is not None:
-            check_dataset(flt.dataset)
-        check_text(flt.kind, "kind", optional=True, max_chars=64)
+            self._readable(flt.dataset)
+        check_choice(flt.kind, "kind", MEMORY_KINDS)
         check_choice(flt.status, "status", MEMORY_STATUSES)
         check_choice(flt.retention, "retention", RETENTIONS)
         check_flag(flt.pinned, "pinned", optional=True)
@@ -464,23 +540,37 @@ class Engine(LifecycleMixin, ImproveMixin):
         return self.store.list_memories(flt)
 
     def timeline(self, entity: str, *, dataset: str = "main", relation: str | None = None) -> Timeline:
-        check_dataset(dataset)
+        self._readable(dataset)
         check_text(entity, "entity", max_chars=1000)
         check_text(relation, "relation", optional=True, max_chars=200)
-        key = normalize_name(entity)
-        found = self.store.find_entities(dataset, [key])
-        if key not in found:
-            by_id = self.store.get_entities([entity])
-            if not by_id or by_id[0].dataset != dataset:
-                raise NotFoundError(f"no entity {entity!r} in dataset {dataset!r}")
-            entity_id = by_id[0].id
-        else:
-            entity_id = found[key].id
+        entity_id = self._entity_id(entity, dataset)
         rel = normalize_relation(relation) if relation else None
         return Timeline(
             entity=self.store.get_entities([entity_id])[0],
             facts=self.store.entity_facts(entity_id, rel),
         )
+
+    def _entity_id(self, name: str, dataset: str) -> str:
+        """An entity by exact name, id, alias or an unambiguous start of its name ("Bob" for
+        "Bob Stone"); otherwise a NotFoundError that suggests the near names."""
+        key = normalize_name(name)
+        found = self.store.find_entities(dataset, [key])
+        if key in found:
+            return found[key].id
+        by_id = self.store.get_entities([name])
+        if by_id and by_id[0].dataset == dataset:
+            return by_id[0].id
+        from .search.recall import terms_of
+
+        scored = self.store.lexical(dataset, "entity", terms_of(name), 20)
+        near = self.store.get_entities([s.id for s in scored])
+        fits = [e for e in near if normalize_name(e.name).startswith(key + " ")
+                or key in {normalize_name(a) for a in e.aliases}]
+        if len(fits) == 1:
+            return fits[0].id
+        names = ", ".join(dict.fromkeys(e.name for e in (fits or near)[:5]))
+        hint = f"; did you mean: {names}" if names else ""
+        raise NotFoundError(f"no entity {name!r} in dataset {dataset!r}{hint}")
 
     # -- recall ------------------------------------------------------------------------------
     def recall(
@@ -500,7 +590,7 @@ class Engine(LifecycleMixin, ImproveMixin):
     ) -> RecallResult:
         """``neighbors`` attaches that many turns on each side of every hit; ``lanes``
         (internal, for evaluation) restricts recall to some of its lanes."""
-        check_dataset(dataset)
+        self._readable(dataset)
         check_text(query, "query")
         check_text(search_type, "search_type", optional=True, max_chars=64)
         check_int(top_k, "top_k", 1, 1000)
@@ -515,15 +605,12 @@ class Engine(LifecycleMixin, ImproveMixin):
         if kind == "auto":
             kind = route(query)
         answer = answer or kind in ANSWER_MODES
-        try:
-            as_of_t, known_at_t = parse_when(as_of), parse_when(known_at)
-        except ValueError as exc:
-            raise ValidationError(f"invalid time: {exc}") from exc
+        now = self.now()
+        as_of_t, known_at_t = parse_when(as_of, now, "as_of"), parse_when(known_at, now, "known_at")
         if answer and self.chat is None:
             raise ModelNotConfiguredError(
                 "an answer needs a chat model: set KENNING_LLM (and KENNING_LLM_BASE_URL) or pass llm=…"
             )
-        now = self.now()
         q = Query(text=query, dataset=dataset, search_type=ANSWER_MODES.get(kind, kind), top_k=top_k,
                   depth=depth, as_of=as_of_t, known_at=known_at_t, explain=explain,
                   neighbors=neighbors, lanes=lanes)
@@ -535,6 +622,7 @@ class Engine(LifecycleMixin, ImproveMixin):
                               as_of=q.as_of, known_at=known_at_t, memories=memories, usage=usage)
         if hits:
             self.store.record_access(
+                dataset,
                 [m.id for m in memories],
                 [h.id for h in hits if h.kind == "entity"],
                 [h.id for h in hits if h.kind == "fact"],

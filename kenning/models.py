@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -27,6 +27,8 @@ __all__ = [
 
 Retention = Literal["permanent", "decision", "standard", "ephemeral", "session"]
 MemoryStatus = Literal["pending", "processing", "active", "failed", "superseded"]
+#: the kinds of memory (``session``: turns that ``improve`` persists into the graph)
+MemoryKind = Literal["knowledge", "note", "episode", "message", "session"]
 HitKind = Literal["fact", "entity", "chunk", "memory"]
 
 
@@ -59,7 +61,8 @@ class MemoryInput(_Model):
     metadata: dict[str, Any] = Field(default_factory=dict)
     source: str | None = None
     retention: Retention = "standard"
-    retention_until: dt.datetime | None = None
+    #: any form the date parser reads (kenning.pipeline.dates.ACCEPTED_FORMS)
+    retention_until: dt.datetime | Annotated[str, Field(max_length=100)] | None = None
     supersedes: list[str] = Field(default_factory=list)
     supersession_reason: str | None = None
 
@@ -162,6 +165,8 @@ class RememberResult(_Model):
     facts_created: int = 0
     facts_invalidated: list[str] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
+    #: processed memories from which no fact was extracted (offline: configure a model)
+    no_facts: list[str] = Field(default_factory=list)
     errors: list[str] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     dry_run: bool = False
@@ -171,6 +176,8 @@ class CognifyResult(_Model):
     processed: list[str] = Field(default_factory=list)
     skipped: list[str] = Field(default_factory=list)
     failed: dict[str, str] = Field(default_factory=dict)
+    #: processed memories from which no fact was extracted (offline: configure a model)
+    no_facts: list[str] = Field(default_factory=list)
     entities_created: int = 0
     facts_created: int = 0
     facts_invalidated: list[str] = Field(default_factory=list)

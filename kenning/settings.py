@@ -61,8 +61,9 @@ class Settings(BaseSettings):
         description="Extra relations that hold one value per subject at a time (comma list in env).",
     )
     processing_timeout: float = Field(
-        default=600.0, ge=0,
-        description="Seconds after which a memory left 'processing' (a crashed worker) is claimed again.",
+        default=60.0, ge=0,
+        description="Seconds a 'processing' claim lasts unless its worker renews it (it does, every quarter"
+        " of this, while it works); a claim whose worker process on this host is gone is taken over at once.",
     )
     max_content_chars: int = Field(
         default=5_000_000, ge=1, description="Largest accepted memory content, in characters."

@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from kenning.models import Usage
 from kenning.pipeline.offline import OfflineExtractor
 
@@ -58,3 +60,68 @@ def test_bench_scale_prints_a_table():
     out = _script(str(BENCHMARKS / "bench_scale.py"), "--facts", "100", "--queries", "5",
                   "--search-types", "hybrid,chunks", "--quiet")
     assert "memories/s" in out and "hybrid" in out and "machine:" in out
+
+
+def _env() -> dict[str, str]:
+    import os
+
+    root = str(BENCHMARKS.parent)
+    return {**os.environ, "PYTHONPATH": os.pathsep.join([root, os.environ.get("PYTHONPATH", "")])}
+
+
+def _run(*args: str, timeout: int = 180) -> str:
+    done = subprocess.run([sys.executable, *args], capture_output=True, text=True, timeout=timeout,
+                          check=False, env=_env())
+    assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return done.stdout
+
+
+@pytest.mark.postgres
+def test_bench_backends_runs_both_stores_small():
+    from tests.pg import pg_url
+
+    result = json.loads(_run(str(BENCHMARKS / "bench_backends.py"), "--facts", "80", "--batch", "40",
+                             "--queries", "5", "--json", "--pg", pg_url()))
+    assert set(result["backends"]) == {"sqlite", "postgresql"}, result.keys()
+    sqlite, postgres = result["backends"]["sqlite"], result["backends"]["postgresql"]
+    for backend in (sqlite, postgres):
+        assert backend["ingest"]["failed"] == 0 and backend["recall"]["p50"] > 0
+    # the same memories in the same order make the same store and the same answers
+    assert {k: sqlite["ingest"][k] for k in ("memories", "facts", "entities")} == {
+        k: postgres["ingest"][k] for k in ("memories", "facts", "entities")}
+    assert sqlite["recall"]["answer_in_top_k"] == postgres["recall"]["answer_in_top_k"] >= 0.6
+
+
+def test_bench_llm_counts_calls_small():
+    out = _run(str(BENCHMARKS / "bench_llm.py"), "--n", "4", "--latency-ms", "0", "--concurrency", "2")
+    rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("batch", "perdoc"))}
+    assert set(rows) == {"batch", "perdoc"}
+    assert rows["perdoc"][3] == "1.00"  # one chat call per document, exactly
+    assert float(rows["batch"][3]) < 1.0  # batching shares calls
+    assert rows["batch"][9] == rows["perdoc"][9] == "0"  # errors
+
+
+def test_load_server_loses_nothing_small():
+    report = json.loads(_run(str(BENCHMARKS / "load_server.py"), "--clients", "2", "--seconds", "2"))
+    assert report["requests"] > 10 and report["server_errors"] == 0
+    assert report["lost_writes"] == 0 and report["remembered"] == report["stored"] > 0
+
+
+def test_fuzz_api_finds_no_server_error_small():
+    pytest.importorskip("schemathesis")
+    _run(str(BENCHMARKS / "fuzz_api.py"), "--max-examples", "3", "--workers", "1", "--phases", "fuzzing")
+
+
+def test_bench_matvec_compares_the_two_products():
+    out = _run(str(BENCHMARKS / "bench_matvec.py"), "--rows", "500", "--repeats", "5")
+    assert "matrix @ query" in out and "np.einsum" in out and "median" in out
+
+
+@pytest.mark.slow
+def test_bench_scale_at_10k_keeps_its_targets():
+    """The larger check (``--runslow``): ingest and answers at 10,000 memories."""
+    result = json.loads(_run(str(BENCHMARKS / "bench_scale.py"), "--facts", "10000", "--queries", "100",
+                             "--json", "--quiet", timeout=900))
+    assert result["ingest"]["failed"] == 0 and result["ingest"]["memories"] == 10_000
+    assert result["store"]["facts"] > 9000
+    assert result["recall_ms"]["hybrid"]["answer_in_top_k"] >= 0.85, result["recall_ms"]

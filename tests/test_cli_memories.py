@@ -72,9 +72,11 @@ def test_delete_and_forget(db, ids) -> None:
     refused = run(db, "forget", "--dataset", "scratch", input="n\n", ok=False)
     assert refused.exit_code != 0
     assert run_json(db, "memories", "list", "--dataset", "scratch")
-    assert "forgot 1 memories" in run(db, "forget", "--dataset", "scratch", input="y\n").output
+    assert "forgot 1 memory, " in run(db, "forget", "--dataset", "scratch", input="y\n").output
     assert run_json(db, "memories", "list", "--dataset", "scratch") == []
-    forgot = run_json(db, "forget", ids["new"])
+    assert run(db, "forget", ids["new"], input="n\n", ok=False).exit_code != 0  # asks, like --dataset
+    assert ids["new"] in {m["id"] for m in run_json(db, "memories", "list")}
+    forgot = run_json(db, "forget", ids["new"], "--yes")
     assert forgot["memory_ids"] == [ids["new"]]
     run(db, "forget", "--everything", "--yes")
     assert run_json(db, "memories", "list") == []
@@ -83,7 +85,7 @@ def test_delete_and_forget(db, ids) -> None:
 def test_prune_dry_run_then_apply(db, ids) -> None:
     dry = run_json(db, "prune", "--superseded-older-than-days", "0")
     assert dry["dry_run"] and dry["memory_ids"] == [ids["old"]]
-    assert "would remove 1 memories" in run(db, "prune", "--superseded-older-than-days", "0").output
+    assert "would remove 1 memory, " in run(db, "prune", "--superseded-older-than-days", "0").output
     assert len(run_json(db, "memories", "list")) == 3
     applied = run_json(db, "prune", "--superseded-older-than-days", "0", "--apply")
     assert applied["dry_run"] is False and applied["memory_ids"] == dry["memory_ids"]

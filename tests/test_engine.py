@@ -9,7 +9,7 @@ import sqlite3
 import pytest
 
 from kenning import Kenning, MemoryInput, ValidationError
-from kenning.errors import EmbedderMismatchError
+from kenning.errors import EmbedderMismatchError, NotFoundError
 from kenning.pipeline.extract import Extraction
 from kenning.providers.hashing import HashingEmbedder
 
@@ -204,7 +204,8 @@ def test_datasets_are_isolated(kn: Kenning) -> None:
     assert kn.recall("Where does Alice work?", dataset="a").hits[0].target == "Acme"
     assert kn.recall("Where does Alice work?", dataset="b").hits[0].target == "Globex"
     assert kn.stats("a").facts == 1 and kn.stats("a").facts_closed == 0
-    assert kn.recall("Alice", dataset="c").hits == []
+    with pytest.raises(NotFoundError, match="no dataset 'c'; datasets: a, b"):
+        kn.recall("Alice", dataset="c")  # a typo is an error, not "no relevant memories"
 
 
 @pytest.mark.parametrize(
@@ -232,8 +233,8 @@ def test_empty_query_and_bad_options_are_validation_errors(kn: Kenning) -> None:
 
 
 @pytest.mark.parametrize("search_type", ["hybrid", "chunks", "chunks_lexical", "facts", "entities", "graph", "temporal", "auto"])
-def test_every_search_type_finds_something(kn: Kenning, search_type: str) -> None:
-    kn.remember(["Alice works at Acme since 2019.", "The frontend uses React."])
+def test_every_search_type_finds_the_right_thing_first(kn: Kenning, search_type: str) -> None:
+    kn.remember(["Alice works at Acme since 2019.", "The frontend uses React.", "Bob lives in Paris."])
     hits = kn.recall("Alice Acme", search_type=search_type).hits
     assert hits, search_type
     kinds = {h.kind for h in hits}
@@ -242,6 +243,27 @@ def test_every_search_type_finds_something(kn: Kenning, search_type: str) -> Non
                 "entities": {"entity"}, "graph": {"fact"}}.get(search_type)
     if expected:
         assert kinds <= expected and kinds & expected
+    best = hits[0]
+    if best.kind == "entity":
+        assert best.text.split(":")[0] in {"Alice", "Acme"}, best
+    else:
+        assert best.text == "Alice works at Acme since 2019.", (search_type, best)
+    if best.kind == "fact":
+        assert (best.source, best.relation, best.target, best.current) == ("Alice", "works_at", "Acme", True)
+    # what the query does not name never outranks what it does
+    first_other = next((i for i, h in enumerate(hits) if "React" in h.text or "Paris" in h.text), len(hits))
+    assert all("Acme" in h.text or "Alice" in h.text for h in hits[:first_other]) and first_other >= 1
+
+
+def test_temporal_reads_the_date_in_the_question(kn: Kenning) -> None:
+    kn.remember("Alice works at Acme.", valid_at="2019-01-01")
+    kn.remember("Alice works at Globex.", valid_at="2022-01-01")
+    then = kn.recall("Where did Alice work in 2020?", search_type="temporal")
+    assert then.as_of is not None and then.as_of.year == 2020
+    current = [h.target for h in then.hits if h.kind == "fact" and h.current]
+    assert current == ["Acme"], then.hits
+    assert [h.target for h in kn.recall("Where does Alice work?", search_type="auto").hits
+            if h.kind == "fact" and h.current] == ["Globex"]
 
 
 def test_recall_makes_no_model_call_and_needs_a_model_for_answers(kn: Kenning) -> None:
@@ -266,3 +288,20 @@ def test_reembed_switches_the_store_to_a_new_embedder(store_url: str) -> None:
     with Kenning(store_url, embedder=reopened) as kn:
         hits = kn.recall("Where does Alice work?", search_type="facts").hits
         assert hits[0].target == "Acme" and "vector" in hits[0].lanes
+
+
+def test_a_reembedded_store_opens_with_its_own_embedder(db_path: str) -> None:
+    from click.testing import CliRunner
+
+    from kenning.cli import cli
+
+    with Kenning(db_path) as kn:
+        kn.remember("Alice works at Acme.")
+    Kenning.reembed(db_path, embedder="local:all-MiniLM-L6-v2")
+    with Kenning(db_path) as kn:  # no KENNING_EMBEDDER: the store says which one
+        assert kn._engine.embedder.name == "local:all-MiniLM-L6-v2"
+        assert kn.recall("Where does Alice work?", search_type="facts").hits[0].target == "Acme"
+    result = CliRunner().invoke(cli, ["--db", db_path, "stats"])
+    assert result.exit_code == 0 and "local:all-MiniLM-L6-v2" in result.output, result.output
+    with pytest.raises(EmbedderMismatchError, match="reembed"):  # asking for another is still an error
+        Kenning(db_path, embedder="hashing")

@@ -145,3 +145,31 @@ def test_every_tool_over_streamable_http(tmp_path):
                 anyio.run(main, {})
     finally:
         kn.close()
+
+
+def test_stdio_answers_a_sessions_piped_calls_in_order(tmp_path):
+    """A client that sends calls without waiting reads its own writes: the recall sent after
+    two remembers sees both (issue 15 item 8)."""
+    db = str(tmp_path / "order.db")
+
+    async def main() -> list[Any]:
+        results: dict[int, Any] = {}
+        calls = [("remember", {"content": "Alice works at Acme."}),
+                 ("remember", {"content": "Bob lives in Paris."}),
+                 ("recall", {"query": "Where does Alice work? Where does Bob live?", "search_type": "facts"})]
+        async with stdio_client(_stdio(db)) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+
+            async def one(i: int, name: str, args: dict) -> None:
+                results[i] = await session.call_tool(name, args)
+
+            async with anyio.create_task_group() as tg:
+                for i, (name, args) in enumerate(calls):
+                    tg.start_soon(one, i, name, args)
+                    await anyio.sleep(0)  # sent in this order, without waiting for answers
+        return [results[i] for i in range(len(calls))]
+
+    *_, recall = anyio.run(main)
+    assert not _is_error(recall), recall.content
+    targets = {h["target"] for h in _data(recall)["hits"] if h["kind"] == "fact"}
+    assert {"Acme", "Paris"} <= targets, targets

@@ -119,6 +119,26 @@ def test_joined_and_left_in_one_sentence() -> None:
     }
 
 
+def test_left_then_joined_on_a_date_ends_the_old_job_at_that_date() -> None:
+    result = extract("Alice Novak left Acme and joined Globex on 2024-06-01.")
+    spans = {(f.target, f.valid_at, f.invalid_at, f.ends) for f in result.facts if f.relation == "works_at"}
+    assert spans == {("Acme", None, day(2024, 6, 1), True), ("Globex", day(2024, 6, 1), None, False)}
+
+
+def test_joined_then_left_without_a_date_keeps_the_ending_undated() -> None:
+    result = extract("Alice joined Acme in 2019 and left.")
+    ending = next(f for f in result.facts if f.ends)
+    assert (ending.target, ending.invalid_at) == ("Acme", None)
+
+
+def test_a_fact_the_sentence_only_implies_gets_its_own_words() -> None:
+    said = {f.relation: f.sentence for f in extract("Bob Stone is the CEO of Acme.").facts}
+    assert said == {"ceo_of": "Bob Stone is the CEO of Acme.", "has_role": "Bob Stone is the CEO of Acme.",
+                    "works_at": "Bob Stone works at Acme."}
+    said = {f.relation: f.sentence for f in extract("Dan Diaz joined Globex as CTO in 2020.").facts}
+    assert said == {"works_at": "Dan Diaz joined Globex as CTO in 2020.", "has_role": "Dan Diaz is CTO."}
+
+
 def test_range_gives_both_dates() -> None:
     fact = only_fact(extract("Bob worked at Initech from 2019 to 2021."), "works_at")
     assert (fact.valid_at, fact.invalid_at, fact.ends) == (day(2019), day(2021), False)

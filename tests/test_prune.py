@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import threading
 
 import pytest
 
@@ -12,7 +13,7 @@ from kenning import Kenning, MemoryInput, ValidationError
 
 def table_counts(db: str) -> dict[str, int]:
     """Row counts of every SQLite table, read without kenning (the dry-run test is SQLite only
-    for that reason; the dry run itself is backend-independent: a rolled-back transaction)."""
+    for that reason; the dry run itself is backend-independent: it only reads)."""
     con = sqlite3.connect(db)
     try:
         tables = ("memories", "chunks", "entities", "facts", "fact_memories", "entity_memories",
@@ -112,3 +113,52 @@ def test_prune_only_touches_its_dataset(store_url, clock) -> None:
 def test_prune_validates_its_arguments(store_url, kwargs) -> None:
     with Kenning(store_url) as kn, pytest.raises(ValidationError):
         kn.prune(**kwargs)
+
+
+def _hold_write_lock(store_url: str):  # noqa: ANN202
+    """Another session holding the store's write lock (SQLite) or an exclusive lock on every
+    table prune would write (PostgreSQL); returns a function that releases it."""
+    if store_url.startswith("sqlite"):
+        con = sqlite3.connect(store_url.removeprefix("sqlite:///"), isolation_level=None)
+        con.execute("BEGIN IMMEDIATE")
+    else:
+        import psycopg
+
+        con = psycopg.connect(store_url)
+        con.execute("LOCK TABLE memories, chunks, entities, facts, fact_memories, entity_memories"
+                    " IN EXCLUSIVE MODE")
+    return lambda: (con.rollback(), con.close())
+
+
+def test_dry_run_only_reads(store_url, clock) -> None:
+    """A dry run answers while another writer holds the store: it takes no write lock."""
+    with Kenning(store_url, clock=clock) as kn:
+        kn.remember(["Alice works at Acme.", "Bob lives in Paris.", "Carol knows Alice."])
+        clock.advance(days=10)
+        expected = len(kn.list())
+        release = _hold_write_lock(store_url)
+        results = []
+        worker = threading.Thread(target=lambda: results.append(kn.prune(max_age_days=5)))
+        try:
+            worker.start()
+            worker.join(5)
+            assert results and results[0].pruned == expected
+        finally:
+            release()
+            worker.join()
+
+
+def test_dry_run_equals_the_real_run_over_shared_provenance(store_url, clock) -> None:
+    """Facts and entities stated by pruned and kept memories, repeated facts and entities that
+    only die once a later memory of the run is removed: the dry run names exactly the records
+    the real run deletes, in the same order."""
+    with Kenning(store_url, clock=clock) as kn:
+        kn.remember(["Alice works at Acme. Bob works at Acme.", "Alice works at Acme.",
+                     "Dana lives in Oslo.", "Erin knows Dana. Bob likes jazz."])
+        clock.advance(days=10)
+        kn.remember(["Bob likes jazz. Frank lives in Oslo.", "Gina knows Erin."])
+        clock.advance(days=10)
+        dry = kn.prune(max_age_days=15)
+        assert dry.pruned == 4 and dry.fact_ids and dry.entity_ids
+        real = kn.prune(max_age_days=15, dry_run=False)
+        assert real.model_dump(exclude={"dry_run"}) == dry.model_dump(exclude={"dry_run"})

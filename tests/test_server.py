@@ -48,14 +48,17 @@ def test_every_route_needs_a_key(server):
 
 
 def test_remember_then_recall_timeline_stats(server):
-    mid = _remember(server, "Alice works at Acme since 2020.")
-    hits = server.post("/v1/recall", json={"query": "Where does Alice work?", "dataset": "srv"}).json()["hits"]
-    assert any("Acme" in h["text"] for h in hits)
-    assert any(mid in h["memory_ids"] for h in hits)
-    timeline = server.get("/v1/timeline", params={"entity": "Alice", "dataset": "srv"}).json()
-    assert timeline["entity"]["name"] == "Alice" and timeline["facts"]
-    stats = server.get("/v1/stats", params={"dataset": "srv"}).json()
-    assert stats["memories"] >= 1 and stats["facts"] >= 1
+    mid = _remember(server, "Alice works at Acme since 2020.", dataset="srv-basic")
+    _remember(server, "Bob lives in Paris.", dataset="srv-basic")
+    body = {"query": "Where does Alice work?", "dataset": "srv-basic"}
+    hits = server.post("/v1/recall", json=body).json()["hits"]
+    assert (hits[0]["kind"], hits[0]["text"], hits[0]["target"]) == ("fact", "Alice works at Acme since 2020.", "Acme")
+    assert hits[0]["memory_ids"] == [mid] and hits[0]["valid_at"].startswith("2020-01-01")
+    timeline = server.get("/v1/timeline", params={"entity": "Alice", "dataset": "srv-basic"}).json()
+    assert timeline["entity"]["name"] == "Alice"
+    assert [(f["relation"], f["target"]) for f in timeline["facts"]] == [("works_at", "Acme")]
+    stats = server.get("/v1/stats", params={"dataset": "srv-basic"}).json()
+    assert (stats["memories"], stats["facts"], stats["entities"]) == (2, 2, 4)
 
 
 def test_add_then_cognify(server):

@@ -16,13 +16,35 @@ __all__ = ["cli", "main"]
 _MODULES = ("core", "memories", "server", "ui", "evaluate", "migrate")
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _Group(click.Group):
+    """Accepts ``--db`` after the subcommand too (``kenning stats --db x.db``): it is hoisted
+    in front of the subcommand before parsing (never past a ``--``)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        hoisted, rest = [], []
+        tokens = iter(args)
+        for token in tokens:
+            if token == "--":
+                rest += [token, *tokens]
+                break
+            value = next(tokens, None) if token == "--db" else None
+            if value is not None:
+                hoisted += [token, value]
+            elif token.startswith("--db="):
+                hoisted.append(token)
+            else:
+                rest.append(token)  # a bare trailing --db stays, for click to report
+        return super().parse_args(ctx, hoisted + rest)
+
+
+@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option(
     "--db",
     envvar="KENNING_DB",
     default=None,
     metavar="PATH|URL",
-    help="Store: a file path, sqlite:///path, :memory: or postgresql://… [env KENNING_DB]",
+    help="Store: a file path, sqlite:///path, :memory: or postgresql://… (before or after the "
+    "command) [env KENNING_DB]",
 )
 @click.version_option(package_name="kenning")
 @click.pass_context

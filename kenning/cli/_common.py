@@ -7,6 +7,7 @@ import json
 import sys
 from collections.abc import Callable
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, TypeVar
 
 import click
@@ -16,13 +17,29 @@ from ..errors import KenningError
 
 T = TypeVar("T")
 
-__all__ = ["dump_json", "fail", "open_kenning", "run", "short_time"]
+__all__ = ["check_path", "count", "dump_json", "fail", "open_kenning", "run", "short_time"]
+
+
+def check_path(db: str | None, create: bool) -> None:
+    """A typo in ``--db`` must not silently make a new store: commands that read need the file;
+    commands that write create it, but never the missing directories above it."""
+    if db is None or db == ":memory:" or ("://" in db and not db.startswith("sqlite://")):
+        return  # the default store (its directory is made), in-memory, or a server URL
+    path = Path(db[len("sqlite://"):].removeprefix("/") if db.startswith("sqlite://") else db).expanduser()
+    if not str(path) or str(path) == ":memory:" or path.exists():
+        return
+    if not create:
+        fail(f"no store at {path}: check --db (or KENNING_DB), or remember something to create it")
+    if not path.parent.is_dir():
+        fail(f"directory {path.parent} does not exist: create it first (mkdir -p {path.parent})")
 
 
 @contextmanager
-def open_kenning(ctx: click.Context, **settings: Any):  # noqa: ANN201
+def open_kenning(ctx: click.Context, *, create: bool = False, **settings: Any):  # noqa: ANN201
+    """The store ``--db`` names; ``create``: a command that writes may make the file."""
     from ..client import Kenning
 
+    check_path(ctx.obj.get("db"), create)
     with run():
         kn = Kenning(ctx.obj.get("db"), **settings)
     try:
@@ -65,3 +82,11 @@ def short_time(value: dt.datetime | None) -> str:
     if value.hour == value.minute == value.second == 0:
         return value.strftime("%Y-%m-%d")
     return value.strftime("%Y-%m-%d %H:%M")
+
+
+_PLURALS = {"entity": "entities", "memory": "memories"}
+
+
+def count(n: int, noun: str) -> str:
+    """``1 fact``, ``2 facts``, ``3 entities``."""
+    return f"{n} {noun if n == 1 else _PLURALS.get(noun, noun + 's')}"

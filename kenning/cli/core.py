@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import os
 import sys
 import tempfile
@@ -9,8 +10,10 @@ from pathlib import Path
 
 import click
 
-from ..models import Hit, RecallResult
-from ._common import call, dump_json, fail, open_kenning, short_time
+from .._time import utcnow
+from ..models import Hit, RecallResult, RememberResult
+from .memories import KINDS
+from ._common import call, check_path, count, dump_json, fail, open_kenning, short_time
 
 __all__ = ["register"]
 
@@ -38,9 +41,9 @@ def _remember_options(fn):  # noqa: ANN001, ANN202
         click.option("--file", "-f", "files", multiple=True, type=click.Path(dir_okay=False),
                      help="Read a memory from a file (repeatable)."),
         click.option("--dataset", "-d", default="main", show_default=True),
-        click.option("--kind", default="knowledge", show_default=True),
+        click.option("--kind", type=KINDS, default="knowledge", show_default=True),
         click.option("--source", default=None, help="Where the text came from."),
-        click.option("--valid-at", default=None, help="Reference time of the input (default: now)."),
+        click.option("--valid-at", default=None, help="Reference time of the input (default: now): 2024-06-01, 2024-06, 'June 2024', 'last year'…"),
         click.option("--json", "as_json", is_flag=True, help="Print JSON."),
     ]):
         fn = option(fn)
@@ -62,7 +65,7 @@ def remember(ctx, texts, files, dataset, kind, source, valid_at, as_json, force)
     Example: kenning remember "Alice works at Acme." "Bob lives in Paris."
     """
     items = _read_inputs(texts, files)
-    with open_kenning(ctx) as kn:
+    with open_kenning(ctx, create=True) as kn:
         if len(items) > 1 and not as_json:
             with click.progressbar(length=len(items), label="remembering", file=sys.stderr) as bar:
                 result = call(kn._engine.remember, items, dataset=dataset, kind=kind, source=source,
@@ -73,15 +76,29 @@ def remember(ctx, texts, files, dataset, kind, source, valid_at, as_json, force)
     if as_json:
         dump_json(result)
         return
-    click.echo(
-        f"remembered {len(result.memory_ids)} ({len(result.skipped)} already known): "
-        f"{result.entities_created} entities, {result.facts_created} facts created, "
-        f"{len(result.facts_invalidated)} facts closed"
-    )
+    click.echo(_remembered(result))
+    _no_facts(result.no_facts, kn.settings.llm is None)
     for error in result.errors:
         click.echo(f"failed: {error}", err=True)
     if result.errors:
         sys.exit(1)
+
+
+def _no_facts(memory_ids: list[str], offline: bool) -> None:
+    hint = ("; the offline extractor reads only the sentence patterns listed in docs/llm.md: "
+            "set KENNING_LLM to extract with a model") if offline else ""
+    for memory_id in memory_ids:
+        click.echo(f"note: no fact extracted from {memory_id} (kept and searchable as text{hint})", err=True)
+
+
+def _remembered(result: RememberResult) -> str:
+    known = len(result.skipped)
+    new = len(result.memory_ids) - known
+    if new == 0:
+        return f"nothing new: {count(known, 'memory')} already known"
+    line = f"remembered {count(new, 'memory')}" + (f" ({known} already known)" if known else "")
+    return (f"{line}: {count(result.entities_created, 'entity')} and {count(result.facts_created, 'fact')} "
+            f"created, {count(len(result.facts_invalidated), 'fact')} closed")
 
 
 @click.command()
@@ -93,7 +110,7 @@ def add(ctx, texts, files, dataset, kind, source, valid_at, as_json) -> None:  #
     Example: kenning add -f notes.md && kenning cognify
     """
     items = _read_inputs(texts, files)
-    with open_kenning(ctx) as kn:
+    with open_kenning(ctx, create=True) as kn:
         ids = call(kn.add, items, dataset=dataset, kind=kind, source=source, valid_at=valid_at)
     if as_json:
         dump_json({"memory_ids": ids})
@@ -118,17 +135,25 @@ def cognify(ctx, dataset, force, retry_failed, as_json) -> None:  # noqa: ANN001
         dump_json(result)
         return
     click.echo(f"processed {len(result.processed)}, failed {len(result.failed)}: "
-               f"{result.entities_created} entities, {result.facts_created} facts created")
+               f"{count(result.entities_created, 'entity')} and {count(result.facts_created, 'fact')} created")
+    _no_facts(result.no_facts, kn.settings.llm is None)
     for memory_id, reason in result.failed.items():
         click.echo(f"failed: {memory_id}: {reason}", err=True)
     if result.failed:
         sys.exit(1)
 
 
-def print_hit(hit: Hit, rank: int, memories: dict) -> None:  # noqa: ANN001
+def _state(hit: Hit, at: dt.datetime) -> str:
+    """How a fact stands at the asked instant: current, not yet true, or history."""
+    if hit.current:
+        return ""
+    return " [not yet true]" if hit.valid_at is not None and hit.valid_at > at else " [history]"
+
+
+def print_hit(hit: Hit, rank: int, memories: dict, at: dt.datetime) -> None:  # noqa: ANN001
     when = ""
     if hit.kind == "fact":
-        state = "" if hit.current else " [history]"
+        state = _state(hit, at)
         when = f"  ({short_time(hit.valid_at)} → {short_time(hit.invalid_at)}){state}"
     click.echo(f"{rank:>2}. [{hit.kind}] {hit.text}{when}")
     sources = []
@@ -146,8 +171,9 @@ def print_result(result: RecallResult) -> None:
     memories = {m.id: m for m in result.memories}
     if not result.hits:
         click.echo("no relevant memories")
+    at = result.as_of or result.known_at or utcnow()
     for rank, hit in enumerate(result.hits, 1):
-        print_hit(hit, rank, memories)
+        print_hit(hit, rank, memories, at)
     if result.answer is not None:
         click.echo(f"\nanswer: {result.answer}")
         if result.citations:
@@ -160,8 +186,8 @@ def print_result(result: RecallResult) -> None:
 @click.option("--top-k", "-k", default=10, show_default=True, type=int)
 @click.option("--type", "search_type", default="hybrid", show_default=True, type=click.Choice(_SEARCH_TYPES))
 @click.option("--depth", default=1, show_default=True, type=int, help="Graph expansion hops.")
-@click.option("--as-of", default=None, help="Answer about this valid time (e.g. 2023-06-01).")
-@click.option("--known-at", default=None, help="Answer with what was believed at this time.")
+@click.option("--as-of", default=None, help="Answer about this valid time: 2023-06-01, 2023-06, 'June 2023', 'last year'…")
+@click.option("--known-at", default=None, help="Answer with what was believed at this time (same forms as --as-of).")
 @click.option("--answer", is_flag=True, help="Ask the configured model for an answer (one call).")
 @click.option("--explain", is_flag=True, help="Show which lanes ranked each hit where.")
 @click.option("--neighbors", default=0, show_default=True, type=click.IntRange(0, 10),
@@ -252,28 +278,33 @@ def improve(ctx, dataset, as_json) -> None:  # noqa: ANN001
     if as_json:
         dump_json(result)
         return
-    click.echo(f"processed {len(result.processed)}, merged {len(result.entities_merged)} entities "
-               f"and {len(result.facts_merged)} facts, filled {result.embeddings_filled} embeddings")
+    click.echo(f"processed {len(result.processed)}, merged {count(len(result.entities_merged), 'entity')} "
+               f"and {count(len(result.facts_merged), 'fact')}, filled {count(result.embeddings_filled, 'embedding')}")
 
 
 @click.command()
 @click.argument("fact_id")
 @click.option("--helpful/--unhelpful", default=True, help="Whether the fact helped.")
+@click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def feedback(ctx, fact_id, helpful) -> None:  # noqa: ANN001
+def feedback(ctx, fact_id, helpful, as_json) -> None:  # noqa: ANN001
     """Mark a recalled fact helpful (it ranks higher from now on) or unhelpful.
 
     Example: kenning feedback fct_0123abcd --unhelpful
     """
     with open_kenning(ctx) as kn:
         weight = call(kn.feedback, fact_id, helpful=helpful)
-    click.echo(f"{fact_id}: weight {weight:.3f}")
+    if as_json:
+        dump_json({"fact_id": fact_id, "weight": weight})
+    else:
+        click.echo(f"{fact_id}: weight {weight:.3f}")
 
 
 @click.command()
 @click.option("--embedder", default=None, help="The new embedder (default: KENNING_EMBEDDER).")
+@click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def reembed(ctx, embedder) -> None:  # noqa: ANN001
+def reembed(ctx, embedder, as_json) -> None:  # noqa: ANN001
     """Rewrite every stored vector with a new embedder and record it in the store.
 
     Example: KENNING_EMBEDDER=local:all-MiniLM-L6-v2 kenning --db memory.db reembed
@@ -281,8 +312,12 @@ def reembed(ctx, embedder) -> None:  # noqa: ANN001
     from ..client import Kenning
 
     settings = {"embedder": embedder} if embedder else {}
+    check_path(ctx.obj.get("db"), create=False)
     counts = call(Kenning.reembed, ctx.obj.get("db"), **settings)
-    click.echo("re-embedded " + ", ".join(f"{n} {kind}s" for kind, n in counts.items()))
+    if as_json:
+        dump_json(counts)
+    else:
+        click.echo("re-embedded " + ", ".join(count(n, kind) for kind, n in counts.items()))
 
 
 @click.command()
@@ -301,12 +336,12 @@ def demo(ctx, keep) -> None:  # noqa: ANN001
     if ctx.obj.get("db") is None:
         tmp = tempfile.mkdtemp(prefix="kenning-demo-")
         ctx.obj["db"] = os.path.join(tmp, "demo.db")
-    with open_kenning(ctx) as kn:
+    with open_kenning(ctx, create=True) as kn:
         click.echo(f"store: {ctx.obj['db']}")
         for date, source, text in CORPUS:
             result = call(kn.remember, text, dataset="demo", source=source, valid_at=date)
             closed = f", closed {len(result.facts_invalidated)}" if result.facts_invalidated else ""
-            click.echo(f"  remembered [{date}] {text}  → {result.facts_created} facts{closed}")
+            click.echo(f"  remembered [{date}] {text}  → {count(result.facts_created, 'fact')}{closed}")
         st = kn.stats("demo")
         click.echo(f"\n{st.memories} memories, {st.entities} entities, {st.facts} facts "
                    f"({st.facts_live} current, {st.facts_closed} closed)\n")

@@ -25,7 +25,7 @@ def register(group: click.Group) -> None:
 def eval_group() -> None:
     """Measure retrieval quality on public evaluation sets.
 
-    Example: kenning eval locomo ../shared/data/locomo/locomo10.json --limit 1
+    Example: kenning eval locomo path/to/locomo10.json --limit 1
     """
 
 
@@ -105,7 +105,7 @@ def locomo(**options: Any) -> None:
 
     Each turn is one memory ("Speaker: text", dated by its session, source = its dia_id).
 
-    Example: kenning eval locomo ../shared/data/locomo/locomo10.json --limit 2
+    Example: kenning eval locomo path/to/locomo10.json --limit 2
     """
     _run("locomo", **options)
 
@@ -117,7 +117,7 @@ def hotpotqa(**options: Any) -> None:
 
     PATH is the question file (its *_corpus.json beside it is the passage corpus) or their folder.
 
-    Example: kenning eval hotpotqa ../shared/data/hotpotqa --limit 20
+    Example: kenning eval hotpotqa path/to/hotpotqa/ --limit 20
     """
     _run("hotpotqa", **options)
 
@@ -129,6 +129,6 @@ def musique(**options: Any) -> None:
 
     PATH is the question file (its *_corpus.json beside it is the paragraph corpus) or their folder.
 
-    Example: kenning eval musique ../shared/data/musique --limit 20
+    Example: kenning eval musique path/to/musique/ --limit 20
     """
     _run("musique", **options)

@@ -6,16 +6,18 @@ Each command is a thin shell over one ``Kenning`` call; ``--json`` prints the li
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, get_args
 
 import click
 
-from ..models import ForgetResult, Memory, PruneResult
-from ._common import call, dump_json, fail, open_kenning, short_time
+from ..models import ForgetResult, Memory, MemoryKind, MemoryStatus, PruneResult, Retention
+from ._common import call, count, dump_json, fail, open_kenning, short_time
 
 __all__ = ["register"]
 
-_RETENTIONS = click.Choice(["permanent", "decision", "standard", "ephemeral", "session"])
+_RETENTIONS = click.Choice(get_args(Retention))
+KINDS = click.Choice(get_args(MemoryKind))
+_STATUSES = click.Choice(get_args(MemoryStatus))
 _ORDER = click.Choice(["created_at", "updated_at", "access_count", "last_accessed_at"])
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
@@ -48,8 +50,8 @@ def _show_memory(memory: Memory) -> None:
 
 
 def _removed(result: ForgetResult | PruneResult, verb: str) -> None:
-    click.echo(f"{verb} {len(result.memory_ids)} memories, {len(result.entity_ids)} entities, "
-               f"{len(result.fact_ids)} facts")
+    click.echo(f"{verb} {count(len(result.memory_ids), 'memory')}, "
+               f"{count(len(result.entity_ids), 'entity')}, {count(len(result.fact_ids), 'fact')}")
     for memory_id in result.memory_ids:
         click.echo(f"  {memory_id}")
 
@@ -61,8 +63,8 @@ def memories() -> None:
 
 @memories.command("list")
 @click.option("--dataset", "-d", default="main", show_default=True)
-@click.option("--kind", default=None)
-@click.option("--status", default=None)
+@click.option("--kind", type=KINDS, default=None)
+@click.option("--status", type=_STATUSES, default=None)
 @click.option("--retention", type=_RETENTIONS, default=None)
 @click.option("--pinned/--unpinned", default=None, help="Only pinned (or unpinned) memories.")
 @click.option("--order-by", type=_ORDER, default="created_at", show_default=True)
@@ -121,9 +123,9 @@ def show(ctx: click.Context, memory_id: str, as_json: bool) -> None:
 @click.option("--metadata", default=None, help="A JSON object; replaces the metadata.")
 @click.option("--source", default=None)
 @click.option("--retention", type=_RETENTIONS, default=None)
-@click.option("--retention-until", default=None, help="ISO 8601 instant, or 'none' to clear.")
-@click.option("--kind", default=None)
-@click.option("--valid-at", default=None, help="The memory's reference time (ISO 8601).")
+@click.option("--retention-until", default=None, help="A date (2030-01-01, 2030-06, 'next year'…), or 'none' to clear.")
+@click.option("--kind", type=KINDS, default=None)
+@click.option("--valid-at", default=None, help="The memory's reference time (same forms as recall --as-of).")
 @_json_option
 @click.pass_context
 def update(ctx: click.Context, memory_id: str, as_json: bool, **options: Any) -> None:
@@ -269,8 +271,9 @@ def forget(ctx: click.Context, memory_id: str | None, dataset: str | None, every
     """
     if sum([memory_id is not None, dataset is not None, everything]) != 1:
         fail("give exactly one of: a memory id, --dataset NAME, --everything")
-    if memory_id is None and not yes:
-        what = "EVERY memory" if everything else f"every memory of dataset {dataset!r}"
+    if not yes:
+        what = ("EVERY memory" if everything else f"every memory of dataset {dataset!r}"
+                if dataset is not None else f"memory {memory_id}")
         click.confirm(f"Forget {what}? This cannot be undone", abort=True, err=True)
     with open_kenning(ctx) as kn:
         result = call(kn.forget, memory_id, dataset=dataset, everything=everything)

@@ -59,7 +59,7 @@ def serve(ctx: click.Context, host: str, port: int, no_auth: bool, max_body: int
     from ..server import create_app
     from ..server.access import auth_store
 
-    with open_kenning(ctx) as kn:
+    with open_kenning(ctx, create=True) as kn:
         with run():
             app = create_app(kn, auth=not no_auth, max_body=max_body, bind=host,
                              allowed_hosts=allowed_hosts)
@@ -91,7 +91,7 @@ def mcp(ctx: click.Context, transport: str, host: str, port: int, no_auth: bool,
     from ..mcp.server import build_server, http_app
 
     key = None if no_auth else os.environ.get("KENNING_API_KEY")
-    with open_kenning(ctx) as kn:
+    with open_kenning(ctx, create=True) as kn:
         if transport == "http":
             import uvicorn
 
@@ -117,7 +117,7 @@ def _stdio_principal(kn: Any, key: str | None) -> Any:
 def _auth(ctx: click.Context) -> Iterator[Any]:
     from ..server.access import auth_store
 
-    with open_kenning(ctx) as kn, run():
+    with open_kenning(ctx, create=True) as kn, run():
         yield kn, auth_store(kn)
 
 

@@ -39,7 +39,7 @@ def ui(ctx: click.Context, db: str | None, port: int, no_browser: bool) -> None:
         fail("this command needs the 'server' extra: pip install 'kenning[server]'")
     if db is not None:
         ctx.obj["db"] = db
-    with open_kenning(ctx) as kn:
+    with open_kenning(ctx, create=True) as kn:  # the explorer of a new store writes to it
         with run():
             app = create_app(kn, auth=False)
         server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))

@@ -61,7 +61,7 @@ class DataError(ValueError):
 def _read_json(path: Path) -> Any:
     try:
         return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise DataError(f"cannot read {path}: {exc}") from exc
 
 
@@ -191,10 +191,17 @@ SPLITS = ("all", "dev", "test")
 def load(kind: str, path: Path | str, split: str = "all") -> list[Collection]:
     """The collections of a data set; ``split`` keeps the dev or the test half: LoCoMo's
     conversations 1-5 / 6-10, or the first / second half of a passage set's questions (the
-    passages stay whole). Tune on dev; quote test."""
+    passages stay whole). Tune on dev; quote test. DataError when the file is not in
+    ``kind``'s format."""
     if split not in SPLITS:
         raise DataError(f"unknown split {split!r}; choose one of {', '.join(SPLITS)}")
-    collections = LOADERS[kind](Path(path))
+    try:
+        collections = LOADERS[kind](Path(path))
+    except DataError:
+        raise
+    except (KeyError, TypeError, AttributeError, IndexError, ValueError) as exc:
+        # A field missing or of the wrong type anywhere in the file: its shape is not kind's.
+        raise DataError(f"{path} is not a {kind} file: {type(exc).__name__} {exc}") from None
     if split == "all":
         return collections
     if kind == "locomo":

@@ -91,8 +91,7 @@ class ImproveMixin:
         cognified = self.cognify(dataset=dataset)
         result.processed, result.failed = cognified.processed, cognified.failed
         for drop, keep in self._duplicates(dataset):
-            with self.store.transaction() as txn:
-                result.facts_merged += txn.merge_entities(keep.id, drop.id)
+            result.facts_merged += self.store.atomic(lambda txn: txn.merge_entities(keep.id, drop.id))
             result.entities_merged[drop.id] = keep.id
         result.embeddings_filled = sum(self.reembed(missing_only=True).values())
         log.info("improved", extra={"dataset": dataset, "processed": len(result.processed),

@@ -12,10 +12,10 @@ import datetime as dt
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
-from ..models import Memory
+from ..models import Fact, Memory
 from ..store.base import Store, Txn
 
-__all__ = ["remove_memories", "scrub_entities"]
+__all__ = ["removal_preview", "remove_memories", "scrub_entities"]
 
 #: memories read, at most, to find support for a shared entity's description and aliases;
 #: past it the text is dropped (losing a description is cheap, keeping forgotten text is not)
@@ -45,6 +45,32 @@ def remove_memories(
         dead_facts.extend(facts)
     _restore_superseded(store, txn, memories, gone, now)
     scrub_entities(store, txn, touched - set(dead_entities), gone=gone)
+    return dead_entities, dead_facts
+
+
+def removal_preview(
+    store: Store, memories: Sequence[Memory], removed_before: Iterable[str] = ()
+) -> tuple[list[str], list[str]]:
+    """What ``remove_memories`` would delete, from reads only: the same garbage collection,
+    memory by memory in the same order, over the stored provenance. A fact dies once every
+    memory that states it is removed; an entity once every memory that names it is removed
+    and every fact at either end of it has died. ``removed_before``: memories an earlier
+    batch of the same run removes. Returns (entity_ids, fact_ids) in ``unlink_memory``'s order."""
+    removed = set(removed_before)
+
+    def dead(fact: Fact) -> bool:
+        return bool(fact.memory_ids) and removed.issuperset(fact.memory_ids)
+
+    dead_entities: list[str] = []
+    dead_facts: list[str] = []
+    for memory in memories:
+        removed.add(memory.id)
+        entity_ids, fact_ids = store.memory_graph(memory.id)
+        dead_facts += sorted(f.id for f in store.get_facts(fact_ids) if dead(f))
+        dead_entities += sorted(
+            e.id for e in store.get_entities(entity_ids)
+            if removed.issuperset(e.memory_ids) and all(dead(f) for f in store.entity_facts(e.id))
+        )
     return dead_entities, dead_facts
 
 

@@ -13,18 +13,18 @@ import logging
 import time
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, get_args
 
-from .._checks import check_flag, check_metadata, check_number, check_text
+from .._checks import check_choice, check_flag, check_metadata, check_number, check_text
 from .._identity import check_dataset, content_hash
-from .._time import as_utc
 from ..errors import ConflictError, KenningError, NotFoundError, ValidationError
-from ..models import ForgetResult, Memory, MemoryInput, Provenance, PruneResult, Usage
+from ..models import ForgetResult, Memory, MemoryInput, MemoryKind, Provenance, PruneResult, Usage
 from ..pipeline.commit import apply_plan
+from ..pipeline.dates import parse_user_datetime
 from ..pipeline.process import build_plan
 from ..store.base import MemoryFilter
 from .prune import PruneCriteria, prune_reason
-from .remove import remove_memories, scrub_entities
+from .remove import removal_preview, remove_memories, scrub_entities
 
 if TYPE_CHECKING:
     from ..pipeline.extract import Extractor
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
     from ..pipeline.temporal import RelationRules
     from ..providers.base import ChatModel, Embedder
     from ..settings import Settings
-    from ..store.base import Store
+    from ..store.base import Store, Txn
 
 __all__ = ["UPDATABLE_FIELDS", "LifecycleMixin"]
 
@@ -46,10 +46,6 @@ UPDATABLE_FIELDS = frozenset({
 _STRUCTURED = ("topic", "context", "decisions", "rationale")
 _PAGE = 500
 _CHAIN_LIMIT = 10_000
-
-
-class _Rollback(Exception):
-    """Raised inside a dry run's transaction so that the store rolls it back."""
 
 
 class LifecycleMixin:
@@ -117,11 +113,14 @@ class LifecycleMixin:
         if not memory.supersedes:
             return
         now = self.now()
-        with self.store.transaction() as txn:
+
+        def mark(txn: Txn) -> None:
             for old_id in dict.fromkeys(memory.supersedes):
                 txn.update_memory(
                     old_id, {"status": "superseded", "superseded_by": memory.id, "updated_at": now}
                 )
+
+        self.store.atomic(mark)
         log.info("memories superseded", extra={"memory_id": memory.id, "dataset": memory.dataset,
                                                "superseded_ids": list(memory.supersedes)})
 
@@ -148,8 +147,8 @@ class LifecycleMixin:
             raise ValidationError(
                 f"cannot update {', '.join(unknown)}; updatable: {', '.join(sorted(UPDATABLE_FIELDS))}"
             )
-        fields = _changed_fields(memory, changes)
         now = self.now()
+        fields = _changed_fields(memory, changes, now)
         reprocess = "content" in fields or "valid_at" in fields
         if "content" in fields:
             fields["content_hash"] = content_hash(fields["content"])
@@ -190,30 +189,29 @@ class LifecycleMixin:
             "processed_at": now, "updated_at": now, "usage": spent.model_dump(),
         }
         old_entities = set(self.store.memory_graph(memory.id)[0])
-        with self.store.transaction() as txn:
+
+        def swap(txn: Txn) -> None:
             apply_plan(txn, plan, self.rules)
-            scrub_entities(self.store, txn, old_entities, gone=set(),
-                           replaced={memory.id: new.content})
+            scrub_entities(self.store, txn, old_entities, gone=set(), replaced={memory.id: new.content})
+
+        self.store.atomic(swap)
 
     # -- delete and forget -------------------------------------------------------------------
-    def _remove(self, memories: list[Memory], *, dry_run: bool = False) -> tuple[list[str], list[str]]:
+    def _remove(self, memories: list[Memory]) -> tuple[list[str], list[str]]:
         now = self.now()
-        result: tuple[list[str], list[str]] = ([], [])
-        try:
-            with self.store.transaction() as txn:
-                current = self.store.get_memories([m.id for m in memories])
-                result = remove_memories(self.store, txn, current, now)
-                if dry_run:
-                    raise _Rollback
-        except _Rollback:
-            pass
-        return result
+
+        def remove(txn: Txn) -> tuple[list[str], list[str]]:
+            current = self.store.get_memories([m.id for m in memories])
+            return remove_memories(self.store, txn, current, now)
+
+        return self.store.atomic(remove)
 
     def delete(self, memory_id: str) -> ForgetResult:
         """Hard-delete one memory; entities and facts another memory states survive."""
         started = time.perf_counter()
         memory = self._memory(memory_id)
         entity_ids, fact_ids = self._remove([memory])
+        self.store.scrub()
         log.info("memory deleted", extra={
             "memory_id": memory_id, "dataset": memory.dataset, "entities_removed": len(entity_ids),
             "facts_removed": len(fact_ids), "seconds": round(time.perf_counter() - started, 6),
@@ -244,6 +242,7 @@ class LifecycleMixin:
             out.memory_ids += [m.id for m in page]
             out.entity_ids += entity_ids
             out.fact_ids += fact_ids
+        self.store.scrub()
         log.info("forgot", extra={
             "dataset": dataset, "everything": bool(everything), "memories": len(out.memory_ids),
             "entities_removed": len(out.entity_ids), "facts_removed": len(out.fact_ids),
@@ -282,9 +281,8 @@ class LifecycleMixin:
         superseded_older_than_days: float | None = None,
         dry_run: bool = True,
     ) -> PruneResult:
-        """Remove what has decayed, aged out or been superseded. A dry run runs the same
-        deletion in a transaction that is rolled back, so it reports exactly what a real run
-        would remove."""
+        """Remove what has decayed, aged out or been superseded. A dry run only reads, and
+        reports exactly what a real run would remove."""
 
         check_dataset(dataset)
         check_flag(dry_run, "dry_run")
@@ -315,25 +313,34 @@ class LifecycleMixin:
 
     def _prune_selected(self, ids: list[str], criteria: PruneCriteria, now: dt.datetime,
                         result: PruneResult) -> None:
-        try:
-            with self.store.transaction() as txn:
-                for start in range(0, len(ids), _PAGE):
-                    # Decide again inside the transaction: a memory pinned meanwhile stays.
-                    batch = [m for m in self.store.get_memories(ids[start : start + _PAGE])
-                             if prune_reason(m, criteria, self.settings, now) is not None]
-                    entity_ids, fact_ids = remove_memories(self.store, txn, batch, now)
-                    result.memory_ids += [m.id for m in batch]
-                    result.entity_ids += entity_ids
-                    result.fact_ids += fact_ids
-                if result.dry_run:
-                    raise _Rollback
-        except _Rollback:
-            pass
+        """A real run deletes a page per transaction. A dry run only reads: it replays the same
+        garbage collection over the stored provenance (``removal_preview``), so it reports
+        exactly what a real run would remove and never holds the store's write lock."""
+        for start in range(0, len(ids), _PAGE):
+            page = ids[start : start + _PAGE]
+            if result.dry_run:
+                batch = self.store.get_memories(page)
+                entity_ids, fact_ids = removal_preview(self.store, batch, result.memory_ids)
+            else:
+                batch, (entity_ids, fact_ids) = self.store.atomic(
+                    lambda txn, page=page: self._prune_page(txn, page, criteria, now))
+            result.memory_ids += [m.id for m in batch]
+            result.entity_ids += entity_ids
+            result.fact_ids += fact_ids
         result.pruned = len(result.memory_ids)
+        if result.pruned and not result.dry_run:
+            self.store.scrub()
+
+    def _prune_page(self, txn: Txn, ids: list[str], criteria: PruneCriteria,
+                    now: dt.datetime) -> tuple[list[Memory], tuple[list[str], list[str]]]:
+        # Decide again inside the transaction: a memory pinned meanwhile stays.
+        batch = [m for m in self.store.get_memories(ids) if prune_reason(m, criteria, self.settings, now) is not None]
+        return batch, remove_memories(self.store, txn, batch, now)
 
 
-def _changed_fields(memory: Memory, changes: dict[str, Any]) -> dict[str, Any]:
-    """Validate ``changes`` against ``memory``; return the columns that really change."""
+def _changed_fields(memory: Memory, changes: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
+    """Validate ``changes`` against ``memory``; return the columns that really change. Dates
+    are read by the one date parser, relative to ``now``."""
     fields = dict(changes)
     structured = [name for name in _STRUCTURED if name in fields]
     if structured and memory.topic is None:
@@ -360,15 +367,13 @@ def _changed_fields(memory: Memory, changes: dict[str, Any]) -> dict[str, Any]:
             raise ValidationError("content must be a non-empty string")
         check_text(content, "content")
     for name in ("valid_at", "retention_until"):
-        if name in fields:
-            try:
-                fields[name] = as_utc(fields[name])
-            except (TypeError, ValueError) as exc:
-                raise ValidationError(f"invalid {name}: {exc}") from exc
+        if fields.get(name) is not None:
+            fields[name] = parse_user_datetime(fields[name], now=now, name=name)
     if "valid_at" in fields and fields["valid_at"] is None:
         raise ValidationError("valid_at cannot be removed")
     if "kind" in fields:
         check_text(fields["kind"], "kind", max_chars=64)
+        check_choice(fields["kind"], "kind", get_args(MemoryKind))
     if "source" in fields:
         check_text(fields["source"], "source", optional=True, max_chars=2000)
     if "metadata" in fields:

@@ -8,6 +8,7 @@ local single user). Over streamable HTTP every request names its caller with
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -75,11 +76,25 @@ def _bearer(headers: Any) -> str | None:
 
 
 class _Tools:
-    """Resolves the caller and runs a service call off the event loop, errors as JSON text."""
+    """Resolves the caller and runs a service call off the event loop, errors as JSON text.
+
+    The SDK handles a session's requests concurrently; a client that pipes a write and then a
+    read must still read its own write, so each session's calls run one at a time, in the
+    order they arrived (anyio locks are fair). Different sessions still run in parallel."""
 
     def __init__(self, service: Service, fixed: Principal | None) -> None:
         self.service = service
         self.fixed = fixed
+        self._locks: weakref.WeakKeyDictionary[Any, anyio.Lock] = weakref.WeakKeyDictionary()
+
+    def _lock(self, ctx: Context | None) -> anyio.Lock:
+        try:
+            session = ctx.session if ctx is not None else self
+        except (AttributeError, LookupError, ValueError):  # called outside a request
+            session = self
+        # mcp >= 2 makes a session object per request; the connection is what lasts
+        key = getattr(session, "_connection", None) or session
+        return self._locks.setdefault(key, anyio.Lock())
 
     async def run(self, ctx: Context | None, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
         def call() -> Any:
@@ -87,7 +102,8 @@ class _Tools:
             return _json(fn(who, *args, **kw))
 
         try:
-            return await anyio.to_thread.run_sync(call)
+            async with self._lock(ctx):
+                return await anyio.to_thread.run_sync(call)
         except KenningError as exc:
             raise ToolError(json.dumps(error_body(exc.code, exc.message))) from None
 
@@ -115,7 +131,7 @@ def _register(mcp: MCPServer, s: Service, t: _Tools) -> None:
     async def remember(content: str, ctx: Context, dataset: str = "main", kind: str = "knowledge",
                        source: str | None = None, valid_at: str | None = None, force: bool = False) -> Json:
         """Store a memory and extract its entities and facts now. ``valid_at``: when it happened
-        (ISO date or time; default now)."""
+        (default now): an ISO date or time, "2024-06", "June 2024", "last year", "3 days ago"."""
         return await t.run(ctx, s.remember, content, dataset=dataset, kind=kind, source=source,
                            valid_at=valid_at, force=force)
 
@@ -124,13 +140,17 @@ def _register(mcp: MCPServer, s: Service, t: _Tools) -> None:
                      top_k: int = 10, as_of: str | None = None, known_at: str | None = None,
                      neighbors: int = 0) -> Json:
         """Search memory: facts with their valid times, entities and text, best first.
-        ``as_of`` asks about another time than now; ``neighbors`` adds the turns around each hit."""
+        ``as_of`` asks about another time than now, ``known_at`` answers with what was believed
+        then (both: an ISO date or time, "2024-06", "June 2024", "last year", "3 days ago");
+        ``neighbors`` adds the turns around each hit."""
         return await t.run(ctx, s.recall, query, dataset=dataset, search_type=search_type,
                            top_k=top_k, as_of=as_of, known_at=known_at, neighbors=neighbors)
 
     @mcp.tool()
     async def forget(ctx: Context, memory_id: str | None = None, dataset: str | None = None) -> Json:
         """Hard-delete one memory (``memory_id``) or a whole dataset's memories (``dataset``)."""
+        if (memory_id is None) == (dataset is None):
+            raise ToolError(json.dumps(error_body("validation_error", "give exactly one of memory_id or dataset")))
         return await t.run(ctx, s.forget, memory_id, dataset=dataset)
 
     @mcp.tool()

@@ -6,7 +6,8 @@ Three entry points:
 - ``find_dates(sentence, reference)``: the validity period a sentence states ("since 2019",
   "from 2019 to 2021", "in June 2024", "last year"...) and the character spans it consumed, so
   the offline extractor can cut date phrases out before it reads names.
-- ``parse_user_datetime(text)``: a date given by a user (CLI, API); raises ``ValidationError``.
+- ``parse_user_datetime(value, now=)``: a date given by a user on any surface (Python, CLI, HTTP,
+  MCP), relative to the engine's clock; raises ``ValidationError`` naming ``ACCEPTED_FORMS``.
 
 Conventions (DESIGN §3):
 
@@ -32,7 +33,7 @@ from dataclasses import dataclass
 from .._time import UTC, as_utc, utcnow
 from ..errors import ValidationError
 
-__all__ = ["DateSpan", "find_dates", "parse_date", "parse_user_datetime"]
+__all__ = ["ACCEPTED_FORMS", "DateSpan", "find_dates", "parse_date", "parse_user_datetime"]
 
 _MONTH_NUMBERS = {
     name: number
@@ -267,26 +268,53 @@ def _group_date(match: re.Match[str], name: str, reference: dt.datetime) -> dt.d
     return parse_date(text, reference) if text else None
 
 
-def parse_user_datetime(text: str | dt.datetime, *, now: dt.datetime | None = None) -> dt.datetime:
-    """A date typed by a user: ISO 8601 / RFC 3339 (with or without time and zone; naive is UTC)
-    or a natural phrase ("June 2024", "last year", "3 days ago", "now") relative to ``now``.
+#: the forms every date argument accepts, on every surface (named in errors and in the docs)
+ACCEPTED_FORMS = (
+    "ISO 8601 (2024-03-01, 2024-03-01T12:00:00Z, 2024-06, 2024) or a phrase such as "
+    "'June 2024', 'last year', '3 days ago', 'yesterday', 'now'"
+)
+_PARTIAL_ISO = re.compile(r"(?P<y>\d{4})(?:-(?P<m>\d\d?))?")
 
-    Raises ``ValidationError`` naming the accepted forms when the text is none of them.
+
+def parse_user_datetime(
+    value: object, *, now: dt.datetime | None = None, name: str = "date"
+) -> dt.datetime:
+    """The one parser of a date given by a user (Python, CLI, HTTP, MCP): a datetime or date
+    (naive is UTC), ISO 8601 / RFC 3339 with or without time and zone, a partial ISO date
+    ("2024-06", "2024"), or a natural phrase relative to ``now`` (the engine's clock).
+
+    Partial dates take their earliest instant. Raises ``ValidationError`` naming ``name`` and
+    the accepted forms when ``value`` is none of them or lies outside years 1-9999 in UTC.
     """
-    if isinstance(text, dt.datetime):
-        return as_utc(text)
-    value = text.strip() if isinstance(text, str) else ""
-    if not value:
-        raise ValidationError("a date is required, e.g. 2024-03-01 or 2024-03-01T12:00:00Z")
     try:
+        return _user_datetime(value, now)
+    except OverflowError:
+        raise ValidationError(
+            f"{name} {value!s:.100} is outside the supported range (years 1 to 9999 in UTC)",
+            value=str(value)[:100],
+        ) from None
+    except ValueError:
+        shown = value if isinstance(value, str) else type(value).__name__
+        raise ValidationError(
+            f"could not read {name} {shown!r:.100} as a date: use {ACCEPTED_FORMS}",
+            value=str(shown)[:100],
+        ) from None
+
+
+def _user_datetime(value: object, now: dt.datetime | None) -> dt.datetime:
+    if isinstance(value, (dt.datetime, dt.date)):
         return as_utc(value)
+    if not isinstance(value, str) or not value.strip():
+        raise ValueError("not a date")
+    text = value.strip()
+    partial = _PARTIAL_ISO.fullmatch(text)
+    if partial:
+        return dt.datetime(int(partial["y"]), int(partial["m"] or 1), 1, tzinfo=UTC)
+    try:
+        return as_utc(text)
     except ValueError:
         pass  # not ISO 8601: try the natural forms
-    parsed = parse_date(value, now or utcnow())
+    parsed = parse_date(text, now or utcnow())
     if parsed is None:
-        raise ValidationError(
-            f"could not read {value!r} as a date: use ISO 8601 (2024-03-01, "
-            "2024-03-01T12:00:00Z) or a phrase such as 'June 2024', 'last year', '3 days ago'",
-            value=value,
-        )
+        raise ValueError("not a date")
     return parsed

@@ -23,8 +23,13 @@ Choices worth knowing:
   "our team uses X".
 - Ending facts ("Alice left Acme in June 2024", "no longer works at") have ``ends=True``,
   ``valid_at=None`` and ``invalid_at`` = the stated date (None if the text states none). A fact
-  whose text states only an end ("worked at Acme until 2021") also has ``ends=True``.
+  whose text states only an end ("worked at Acme until 2021") also has ``ends=True``. An
+  undated ending takes the date a later clause of the same sentence states ("left Acme and
+  joined Globex on 2024-06-01" ends Acme on 2024-06-01).
   "moved/switched from A to B" yields the new fact plus an ending fact for A at the same date.
+- One sentence, several facts: the facts it says keep it as their description; a fact it only
+  implies gets its own words ("Bob is the CEO of Acme" says ceo_of and has_role; works_at is
+  "Bob works at Acme."), so a hit's text never outlives the fact it shows.
 - Types come from, in order: what this memory already established, a small vocabulary
   (well-known technologies, organization suffixes like "Inc" or "University"), then the rule's
   slot ("works at X": X is an organization).
@@ -199,6 +204,7 @@ class _Rule:
     target_type: str
     swap: bool = False  # passive voice: the grammatical object is the fact's source
     ends: bool = False
+    says_role: bool = False  # "is the CEO of Acme": the role is said, the employment implied
 
 
 def _rule(template: str, relation: str, source: str, target: str, **flags: bool) -> _Rule:
@@ -281,7 +287,7 @@ _RULES: list[_Rule] = [
     _rule(r"%S%A\s+%B\s+owned\s+by\s+%N%E", "owns", "person", "concept", swap=True),
     # roles at an organization, then roles alone
     _rule(r"%S%A\s+%B\s+(?:(?:an?|the|our|their)\s+)?(?:new\s+)?%R\s+(?:at|of|for|with)\s+%N%E",
-          "works_at", "person", "organization"),
+          "works_at", "person", "organization", says_role=True),
     _rule(r"%S%A\s+%B\s+(?:(?:an?|the|our|their)\s+)?(?:new\s+)?%R%E", "@role", "person",
           "concept"),
     # location
@@ -441,6 +447,7 @@ class _Fact:
     target_type: str
     ends: bool = False
     closes_previous: bool = False  # the "A" of "moved from A to B": ended when B began
+    implied: bool = False  # not what the sentence says but what it implies: gets its own words
 
 
 class _Reader:
@@ -459,9 +466,24 @@ class _Reader:
         if len(sentence) > _MAX_CLAUSE * 4:
             return
         previous: _Found | None = None  # the last clause that matched, for "... and left"
+        undated: list[int] = []  # endings that state no date yet: "left Acme and joined …"
         for clause in _CLAUSE_BREAK.split(sentence):
             if len(clause) <= _MAX_CLAUSE:
+                before = len(self.facts)
                 previous = self.read_clause(speaker, sentence, clause, previous) or previous
+                self.date_endings(undated, before)
+
+    def date_endings(self, undated: list[int], before: int) -> None:
+        """An undated ending takes the first date a later clause of its sentence states: "left
+        Acme and joined Globex on 2024-06-01" ends Acme on 2024-06-01, not when it was read."""
+        stated = next((f.valid_at or f.invalid_at for f in self.facts[before:]
+                       if f.valid_at or f.invalid_at), None)
+        if stated is not None:
+            for index in undated:
+                self.facts[index] = self.facts[index].model_copy(update={"invalid_at": stated})
+            undated.clear()
+        undated += [i for i in range(before, len(self.facts))
+                    if self.facts[i].ends and self.facts[i].invalid_at is None]
 
     def read_clause(
         self, speaker: str | None, sentence: str, clause: str, previous: _Found | None
@@ -498,8 +520,15 @@ class _Reader:
             target = self.employers.get(normalize_name(subject))
         source_type = self.type_of(subject, self.source_slot(rule, target))
         facts = self.main_facts(rule, subject, source_type, target, groups)
-        facts += _role_facts(subject, target, groups.get("role"), source_type)
-        return facts
+        roles = _role_facts(subject, target, groups.get("role"), source_type)
+        # One sentence, several facts: the ones it says keep it as their description; the ones
+        # it only implies get their own, so a hit's text and its timeline are the same fact's
+        # ("Bob is the CEO of Acme" closes as CEO while "Bob works at Acme" stays open).
+        role_said = rule.says_role or rule.relation == "@role"
+        implied = (facts if roles else []) if role_said else roles
+        for fact in implied:
+            fact.implied = not fact.ends and not fact.closes_previous
+        return facts + roles
 
     @staticmethod
     def source_slot(rule: _Rule, target: str | None) -> str:
@@ -587,9 +616,10 @@ class _Reader:
         if key in self.fact_keys:
             return
         self.fact_keys.add(key)
+        said = _implied_sentence(source, fact.relation, target) if fact.implied else sentence
         self.facts.append(
             ExtractedFact(source=source, relation=fact.relation, target=target,
-                          sentence=sentence, valid_at=valid_at, invalid_at=invalid_at, ends=ends)
+                          sentence=said, valid_at=valid_at, invalid_at=invalid_at, ends=ends)
         )  # fmt: skip
         self.remember_antecedent(source, fact.source_type)
         if fact.relation == "works_at" and not ends:
@@ -656,6 +686,14 @@ def _kin_facts(named: str | None, possessor: str | None, kin: str) -> list[_Fact
     if relation == "reports_to":
         return [_Fact(possessor, "person", relation, named, "person")]
     return [_Fact(named, "person", relation, possessor, "person")]
+
+
+_IMPLIED_VERBS = {"works_at": "works at", "has_role": "is", "ceo_of": "is the CEO of"}
+
+
+def _implied_sentence(source: str, relation: str, target: str) -> str:
+    """Words for a fact a sentence implies: "Bob Stone works at Acme."."""
+    return f"{source} {_IMPLIED_VERBS.get(relation, relation.replace('_', ' '))} {target}."
 
 
 def _role_facts(

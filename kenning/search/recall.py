@@ -56,6 +56,8 @@ LANE_WEIGHTS: dict[str, float] = {
     "expansion": 0.5,
 }
 _EXPANSION_DOCS = 3
+#: the score of a candidate that a lane returned but could not tell apart from the others
+_FOUND = 1e-3
 _EXPANSION_TERMS = 8
 _SPEAKER = re.compile(r"^\s*([A-Z][\w'.-]*(?: [A-Z][\w'.-]*){0,2}):\s")
 #: question words that point at a relation ("where does X live" -> lives_in)
@@ -163,30 +165,35 @@ class _Lanes:
     scores: dict[tuple[str, str], dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     why: dict[tuple[str, str], list[str]] = field(default_factory=lambda: defaultdict(list))
 
-    def add(self, lane: str, items: list[Scored], scale: float = 1.0) -> None:
-        for rank, (item, score) in enumerate(zip(items, _normalise(lane, items))):
+    def add(self, lane: str, items: list[Scored], scale: float = 1.0, limit: int | None = None) -> None:
+        for rank, (item, score) in enumerate(zip(items, _normalise(lane, items, limit))):
             key = (item.kind, item.id)
             self.scores[key][lane] = max(scale * score, self.scores[key].get(lane, 0.0))
             self.why[key].append(f"{lane}#{rank + 1}")
 
     def fused(self, key: tuple[str, str]) -> float:
-        return sum(LANE_WEIGHTS[lane] * s for lane, s in self.scores[key].items())
+        # Every candidate some lane returned keeps a sliver of score, so the multipliers (validity,
+        # relation, decay) still order candidates no lane could tell apart.
+        return _FOUND + sum(LANE_WEIGHTS[lane] * s for lane, s in self.scores[key].items())
 
     def ids(self, kind: str) -> list[str]:
         return [i for k, i in self.scores if k == kind]
 
 
-def _normalise(lane: str, items: list[Scored]) -> list[float]:
+def _normalise(lane: str, items: list[Scored], limit: int | None = None) -> list[float]:
+    """Scores in [0, 1]: full text by the best score; similarity from the lane's cut-off (the
+    score of its last item when the list was cut at ``limit``, else 0) to its best score."""
     if not items:
         return []
     if lane == "graph":
         return [1.0 / (1.0 + i) ** 0.5 for i in range(len(items))]
     scores = [s.score for s in items]
-    hi, lo = max(scores), min(scores)
-    if lane == "lexical":
+    hi = max(scores)
+    if lane != "vector":
         return [s / hi if hi > 0 else 0.0 for s in scores]
+    floor = max(0.0, min(scores)) if limit is not None and len(items) >= limit else 0.0
     # A vector lane whose scores are all equal, or never positive, told nothing apart.
-    return [(s - lo) / (hi - lo) if hi > lo and hi > 0 else 0.0 for s in scores]
+    return [max(0.0, s - floor) / (hi - floor) if hi > floor else 0.0 for s in scores]
 
 
 def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usage | None,
@@ -204,9 +211,11 @@ def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usa
                 lanes.add("lexical", items)
             if kind == "chunk" and spec.neighbors and LANE_WEIGHTS["expansion"] and q.uses("expansion"):
                 lanes.add("expansion", _expansion(store, q, terms, items, limit))
-    # An embedder says what its lane is worth beside the full-text lane (the hashing embedder's
-    # bag of words repeats it: 0, so its lane is skipped unless asked for alone).
-    scale = embedder.recall_weight if q.lanes is None or q.lanes - {"vector"} else 1.0
+    # An embedder says what its lane is worth beside the full-text lane when ranking memories
+    # (the hashing embedder's bag of words repeats it: 0, so its lane is skipped there unless
+    # asked for alone); record searches (facts, entities) keep it to find records by likeness.
+    alone = q.lanes is not None and not q.lanes - {"vector"}
+    scale = embedder.recall_weight if spec.by_memory and not alone else 1.0
     if spec.vector and q.uses("vector") and scale > 0:
         vec = embedder.embed_query([q.text[:_MAX_EMBED_CHARS]], usage)[0]
         # One vector lane over every kind, ranked by similarity: the scores of one embedder are
@@ -216,7 +225,7 @@ def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usa
         if spec.by_memory:
             seeds += [s.id for s in found if s.kind == "entity"][:5]
             found = [s for s in found if s.kind != "entity"]
-        lanes.add("vector", found[: limit * 2], scale)
+        lanes.add("vector", found[:limit], scale, limit)
     if spec.graph and q.depth > 0 and q.uses("graph"):
         if not spec.by_memory:
             seeds += [i for (k, i) in lanes.scores if k == "entity"]
@@ -401,7 +410,7 @@ class _Evidence:
 
     @property
     def fused(self) -> float:
-        return sum(LANE_WEIGHTS[lane] * s for lane, s in self.lanes.items())
+        return _FOUND + sum(LANE_WEIGHTS[lane] * s for lane, s in self.lanes.items())
 
     @property
     def score(self) -> float:
@@ -537,22 +546,33 @@ def _fact_hit(ctx: _Context, fact: Fact, score: float, lanes: list[str], explana
 def _dedupe(hits: list[Hit]) -> list[Hit]:
     """One hit per record and per text: a fact stated by several memories is shown once with
     the provenance of all; a passage that only repeats a fact's sentence gives way to the fact,
-    which carries the timeline."""
+    which carries the timeline. A sentence is only as true as the least of the facts it states
+    ("Bob is the CEO of Acme" states ceo_of and works_at; once ceo_of closes, the sentence is
+    history), so the fact shown, with its timeline and score, is the one that ends first."""
     fact_texts = {h.text.strip().casefold() for h in hits if h.kind == "fact"}
-    seen: dict[tuple[str, str], Hit] = {}
-    out = []
+    seen: dict[tuple[str, str], int] = {}
+    out: list[Hit] = []
     for hit in hits:
         text = hit.text.strip().casefold()
         if hit.kind != "fact" and text in fact_texts:
             continue
-        first = seen.get((hit.kind, hit.id)) or seen.get((hit.kind, text))
-        if first is None:
-            seen[(hit.kind, hit.id)] = seen[(hit.kind, text)] = hit
+        index = seen.get((hit.kind, hit.id), seen.get((hit.kind, text)))
+        if index is None:
+            seen[(hit.kind, hit.id)] = seen[(hit.kind, text)] = len(out)
             out.append(hit)
-        else:
-            first.memory_ids = list(dict.fromkeys([*first.memory_ids, *hit.memory_ids]))
-            first.lanes = sorted(set(first.lanes) | set(hit.lanes))
-    return out
+            continue
+        first = out[index]
+        keep = hit if hit.kind == "fact" and _ends_sooner(hit, first) else first
+        keep.memory_ids = list(dict.fromkeys([*first.memory_ids, *hit.memory_ids]))
+        keep.lanes = sorted(set(first.lanes) | set(hit.lanes))
+        seen[(keep.kind, keep.id)] = index
+        out[index] = keep
+    return sorted(out, key=lambda h: (-h.score, h.id))
+
+
+def _ends_sooner(a: Hit, b: Hit) -> bool:
+    never = dt.datetime.max.replace(tzinfo=dt.timezone.utc)
+    return (a.current, a.invalid_at or never) < (b.current, b.invalid_at or never)
 
 
 # -- record-level ranking (facts, entities, graph) ----------------------------------------------

@@ -80,6 +80,24 @@ class BodyLimit:
         await send({"type": "http.response.body", "body": body})
 
 
+def _offline_docs(app: FastAPI) -> None:
+    """Swagger UI at /docs from the installed swagger-ui-bundle package: works offline."""
+    import swagger_ui_bundle
+    from fastapi.openapi.docs import get_swagger_ui_html
+    from fastapi.staticfiles import StaticFiles
+
+    app.mount("/docs/assets", StaticFiles(directory=swagger_ui_bundle.swagger_ui_path), name="docs-assets")
+
+    @app.get("/docs", include_in_schema=False)
+    def docs() -> Any:
+        return get_swagger_ui_html(
+            openapi_url=app.openapi_url or "/openapi.json", title="kenning API",
+            swagger_js_url="/docs/assets/swagger-ui-bundle.js",
+            swagger_css_url="/docs/assets/swagger-ui.css",
+            swagger_favicon_url="/docs/assets/favicon-32x32.png",
+        )
+
+
 def create_app(kn: Any, *, auth: bool = True, max_body: int | None = None, bind: str = "127.0.0.1",
                allowed_hosts: Sequence[str] = ()) -> FastAPI:
     """The API over ``kn`` (a ``Kenning``). ``auth=False`` is the local single-user mode: every
@@ -104,7 +122,10 @@ def create_app(kn: Any, *, auth: bool = True, max_body: int | None = None, bind:
         version=__version__,
         description="Persistent, temporal knowledge-graph memory. Every error is "
         '`{"error": {"code": …, "message": …}}`.',
+        docs_url=None,  # served by _offline_docs, without a CDN
+        redoc_url=None,
     )
+    _offline_docs(app)
     app.state.service = service
     errors.install(app)
     app.include_router(build_router(service, caller))

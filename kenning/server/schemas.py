@@ -6,12 +6,12 @@ in every surface. Pure pydantic: the MCP server uses these too.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..models import Memory, MemoryInput
+from ..pipeline.dates import ACCEPTED_FORMS
 
 __all__ = [
     "AddResult",
@@ -38,8 +38,10 @@ DATASET_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
 Dataset = Annotated[str, Field(pattern=DATASET_PATTERN, description="Dataset name.")]
 MemoryId = Annotated[str, Field(min_length=1, max_length=200)]
 Permission = Literal["read", "write", "delete", "share"]
-Content = Annotated[str, Field(min_length=1)] | MemoryInput
-Instant = dt.datetime | Annotated[str, Field(max_length=100)]
+#: empty text is refused by the engine, with the message every surface gives ("content is empty")
+Content = str | MemoryInput
+#: a date in any form the one date parser reads (kenning.pipeline.dates), parsed by the engine
+Instant = Annotated[str, Field(max_length=100, description=ACCEPTED_FORMS)]
 SearchType = Annotated[str, Field(
     max_length=64,
     description="hybrid (default), chunks, chunks_lexical, facts, entities, graph, temporal, "
@@ -80,12 +82,20 @@ class WhoAmI(_Body):
 
 
 class RememberRequest(_Body):
-    content: Content | Annotated[list[Content], Field(min_length=1, max_length=MAX_ITEMS)]
+    content: Content | Annotated[list[Content], Field(max_length=MAX_ITEMS)]
     dataset: Dataset = "main"
     kind: Annotated[str, Field(min_length=1, max_length=64)] = "knowledge"
     source: Annotated[str, Field(max_length=2000)] | None = None
     valid_at: Instant | None = None
     metadata: Metadata | None = None
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _content_shape(cls, value: Any) -> Any:
+        # One sentence instead of an error per branch of the union.
+        if not isinstance(value, (str, dict, list, MemoryInput)):
+            raise ValueError("content must be text, a structured memory (an object with a topic) or a list of them")
+        return value
 
 
 class RememberNow(RememberRequest):
@@ -137,7 +147,7 @@ class MemoryUpdate(_Body):
     kind: Annotated[str, Field(min_length=1, max_length=64)] | None = None
     valid_at: Instant | None = None
     retention: Literal["permanent", "decision", "standard", "ephemeral", "session"] | None = None
-    retention_until: dt.datetime | None = None
+    retention_until: Instant | None = None
 
 
 class PinRequest(_Body):

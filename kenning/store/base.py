@@ -9,25 +9,50 @@ rules about what a write means are written once for every backend.
 from __future__ import annotations
 
 import datetime as dt
+import random
+import time
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
+from ..errors import StoreError
 from ..models import Entity, Fact, Memory, Stats
 
 __all__ = [
     "ChunkRow",
+    "ClaimFilter",
     "EntityRow",
     "FactRow",
     "MemoryFilter",
     "Scored",
     "Store",
     "Txn",
+    "retry_transient",
 ]
+
+T = TypeVar("T")
+
+#: runs of a transaction the database aborted to resolve a conflict with a concurrent one
+_ATTEMPTS = 5
+
+
+def retry_transient(run: Callable[[], T]) -> T:
+    """``run()``, run again when it raised a ``StoreError`` marked ``transient`` (the database
+    aborted the transaction only to break a deadlock with a concurrent one), after a short wait
+    with jitter so that the two sides do not collide again. ``run`` must be safe to repeat: it
+    opens its own transaction and reads what it needs inside it."""
+    for attempt in range(_ATTEMPTS):
+        try:
+            return run()
+        except StoreError as exc:
+            if not exc.details.get("transient") or attempt == _ATTEMPTS - 1:
+                raise
+            time.sleep(random.uniform(0.01, 0.05) * 2**attempt)
+    raise AssertionError("unreachable")
 
 
 @dataclass
@@ -82,6 +107,21 @@ class Scored:
 
 
 @dataclass
+class ClaimFilter:
+    """Which memories a worker claims. ``processing`` memories are claimed again when their
+    lease ran out (last renewed before ``stale_before``) or their owner is in ``dead_owners``."""
+
+    statuses: Sequence[str]
+    stale_before: dt.datetime
+    dataset: str | None = None
+    ids: Sequence[str] | None = None
+    dead_owners: Sequence[str] = ()
+    #: only memories after this (created_at, id), in that order: a run's cursor
+    after: tuple[dt.datetime, str] | None = None
+    limit: int | None = None
+
+
+@dataclass
 class MemoryFilter:
     dataset: str | None = None
     kind: str | None = None
@@ -98,6 +138,11 @@ class Txn(ABC):
     """Primitives available inside one write transaction."""
 
     # memories
+    @abstractmethod
+    def claim_state(self, memory_id: str) -> tuple[str, str | None] | None:
+        """(status, claim owner) of a memory, locked until the transaction ends; None if the
+        memory no longer exists."""
+
     @abstractmethod
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None: ...
 
@@ -176,12 +221,28 @@ class Store(ABC):
     def close(self) -> None: ...
 
     @abstractmethod
+    def scrub(self) -> None:
+        """Make deleted content unrecoverable from the store's own files, as far as the backend
+        allows (``forget`` calls it before it returns)."""
+
+    @abstractmethod
     def transaction(self) -> AbstractContextManager[Txn]: ...
+
+    def atomic(self, work: Callable[[Txn], T]) -> T:
+        """``work(txn)`` in one transaction, run again if the database aborted it to break a
+        deadlock (see :func:`retry_transient`); the caller sees that only if it keeps happening."""
+
+        def once() -> T:
+            with self.transaction() as txn:
+                return work(txn)
+
+        return retry_transient(once)
 
     # -- memories ----------------------------------------------------------------------------
     @abstractmethod
-    def insert_memory(self, memory: Memory) -> tuple[str, bool]:
-        """Insert a pending memory; if (dataset, content_hash) exists return (its id, False)."""
+    def insert_memory(self, memory: Memory, owner: str | None = None) -> tuple[str, bool]:
+        """Insert a memory (claimed by ``owner`` when given); if (dataset, content_hash) exists
+        return (its id, False)."""
 
     @abstractmethod
     def get_memories(self, ids: Sequence[str]) -> list[Memory]: ...
@@ -203,11 +264,17 @@ class Store(ABC):
     def set_status(self, memory_id: str, status: str, error: str | None, at: dt.datetime) -> None: ...
 
     @abstractmethod
-    def claim(
-        self, dataset: str | None, statuses: Sequence[str], at: dt.datetime, stale_before: dt.datetime
-    ) -> list[Memory]:
-        """Mark matching memories ``processing`` (one worker wins each) and return them.
-        ``processing`` memories last touched before ``stale_before`` are claimed again."""
+    def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
+        """Mark the matching memories ``processing`` by ``owner`` (one worker wins each) and
+        return them, oldest first, at most ``flt.limit``."""
+
+    @abstractmethod
+    def renew_claims(self, owner: str, at: dt.datetime) -> None:
+        """Extend the lease of every memory ``owner`` holds (``updated_at = at``)."""
+
+    @abstractmethod
+    def claim_owners(self, dataset: str | None) -> list[str]:
+        """The owners of the claims on ``processing`` memories."""
 
     # -- graph reads -------------------------------------------------------------------------
     @abstractmethod
@@ -255,6 +322,7 @@ class Store(ABC):
     @abstractmethod
     def record_access(
         self,
+        dataset: str,
         memory_ids: Sequence[str],
         entity_ids: Sequence[str],
         fact_ids: Sequence[str],

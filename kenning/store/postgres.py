@@ -19,7 +19,7 @@ import logging
 import math
 import re
 import threading
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
@@ -34,7 +34,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from .._time import as_utc
 from ..errors import ConfigurationError, EmbedderMismatchError, StoreError
 from ..models import Entity, Fact, Memory, Stats, Usage
-from .base import ChunkRow, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
+from .base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, retry_transient
 from .postgres_auth import PostgresAuthMixin
 from .postgres_schema import (
     BOOTSTRAP,
@@ -118,6 +118,28 @@ def _db_value(name: str, value: Any) -> Any:
     if name in _JSON_FIELDS:
         return _json(value)
     return value
+
+
+#: SQLSTATEs of a transaction the server aborted only because of a concurrent one: run again
+_TRANSIENT = {"40P01": "a deadlock with a concurrent operation", "40001": "a conflict with a concurrent operation"}
+_TIMEOUTS = {"55P03": "a lock timeout", "57014": "a statement timeout or cancellation"}
+
+
+def _store_error(exc: psycopg.Error) -> StoreError:
+    """A psycopg error as a StoreError a client may see: the SQLSTATE and what it means, never
+    the server's message, whose detail names backend pids, relations and key values."""
+    state = exc.sqlstate or ""
+    if state in _TRANSIENT:
+        reason, transient = _TRANSIENT[state], True
+    elif state in _TIMEOUTS:
+        reason, transient = _TIMEOUTS[state], False
+    elif isinstance(exc, psycopg.OperationalError) and not state:
+        reason, transient = "the connection failed", False
+    else:
+        reason, transient = type(exc).__name__, False
+    log.warning("postgresql error", extra={"sqlstate": state or None, "error_type": type(exc).__name__})
+    message = f"PostgreSQL failed ({reason}" + (f", SQLSTATE {state})" if state else ")")
+    return StoreError(message, sqlstate=state or None, transient=transient)
 
 
 def redact(url: str) -> str:
@@ -221,13 +243,27 @@ class _PgTxn(Txn):
             )
             self._locked.add(dataset)
 
-    def _lock_memory(self, memory_id: str) -> None:
-        row = self.conn.execute("SELECT dataset FROM memories WHERE id = %s", (memory_id,)).fetchone()
+    def _lock_row(self, table: str, row_id: str) -> None:
+        """Take the dataset lock of the row before touching it: every writer of a dataset takes
+        that lock before any row lock, so two writers never wait for each other's rows."""
+        row = self.conn.execute(
+            sql.SQL("SELECT dataset FROM {} WHERE id = %s").format(sql.Identifier(table)), (row_id,)
+        ).fetchone()
         if row is not None:
             self._lock(row["dataset"])
 
+    def _lock_memory(self, memory_id: str) -> None:
+        self._lock_row("memories", memory_id)
+
     # -- memories ----------------------------------------------------------------------------
+    def claim_state(self, memory_id: str) -> tuple[str, str | None] | None:
+        self._lock_memory(memory_id)
+        row = self.conn.execute(
+            "SELECT status, claimed_by FROM memories WHERE id = %s FOR UPDATE", (memory_id,)).fetchone()
+        return (row["status"], row["claimed_by"]) if row else None
+
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
+        self._lock_memory(memory_id)
         _update(self.conn, "memories", memory_id, fields)
 
     def insert_chunks(self, rows: Sequence[ChunkRow]) -> None:
@@ -243,6 +279,7 @@ class _PgTxn(Txn):
             )
 
     def delete_chunks(self, memory_id: str) -> None:
+        self._lock_memory(memory_id)
         self.conn.execute("DELETE FROM chunks WHERE memory_id = %s", (memory_id,))
 
     # -- entities ----------------------------------------------------------------------------
@@ -261,6 +298,9 @@ class _PgTxn(Txn):
 
     def update_entity(self, entity_id: str, fields: dict[str, Any]) -> None:
         # The full-text column is generated, so there is nothing else to keep current.
+        if not fields:
+            return
+        self._lock_row("entities", entity_id)
         _update(self.conn, "entities", entity_id, fields)
 
     def link_entity(self, entity_id: str, memory_id: str) -> None:
@@ -290,6 +330,7 @@ class _PgTxn(Txn):
         )
 
     def close_fact(self, fact_id: str, *, invalid_at, expired_at, superseded_by) -> None:  # noqa: ANN001
+        self._lock_row("facts", fact_id)
         self.conn.execute(
             "UPDATE facts SET invalid_at = %s, expired_at = %s, superseded_by = %s WHERE id = %s",
             (invalid_at, expired_at, superseded_by, fact_id),
@@ -390,11 +431,22 @@ def _conninfo(url: str) -> str:
     return url
 
 
+def _probe(url: str, timeout: float) -> None:
+    """One direct connection before the pool opens: an unreachable server is a one-line error
+    at once, not the pool's retries (and their logged tracebacks) until it gives up."""
+    try:
+        psycopg.connect(_conninfo(url), connect_timeout=max(1, int(min(timeout, 10)))).close()
+    except psycopg.OperationalError as exc:
+        reason = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
+        raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {reason}") from None
+
+
 class PostgresStore(PostgresAuthMixin, Store):
     def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 30.0) -> None:
         self.url = url
         self._dimension: int | None = None
         self._local = threading.local()
+        _probe(url, timeout)
         self._pool = ConnectionPool(
             _conninfo(url), min_size=1, max_size=max(1, pool_size), timeout=timeout,
             kwargs={"autocommit": True, "row_factory": dict_row}, configure=_configure,
@@ -422,13 +474,20 @@ class PostgresStore(PostgresAuthMixin, Store):
             return
         try:
             with self._pool.connection() as conn:
-                yield conn
+                try:
+                    yield conn
+                except psycopg.Error:
+                    # A connection that saw an error is not trusted again: a failed pipeline
+                    # leaves psycopg's prepared-statement cache out of step with the server, and
+                    # every later statement on it would fail. Closed, the pool replaces it.
+                    conn.close()
+                    raise
         except PoolTimeout as exc:
             raise StoreError(
                 "no PostgreSQL connection became free in time; raise KENNING_POOL_SIZE"
             ) from exc
-        except psycopg.OperationalError as exc:
-            raise StoreError(f"PostgreSQL error: {exc}") from exc
+        except psycopg.Error as exc:
+            raise _store_error(exc) from exc
 
     @contextmanager
     def _write(self) -> Iterator[psycopg.Connection]:
@@ -547,6 +606,11 @@ class PostgresStore(PostgresAuthMixin, Store):
     def close(self) -> None:
         self._pool.close()
 
+    def scrub(self) -> None:
+        """Nothing to do from here: deleted rows are invisible at once, and their bytes stay in
+        table pages until VACUUM reuses them and in the WAL and backups until those are
+        recycled; docs/postgres.md says what an operator runs to erase them."""
+
     @contextmanager
     def transaction(self) -> Iterator[Txn]:
         with self._write() as conn:
@@ -557,9 +621,9 @@ class PostgresStore(PostgresAuthMixin, Store):
                 self._local.txn = outer
 
     # -- memories ----------------------------------------------------------------------------
-    def insert_memory(self, memory: Memory) -> tuple[str, bool]:
-        data = memory.model_dump()
-        names = [n for n in data if n != "error"]
+    def insert_memory(self, memory: Memory, owner: str | None = None) -> tuple[str, bool]:
+        data = {**memory.model_dump(exclude={"error"}), "claimed_by": owner}
+        names = list(data)
         insert = sql.SQL(
             "INSERT INTO memories ({}) VALUES ({}) ON CONFLICT (dataset, content_hash) DO NOTHING RETURNING id"
         ).format(sql.SQL(", ").join(map(sql.Identifier, names)), sql.SQL(", ").join(sql.Placeholder() * len(names)))
@@ -630,22 +694,44 @@ class PostgresStore(PostgresAuthMixin, Store):
         with self._write() as conn:
             _update(conn, "memories", memory_id, fields)
 
-    def claim(self, dataset, statuses, at, stale_before) -> list[Memory]:  # noqa: ANN001
-        where = "(status = ANY(%(statuses)s) OR (status = 'processing' AND updated_at < %(stale)s))"
-        if dataset is not None:
-            where += " AND dataset = %(dataset)s"
+    def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
+        where = ["(status = ANY(%(statuses)s) OR (status = 'processing'"
+                 " AND (updated_at < %(stale)s OR claimed_by = ANY(%(dead)s))))"]
+        if flt.dataset is not None:
+            where.append("dataset = %(dataset)s")
+        if flt.ids is not None:
+            where.append("id = ANY(%(ids)s)")
+        if flt.after is not None:
+            where.append("(created_at, id) > (%(after_at)s, %(after_id)s)")
         # Locked rows belong to another worker's claim: skip them rather than wait and re-take.
         query = (
-            f"WITH picked AS (SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where}"
-            " ORDER BY created_at, id FOR UPDATE SKIP LOCKED),"
-            " done AS (UPDATE memories m SET status = 'processing', updated_at = %(at)s"
+            f"WITH picked AS (SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)}"
+            " ORDER BY created_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED),"
+            " done AS (UPDATE memories m SET status = 'processing', claimed_by = %(owner)s, updated_at = %(at)s"
             " FROM picked WHERE m.id = picked.id)"
             " SELECT * FROM picked ORDER BY created_at, id"
         )
-        args = {"statuses": list(statuses), "stale": stale_before, "dataset": dataset, "at": at}
+        after_at, after_id = flt.after or (None, None)
+        args = {"statuses": list(flt.statuses), "stale": flt.stale_before, "dead": list(flt.dead_owners),
+                "dataset": flt.dataset, "ids": list(flt.ids or []), "after_at": after_at, "after_id": after_id,
+                "limit": flt.limit, "owner": owner, "at": at}
         with self._write() as conn:
             rows = conn.execute(query, args).fetchall()
-        return [_memory(r) for r in rows]
+        return [_memory(r).model_copy(update={"status": "processing"}) for r in rows]
+
+    def renew_claims(self, owner: str, at: dt.datetime) -> None:
+        with self._write() as conn:
+            # SKIP LOCKED: a row a writer holds is being committed or deleted; waiting for it
+            # while holding the others could deadlock with that writer.
+            conn.execute("UPDATE memories SET updated_at = %s WHERE id IN (SELECT id FROM memories"
+                         " WHERE claimed_by = %s AND status = 'processing' FOR NO KEY UPDATE SKIP LOCKED)",
+                         (at, owner))
+
+    def claim_owners(self, dataset: str | None) -> list[str]:
+        query = "SELECT DISTINCT claimed_by FROM memories WHERE claimed_by IS NOT NULL AND status = 'processing'"
+        with self._conn() as conn:
+            rows = conn.execute(query + (" AND dataset = %s" if dataset else ""), [dataset] if dataset else [])
+            return [r["claimed_by"] for r in rows]
 
     # -- graph reads -------------------------------------------------------------------------
     def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
@@ -804,16 +890,25 @@ class PostgresStore(PostgresAuthMixin, Store):
             ).fetchall()
         return [(r["of_id"], r["id"], r["offset"]) for r in rows]
 
-    def record_access(self, memory_ids, entity_ids, fact_ids, at) -> None:  # noqa: ANN001
-        # One short statement per table, not one transaction: access counters are bookkeeping,
-        # and holding their row locks together could deadlock with a write plan. Pipelined, the
-        # three cost one round trip.
-        with self._conn() as conn, conn.pipeline():
-            for table, ids in (("memories", memory_ids), ("entities", entity_ids), ("facts", fact_ids)):
-                if ids:
-                    conn.execute(sql.SQL(
-                        "UPDATE {} SET access_count = access_count + 1, last_accessed_at = %s"
-                        " WHERE id = ANY(%s)").format(sql.Identifier(table)), (at, sorted(set(ids))))
+    def record_access(self, dataset, memory_ids, entity_ids, fact_ids, at) -> None:  # noqa: ANN001
+        # Writers of the dataset hold its advisory lock exclusively and take row locks in any
+        # order; counting accesses under the shared lock never waits on a row a writer holds
+        # while the writer waits for a row locked here (the deadlock forget and recall had).
+        # Recalls share the lock and lock rows in id order, table by table, so they never
+        # deadlock with each other.
+        def once() -> None:
+            with self._write() as conn:
+                conn.execute("SELECT pg_advisory_xact_lock_shared(%s, hashtext(current_schema() || '/' || %s))",
+                             (LOCK_DATASET, dataset))
+                with conn.pipeline():
+                    for table, ids in (("memories", memory_ids), ("entities", entity_ids), ("facts", fact_ids)):
+                        if ids:
+                            conn.execute(sql.SQL(
+                                "UPDATE {t} SET access_count = access_count + 1, last_accessed_at = %s"
+                                " WHERE id IN (SELECT id FROM {t} WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE)"
+                            ).format(t=sql.Identifier(table)), (at, sorted(set(ids))))
+
+        retry_transient(once)
 
     def entity_rows(self, dataset: str, after_id: str | None, limit: int) -> list[EntityRow]:
         with self._conn() as conn:

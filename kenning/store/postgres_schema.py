@@ -152,6 +152,12 @@ PG_MIGRATIONS: list[list[str]] = [
         "ALTER TABLE memories ADD COLUMN position INTEGER",
         "CREATE INDEX memories_episode ON memories (episode, position)",
     ],
+    [
+        # Who holds a ``processing`` claim (``host/pid/token``): a claim whose owner process is
+        # gone is taken over at once. Cleared when processing ends, so the index stays small.
+        "ALTER TABLE memories ADD COLUMN claimed_by TEXT",
+        "CREATE INDEX memories_claims ON memories (claimed_by) WHERE claimed_by IS NOT NULL",
+    ],
 ]
 
 

@@ -26,7 +26,7 @@ import numpy as np
 from .._time import from_text, to_text
 from ..errors import EmbedderMismatchError, StoreError
 from ..models import Entity, Fact, Memory, Stats, Usage
-from .base import ChunkRow, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
+from .base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
 from .schema import SQLITE_MIGRATIONS
 from .sqlite_auth import SQLiteAuthMixin
 from .vectors import EXACT_ROWS, FORMAT, AnnIndex, IndexFiles, build, calibrate, from_blob, to_blob
@@ -120,7 +120,17 @@ class _SQLiteTxn(Txn):
         self.store = store
         self.db = store._db
 
+    def _unindex(self, table: str, rowid: int) -> None:
+        """Delete a full-text row. Its terms stay in the index's older segments until the index
+        is rewritten (:meth:`SQLiteStore.scrub`), so the table is noted."""
+        self.db.execute(f"DELETE FROM {table}_fts WHERE rowid = ?", (rowid,))
+        self.store._fts_changed.add(table)
+
     # -- memories ----------------------------------------------------------------------------
+    def claim_state(self, memory_id: str) -> tuple[str, str | None] | None:
+        row = self.db.execute("SELECT status, claimed_by FROM memories WHERE id = ?", (memory_id,)).fetchone()
+        return (row[0], row[1]) if row else None
+
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
         self.store._update_memory(memory_id, fields)
 
@@ -138,7 +148,7 @@ class _SQLiteTxn(Txn):
     def delete_chunks(self, memory_id: str) -> None:
         rows = self.db.execute("SELECT rowid, id FROM chunks WHERE memory_id = ?", (memory_id,)).fetchall()
         for row in rows:
-            self.db.execute("DELETE FROM chunks_fts WHERE rowid = ?", (row["rowid"],))
+            self._unindex("chunks", row["rowid"])
         self.db.execute("DELETE FROM chunks WHERE memory_id = ?", (memory_id,))
 
     # -- entities ----------------------------------------------------------------------------
@@ -168,6 +178,7 @@ class _SQLiteTxn(Txn):
         ).fetchone()
         text = _entity_text(row["name"], json.loads(row["aliases"]), row["description"])
         self.db.execute("UPDATE entities_fts SET text = ? WHERE rowid = ?", (text, row["rowid"]))
+        self.store._fts_changed.add("entities")
 
     def link_entity(self, entity_id: str, memory_id: str) -> None:
         self.db.execute(
@@ -224,7 +235,7 @@ class _SQLiteTxn(Txn):
             if name != keep["name"] and name not in aliases:
                 aliases.append(name)
         self.update_entity(keep_id, {"aliases": aliases})
-        db.execute("DELETE FROM entities_fts WHERE rowid = ?", (drop["rowid"],))
+        self._unindex("entities", drop["rowid"])
         db.execute("DELETE FROM entities WHERE id = ?", (drop_id,))
         return self._merge_repeats(keep_id)
 
@@ -256,7 +267,7 @@ class _SQLiteTxn(Txn):
                 "INSERT OR IGNORE INTO fact_memories (fact_id, memory_id)"
                 " SELECT ?, memory_id FROM fact_memories WHERE fact_id = ?", (first[key], row["id"]))
             db.execute("UPDATE facts SET superseded_by = ? WHERE superseded_by = ?", (first[key], row["id"]))
-            db.execute("DELETE FROM facts_fts WHERE rowid = ?", (row["rowid"],))
+            self._unindex("facts", row["rowid"])
             db.execute("DELETE FROM facts WHERE id = ?", (row["id"],))
             merged.append(row["id"])
         return merged
@@ -264,8 +275,10 @@ class _SQLiteTxn(Txn):
     # -- garbage collection ------------------------------------------------------------------
     def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
         db = self.db
-        fact_ids = [r[0] for r in db.execute("SELECT fact_id FROM fact_memories WHERE memory_id = ?", (memory_id,))]
-        entity_ids = [r[0] for r in db.execute("SELECT entity_id FROM entity_memories WHERE memory_id = ?", (memory_id,))]
+        fact_ids = [r[0] for r in db.execute(
+            "SELECT fact_id FROM fact_memories WHERE memory_id = ? ORDER BY fact_id", (memory_id,))]
+        entity_ids = [r[0] for r in db.execute(
+            "SELECT entity_id FROM entity_memories WHERE memory_id = ? ORDER BY entity_id", (memory_id,))]
         db.execute("DELETE FROM fact_memories WHERE memory_id = ?", (memory_id,))
         db.execute("DELETE FROM entity_memories WHERE memory_id = ?", (memory_id,))
         dead_facts = [
@@ -281,7 +294,7 @@ class _SQLiteTxn(Txn):
                 (fid,),
             )
             row = db.execute("SELECT rowid FROM facts WHERE id = ?", (fid,)).fetchone()
-            db.execute("DELETE FROM facts_fts WHERE rowid = ?", (row["rowid"],))
+            self._unindex("facts", row["rowid"])
             db.execute("DELETE FROM facts WHERE id = ?", (fid,))
         dead_entities = []
         for eid in entity_ids:
@@ -292,7 +305,7 @@ class _SQLiteTxn(Txn):
             ).fetchone():
                 continue
             row = db.execute("SELECT rowid FROM entities WHERE id = ?", (eid,)).fetchone()
-            db.execute("DELETE FROM entities_fts WHERE rowid = ?", (row["rowid"],))
+            self._unindex("entities", row["rowid"])
             db.execute("DELETE FROM entities WHERE id = ?", (eid,))
             dead_entities.append(eid)
         return dead_entities, dead_facts
@@ -325,8 +338,12 @@ class SQLiteStore(SQLiteAuthMixin, Store):
             raise StoreError(f"cannot open SQLite database at {path}: {exc}") from exc
         self._db.row_factory = sqlite3.Row
         self._lock = threading.RLock()
+        #: full-text tables with deleted or changed rows since the last scrub
+        self._fts_changed: set[str] = set()
         try:
             self._db.execute("PRAGMA foreign_keys = ON")
+            # Deleted content is overwritten with zeros, not left in free pages.
+            self._db.execute("PRAGMA secure_delete = ON")
             self._db.execute("PRAGMA busy_timeout = %d" % int(timeout * 1000))
             if path != ":memory:":
                 self._db.execute("PRAGMA journal_mode = WAL")
@@ -396,6 +413,22 @@ class SQLiteStore(SQLiteAuthMixin, Store):
             finally:
                 self._db.close()
 
+    def scrub(self) -> None:
+        """Leave no deleted text in the database files: rewrite the full-text indexes that had
+        rows deleted (FTS5 keeps a deleted row's terms in older segments until a merge; this
+        SQLite has no FTS5 'secure-delete'), then checkpoint the WAL into the database and
+        truncate it. Freed pages are already zeroed (``secure_delete``). The WAL cannot be
+        truncated while another connection reads an older snapshot; it is then truncated by
+        the next scrub or checkpoint."""
+        with self._lock:
+            for table in sorted(self._fts_changed):
+                with self._write():
+                    self._db.execute(f"INSERT INTO {table}_fts ({table}_fts) VALUES ('optimize')")
+            self._fts_changed.clear()
+            busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
+        if busy:
+            log.info("wal not truncated: another connection is reading")
+
     @contextmanager
     def _write(self) -> Iterator[None]:
         with self._lock:
@@ -418,9 +451,9 @@ class SQLiteStore(SQLiteAuthMixin, Store):
                 yield txn
 
     # -- memories ----------------------------------------------------------------------------
-    def insert_memory(self, memory: Memory) -> tuple[str, bool]:
-        data = memory.model_dump()
-        names = [n for n in data if n not in ("error",)]
+    def insert_memory(self, memory: Memory, owner: str | None = None) -> tuple[str, bool]:
+        data = {**memory.model_dump(exclude={"error"}), "claimed_by": owner}
+        names = list(data)
         with self._write():
             existing = self._db.execute(
                 "SELECT id FROM memories WHERE dataset = ? AND content_hash = ?",
@@ -505,27 +538,48 @@ class SQLiteStore(SQLiteAuthMixin, Store):
         with self._write():
             self._update_memory(memory_id, fields)
 
-    def claim(self, dataset, statuses, at, stale_before) -> list[Memory]:  # noqa: ANN001
-        clauses = [f"status IN ({_placeholders(len(statuses))})"] if statuses else ["0"]
-        args: list[Any] = list(statuses)
-        clauses.append("(status = 'processing' AND updated_at < ?)")
-        args.append(to_text(stale_before))
-        where = "(" + " OR ".join(clauses) + ")"
-        if dataset is not None:
-            where += " AND dataset = ?"
-            args.append(dataset)
+    def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
+        stranded = ["updated_at < ?"]
+        args: list[Any] = [*flt.statuses, to_text(flt.stale_before)]
+        if flt.dead_owners:
+            stranded.append(f"claimed_by IN ({_placeholders(len(flt.dead_owners))})")
+            args += flt.dead_owners
+        where = [f"(status IN ({_placeholders(len(flt.statuses))})"
+                 f" OR (status = 'processing' AND ({' OR '.join(stranded)})))"]
+        if flt.dataset is not None:
+            where.append("dataset = ?")
+            args.append(flt.dataset)
+        if flt.ids is not None:
+            where.append(f"id IN ({_placeholders(len(flt.ids))})")
+            args += flt.ids
+        if flt.after is not None:
+            where.append("(created_at, id) > (?, ?)")
+            args += [to_text(flt.after[0]), flt.after[1]]
+        query = f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at, id"
+        if flt.limit is not None:
+            query += " LIMIT ?"
+            args.append(flt.limit)
         with self._write():
-            rows = self._db.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY created_at, id", args
-            ).fetchall()
+            rows = self._db.execute(query, args).fetchall()
             ids = [r["id"] for r in rows]
             if ids:
                 self._db.execute(
-                    f"UPDATE memories SET status = 'processing', updated_at = ? "
-                    f"WHERE id IN ({_placeholders(len(ids))})",
-                    [to_text(at), *ids],
+                    f"UPDATE memories SET status = 'processing', claimed_by = ?, updated_at = ?"
+                    f" WHERE id IN ({_placeholders(len(ids))})",
+                    [owner, to_text(at), *ids],
                 )
-        return [_memory(r) for r in rows]
+        return [_memory(r).model_copy(update={"status": "processing"}) for r in rows]
+
+    def renew_claims(self, owner: str, at: dt.datetime) -> None:
+        with self._write():
+            self._db.execute("UPDATE memories SET updated_at = ? WHERE claimed_by = ? AND status = 'processing'",
+                             (to_text(at), owner))
+
+    def claim_owners(self, dataset: str | None) -> list[str]:
+        query = "SELECT DISTINCT claimed_by FROM memories WHERE claimed_by IS NOT NULL AND status = 'processing'"
+        with self._lock:
+            rows = self._db.execute(query + (" AND dataset = ?" if dataset else ""), [dataset] if dataset else [])
+            return [r[0] for r in rows]
 
     # -- graph reads -------------------------------------------------------------------------
     def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
@@ -710,7 +764,7 @@ class SQLiteStore(SQLiteAuthMixin, Store):
             rows = self._db.execute(sql, [window, window, *memory_ids]).fetchall()
         return [(r["of_id"], r["id"], r["offset"]) for r in rows]
 
-    def record_access(self, memory_ids, entity_ids, fact_ids, at) -> None:  # noqa: ANN001
+    def record_access(self, dataset, memory_ids, entity_ids, fact_ids, at) -> None:  # noqa: ANN001
         """Counted in memory and written every ``_ACCESS_FLUSH_CALLS`` recalls, every
         ``_ACCESS_FLUSH_SECONDS`` and on close: one write per recall cost 0.8 ms at 100k. Reads
         of memories in this process add the counts not yet written."""
