@@ -53,7 +53,8 @@ def _build_engine(
         settings["embedder"], embedder = embedder, None
     config = Settings(**settings)
     asked = embedder is not None or "embedder" in config.model_fields_set
-    store = store if store is not None else open_store(config.db, pool_size=config.pool_size)
+    store = store if store is not None else open_store(
+        config.db, pool_size=config.pool_size, hnsw_ef_search=config.hnsw_ef_search)
     try:
         embedder = embedder if embedder is not None else make_embedder(config)
         chat = chat if chat is not None else make_chat(config)

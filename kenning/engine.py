@@ -222,13 +222,10 @@ class Engine(LifecycleMixin, ImproveMixin):
             for position, memory in enumerate(memories):
                 memory.episode, memory.position = episode, position
         self._check_supersedes(memories)
-        out = []
-        for memory in memories:
-            owner = self.owner if status == "processing" else None
-            memory_id, created = self.store.insert_memory(memory, owner)
+        out = self.store.insert_memories(memories, self.owner if status == "processing" else None)
+        for memory, (_, created) in zip(memories, out):
             if created and memory.supersedes:
                 self._apply_supersession(memory)
-            out.append((memory_id, created))
         log.info("memories added", extra={"dataset": dataset, "count": len(out),
                                           "new": sum(1 for _, c in out if c)})
         return out

@@ -25,6 +25,11 @@ class Settings(BaseSettings):
         description="Store path or URL: a file path, sqlite:///path, :memory:, or postgresql://…",
     )
     pool_size: int = Field(default=4, ge=1, description="PostgreSQL connection pool size.")
+    hnsw_ef_search: int = Field(
+        default=100, ge=1, le=1000,
+        description="PostgreSQL: candidates each HNSW vector search keeps (pgvector's hnsw.ef_search);"
+        " higher finds more of the exact nearest rows, and is slower.",
+    )
 
     # -- models ----------------------------------------------------------------------------
     llm: str | None = Field(default=None, description="Chat model name; unset = offline extractor.")

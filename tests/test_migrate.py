@@ -91,8 +91,9 @@ def test_sqlite_to_postgres_to_sqlite_keeps_everything(tmp_path, clock) -> None:
             continue
         assert on_pg[name] == before[name], name
         assert after[name] == before[name], name
-    # The lexical lanes score differently (bm25 against ts_rank) and a copy does not keep the
-    # rows' physical order, which breaks ties: the answer and the hits found are the same.
+    # The lexical lanes score alike (BM25 on both), but a copy does not keep the rows' physical
+    # order, which breaks SQLite's ties, and SQLite's vectors are quantized: the answer and the
+    # hits found are the same.
     original = _recall(first)
     for copied in (_recall(pg), _recall(second)):
         assert copied[0] == original[0] and set(copied) == set(original)

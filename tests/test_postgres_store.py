@@ -142,9 +142,9 @@ def test_concurrent_opens_migrate_once(url: str) -> None:
         t.join()
     assert errors == []
     with stores[0]._conn() as conn:
-        versions = [r["version"] for r in conn.execute("SELECT version FROM kenning_schema")]
+        versions = [r["version"] for r in conn.execute("SELECT version FROM kenning_schema ORDER BY version")]
         indexes = {r["i"] for r in conn.execute("SELECT indexname AS i FROM pg_indexes WHERE schemaname = current_schema() AND indexname LIKE '%hnsw'")}
-    assert versions == list(range(1, len(PG_MIGRATIONS) + 1))
+    assert versions == list(range(1, len(PG_MIGRATIONS) + 1))  # each applied once
     assert indexes == {"chunks_embedding_hnsw", "facts_embedding_hnsw", "entities_embedding_hnsw"}
     for store in stores:
         store.close()
@@ -277,3 +277,82 @@ def test_same_answers_as_sqlite(url: str, tmp_path, clock) -> None:  # noqa: ANN
             top = [h.text for h in kn.recall("Who works at Acme?").hits[:3]]
             outcomes.append((stats, facts, sorted(top)))
     assert outcomes[0] == outcomes[1]
+
+
+def _lexical_stats(store) -> tuple[list[tuple], list[tuple]]:  # noqa: ANN001
+    """The full-text statistics kept by triggers, and the same counted from the rows."""
+    with store._conn() as conn:
+        kept = [tuple(r.values()) for r in conn.execute(
+            "SELECT tbl, dataset, rows, tokens FROM lexical_stats WHERE rows > 0 ORDER BY tbl, dataset")]
+        counted = [tuple(r.values()) for r in conn.execute(
+            "SELECT t, dataset, count(*) AS n, sum(kenning_tsv_length(tsv)) AS s FROM ("
+            " SELECT 'chunks' AS t, dataset, tsv FROM chunks UNION ALL SELECT 'entities', dataset, tsv FROM entities"
+            " UNION ALL SELECT 'facts', dataset, tsv FROM facts) x GROUP BY t, dataset ORDER BY t, dataset")]
+    return kept, counted
+
+
+def test_lexical_statistics_follow_every_write(url: str, clock) -> None:  # noqa: ANN001
+    with Kenning(url, clock=clock) as kn:
+        store = _store(kn)
+        first = kn.remember(["Alice works at Acme.", "Bob lives in Paris. Bob works at Globex."]).memory_ids[0]
+        kn.remember(["Carol likes chess.", "Alice Novak moved to Berlin."], dataset="other")
+        kept, counted = _lexical_stats(store)
+        assert kept == counted and {t for t, *_ in kept} == {"chunks", "entities", "facts"}
+        entities = {e.name: e.id for e in store.get_entities(
+            [r.id for r in store.entity_rows("main", None, 100)])}
+        with store.transaction() as txn:
+            txn.update_entity(entities["Alice"], {"description": "an engineer who works on compilers"})
+            txn.merge_entities(entities["Acme"], entities["Globex"])  # renames, deletes one entity
+        assert _lexical_stats(store)[0] == _lexical_stats(store)[1]
+        kn.recall("Alice Acme")  # bumps access counters: no change to the statistics
+        kn.delete(first)
+        assert _lexical_stats(store)[0] == _lexical_stats(store)[1]
+        kn.forget(dataset="other")
+        kept, counted = _lexical_stats(store)
+        assert kept == counted and {d for _, d, *_ in kept} == {"main"}
+
+
+def test_a_store_of_schema_version_1_is_ranked_by_bm25_after_migrating(url: str) -> None:
+    import psycopg
+
+    from kenning.store.postgres import PostgresStore
+    from kenning.store.postgres_schema import BOOTSTRAP, PG_MIGRATIONS
+    from tests.test_lexical_bm25 import expected
+
+    corpus = {"main": ["Alice moved to Berlin.", "Bob moves boxes and Bob moves chairs.", "Carol keeps bees.",
+                       "Dana plays chess.", "Evan is moving the well-known piano to a new flat."]}
+    with psycopg.connect(url, autocommit=True) as conn:  # what kenning 1 created and wrote
+        conn.execute(BOOTSTRAP)
+        for statement in PG_MIGRATIONS[0]:
+            conn.execute(statement)
+        conn.execute("INSERT INTO kenning_schema (version) VALUES (1)")
+        for i, text in enumerate(corpus["main"]):
+            conn.execute("INSERT INTO memories (id, dataset, kind, content, content_hash, valid_at, status,"
+                         " created_at, updated_at) VALUES (%s, 'main', 'knowledge', %s, %s, now(), 'active',"
+                         " now(), now())", (f"mem_{i}", text, str(i)))
+            conn.execute("INSERT INTO chunks (id, memory_id, dataset, position, text, token_count)"
+                         " VALUES (%s, %s, 'main', 0, %s, 5)", (f"chk_{i}", f"mem_{i}", text))
+    store = PostgresStore(url)
+    try:
+        hits = store.lexical("main", "chunk", ["moving"], 10)
+        texts = {c.id: c.text for c in store.get_chunks([h.id for h in hits])}
+        want = expected("main", ["moving"], corpus)
+        assert [texts[h.id] for h in hits] == [t for t, _ in want]
+        assert [h.score for h in hits] == pytest.approx([s for _, s in want], rel=1e-9)
+    finally:
+        store.close()
+
+
+def test_hnsw_ef_search_comes_from_the_settings(url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    def ef_search(kn: Kenning) -> str:
+        with _store(kn)._conn() as conn:
+            return conn.execute("SHOW hnsw.ef_search").fetchone()["hnsw.ef_search"]
+
+    with Kenning(url) as kn:
+        assert ef_search(kn) == "100"
+    with Kenning(url, hnsw_ef_search=40) as kn:
+        assert ef_search(kn) == "40"
+        assert kn.recall("anything").hits == []
+    monkeypatch.setenv("KENNING_HNSW_EF_SEARCH", "400")
+    with Kenning(url) as kn:
+        assert ef_search(kn) == "400"

@@ -44,13 +44,10 @@ def test_stop_words_do_not_match(kn):
     assert [h.text for h in hits] == ["Gardening takes patience."]
 
 
-def test_a_query_of_stop_words_only_still_searches(tmp_path):
-    """SQLite only: PostgreSQL's ``english`` configuration drops stop words from the index
-    itself, so such a query finds nothing there (docs/postgres.md)."""
-    with Kenning(str(tmp_path / "s.db")) as kn:
-        kn.remember(["To be or not to be.", "Cats sleep a lot."])
-        hits = kn.recall("to be or not", search_type="chunks_lexical").hits
-        assert hits and hits[0].text == "To be or not to be."
+def test_a_query_of_stop_words_only_still_searches(kn):
+    kn.remember(["To be or not to be.", "Cats sleep a lot."])
+    hits = kn.recall("to be or not", search_type="chunks_lexical").hits
+    assert hits and hits[0].text == "To be or not to be."
 
 
 # -- fusion -------------------------------------------------------------------------------------
@@ -243,3 +240,20 @@ def test_the_second_passage_of_a_two_hop_question_is_found(kn):
     assert first in lexical and second not in lexical
     hybrid = [h.memory_ids[0] for h in kn.recall(question, top_k=3).hits]
     assert hybrid[0] == first and second in hybrid
+
+
+def test_the_answer_about_the_named_entity_leads_over_others_of_the_same_relation(kn):
+    kn.remember("Bob Stone is the CEO of Acme. Bob Stone lives in London.", valid_at="2019-03-04")
+    kn.remember("Eve Novak works at Initech. Eve Novak lives in Rome.", valid_at="2024-04-02")
+    kn.remember("Alice Novak works at Acme. She lives in Paris.", valid_at="2019-03-04")
+    kn.remember("Alice Novak moved to Berlin in May 2021.", valid_at="2021-05-01")
+    top = kn.recall("Where does Alice Novak live?").hits[0]
+    assert top.kind == "fact" and top.target == "Berlin" and top.current
+
+
+def test_a_question_window_is_met_by_a_facts_validity(kn):
+    kn.remember("Alice Novak works at Acme.", valid_at="2019-03-04")
+    kn.remember("Alice Novak moved to Berlin in May 2021.", valid_at="2021-05-01")
+    kn.remember("Alice Novak started working at Globex in January 2023.", valid_at="2023-01-01")
+    top = kn.recall("Where did Alice Novak work in 2021?", search_type="hybrid", as_of="2021-06-01").hits[0]
+    assert top.target == "Acme" and top.current

@@ -49,7 +49,7 @@ LANE_WEIGHTS: dict[str, float] = {
     #: score multiplier 1 + this for a memory dated inside the window the question names
     "window": 1.0,
     #: a fact's lexical and vector scores count at this share towards its memory
-    "fact": 0.5,
+    "fact": 0.25,
     #: score multiplier 1 + this for a turn ("Name: …") spoken by someone the question names
     "speaker": 0.25,
     #: a second full-text query with names from the best passages (two-hop questions)
@@ -347,6 +347,8 @@ class _Context:
     asked: set[str]
     named: set[str]
     memories: dict[str, Memory] = field(default_factory=dict)
+    #: facts shown that answer the question (see ``answers``)
+    answers_found: set[str] = field(default_factory=set)
 
     def load_memories(self, ids: Iterable[str]) -> None:
         missing = [i for i in dict.fromkeys(ids) if i not in self.memories]
@@ -380,11 +382,19 @@ class _Context:
         return True, fact.valid_at <= at and (invalid_at is None or at < invalid_at)
 
     def fact_boost(self, fact: Fact) -> float:
+        """"Where does Alice live": a fact of the relation asked about is an answer; when the
+        question names entities, only if it is about one of them (Bob's home answers nothing
+        about Alice), and then it leads."""
         if not _relation_matches(fact.relation, self.asked):
             return 1.0
-        # "where does Alice live": the relation asked about, of the entity named
-        named = fact.source_id in self.named or fact.target_id in self.named
-        return _RELATION_BOOST * (_NAMED_BOOST if named else 1.0)
+        if not self.named:
+            return _RELATION_BOOST
+        return _RELATION_BOOST * _NAMED_BOOST if self.answers(fact) else 1.0
+
+    def answers(self, fact: Fact) -> bool:
+        """A fact of the relation asked about, of an entity the question names."""
+        return bool(fact.source_id in self.named or fact.target_id in self.named) and _relation_matches(
+            fact.relation, self.asked)
 
 
 def _as_believed(fact: Fact, known_at: dt.datetime | None) -> Fact:
@@ -445,6 +455,12 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     ctx.load_memories(m for e in ranked for _, f in e.facts for m in f.memory_ids[:_MAX_PROVENANCE])
     window = query_window(q.text, ctx.now) if q.uses("window") else None
     hits = [h for e in ranked if (h := _evidence_hit(ctx, e, window)) is not None]
+    # Facts lead when the question asks for one: a current fact that answers it ("where does
+    # Alice live") ranks above every passage, whatever the passages' scores.
+    lead = max((h.score for h in hits), default=0.0)
+    for hit in hits:
+        if hit.id in ctx.answers_found and hit.current:
+            hit.score += lead
     hits.sort(key=lambda h: (-h.score, h.id))
     return _dedupe(hits)[: q.top_k]
 
@@ -473,16 +489,21 @@ def _evidence_hit(ctx: _Context, ev: _Evidence, window: Window | None) -> Hit | 
         return None
     memory = mems[0]
     ev.multiplier = ctx.decay(mems)
-    if window is not None and window.contains(memory.valid_at):
-        ev.multiplier *= 1.0 + LANE_WEIGHTS["window"]
-        ev.why.append(f"window x{1 + LANE_WEIGHTS['window']:g}")
     speaker = _SPEAKER.match(memory.content)
     if speaker and LANE_WEIGHTS["speaker"] and ctx.q.uses("speaker") and _names_in(speaker.group(1), ctx.q.text):
         ev.multiplier *= 1.0 + LANE_WEIGHTS["speaker"]
         ev.why.append(f"speaker x{1 + LANE_WEIGHTS['speaker']:g}")
+    fact = _best_fact(ctx, ev)
+    # The window the question names: a fact shown is judged by when it was true, a passage by
+    # when it was said.
+    inside = window is not None and (
+        window.overlaps(fact.valid_at, _as_believed(fact, ctx.q.known_at).invalid_at)
+        if fact is not None else window.contains(memory.valid_at))
+    if inside:
+        ev.multiplier *= 1.0 + LANE_WEIGHTS["window"]
+        ev.why.append(f"window x{1 + LANE_WEIGHTS['window']:g}")
     lanes = sorted(ev.lanes) + (["neighbor"] if ev.bonus else [])
     explanation = ", ".join(ev.why) if ctx.q.explain else None
-    fact = _best_fact(ctx, ev)
     chunk = max(ev.chunks, key=lambda c: c[0])[1] if ev.chunks else None
     if fact is not None:
         hit = _fact_hit(ctx, fact, ev.score, lanes, explanation, first=ev.memory_id)
@@ -532,6 +553,8 @@ def _fact_hit(ctx: _Context, fact: Fact, score: float, lanes: list[str], explana
     if first is None:
         score *= ctx.decay(mems)
     weight = fact.weight * (1.0 if current else _HISTORY) * ctx.fact_boost(fact)
+    if ctx.answers(fact):
+        ctx.answers_found.add(fact.id)
     shown = _as_believed(fact, ctx.q.known_at)
     memory_ids = list(dict.fromkeys([*([first] if first else []), *(m.id for m in mems)]))
     return Hit(

@@ -51,6 +51,20 @@ class Window:
             return at.month == self.month
         return self.start is not None and self.end is not None and self.start <= at < self.end
 
+    def overlaps(self, start: dt.datetime, end: dt.datetime | None) -> bool:
+        """Whether the period ``[start, end)`` (open when ``end`` is None) meets the window."""
+        if self.month is None:
+            assert self.start is not None and self.end is not None
+            return start < self.end and (end is None or end > self.start)
+        if end is None or (end - start).days >= 366:
+            return True
+        year, month = start.year, start.month
+        while _utc(year, month) < end:
+            if month == self.month:
+                return True
+            year, month = (year + 1, 1) if month == 12 else (year, month + 1)
+        return False
+
 
 def _utc(year: int, month: int = 1, day: int = 1) -> dt.datetime:
     return dt.datetime(year, month, day, tzinfo=dt.UTC)

@@ -17,7 +17,8 @@ def default_path() -> str:
     return str(Path(user_data_dir("kenning", appauthor=False)) / "kenning.db")
 
 
-def open_store(url: str | None, *, pool_size: int = 4) -> Store:
+def open_store(url: str | None, *, pool_size: int = 4, hnsw_ef_search: int = 100) -> Store:
+    """The store at ``url``; ``pool_size`` and ``hnsw_ef_search`` concern PostgreSQL only."""
     if url is None or url == "":
         url = default_path()
     if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
@@ -27,7 +28,7 @@ def open_store(url: str | None, *, pool_size: int = 4) -> Store:
             raise ConfigurationError(
                 "PostgreSQL support needs extra packages: pip install 'kenning[postgres]'"
             ) from exc
-        return PostgresStore(url, pool_size=pool_size)
+        return PostgresStore(url, pool_size=pool_size, hnsw_ef_search=hnsw_ef_search)
     from .sqlite import SQLiteStore
 
     if url.startswith("sqlite://"):

@@ -244,6 +244,10 @@ class Store(ABC):
         """Insert a memory (claimed by ``owner`` when given); if (dataset, content_hash) exists
         return (its id, False)."""
 
+    def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
+        """``insert_memory`` of each, in order (a store may send them together)."""
+        return [self.insert_memory(m, owner) for m in memories]
+
     @abstractmethod
     def get_memories(self, ids: Sequence[str]) -> list[Memory]: ...
 

@@ -30,8 +30,9 @@ __all__ = ["CopyReport", "copy_store"]
 
 _CORE = ("datasets", "memories", "chunks", "entities", "facts", "fact_memories", "entity_memories")
 _VECTOR_TABLES = ("chunks", "entities", "facts")
-#: bookkeeping each store keeps for itself (the embedder record is carried separately)
-_OWN = {"meta", "kenning_schema", "vector_log"}
+#: bookkeeping each store keeps for itself (the embedder record is carried separately; the
+#: full-text statistics and the vector change log are kept by the target's triggers)
+_OWN = {"meta", "kenning_schema", "lexical_stats", "vector_log"}
 
 
 @dataclass
@@ -181,12 +182,11 @@ class _PostgresSide:
         types = self.types[table] = self.types.get(table) or self.columns(table)
         convert = [_to_postgres(types.get(c, "")) for c in columns]
         names = ", ".join(f'"{c}"' for c in columns)
-        marks = ", ".join("%s::vector" if types.get(c) == "vector" else "%s" for c in columns)
-        with self._conn.cursor() as cursor:
-            cursor.executemany(
-                f'INSERT INTO "{table}" ({names}) VALUES ({marks})',
-                [tuple(f(v) for f, v in zip(convert, row)) for row in rows],
-            )
+        # COPY: one statement per batch, so the statement triggers (full-text statistics) run
+        # once per batch, not once per row.
+        with self._conn.cursor() as cursor, cursor.copy(f'COPY "{table}" ({names}) FROM STDIN') as copy:
+            for row in rows:
+                copy.write_row(tuple(f(v) for f, v in zip(convert, row)))
 
 
 # -- value conversion, by the target column's type ----------------------------------------------

@@ -1,5 +1,6 @@
 """The PostgreSQL store: the SQLite schema on native types, pgvector (HNSW, cosine) for the vector
-lane, a generated ``tsvector`` (english) with GIN for the lexical lane, a connection pool.
+lane, generated ``tsvector`` columns with GIN indexes and BM25 (``postgres_lexical``) for the
+lexical lane, a connection pool.
 
 Concurrency across processes and machines:
 
@@ -36,6 +37,7 @@ from ..errors import ConfigurationError, EmbedderMismatchError, StoreError
 from ..models import Entity, Fact, Memory, Stats, Usage
 from .base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, retry_transient
 from .postgres_auth import PostgresAuthMixin
+from .postgres_lexical import bm25
 from .postgres_schema import (
     BOOTSTRAP,
     LOCK_DATASET,
@@ -69,12 +71,9 @@ _ENTITY_COLUMNS = "id, dataset, name, normalized, type, description, aliases, cr
 _EMBED_TEXT = {"chunk": "text", "entity": "name", "fact": "description"}
 #: the lexical lane ORs at most this many terms
 _MAX_TERMS = 64
-#: a search term in more rows than this is dropped while a rarer term remains
-_COMMON_ROWS = 5000
-#: HNSW candidate list; iterative scans extend it when the dataset filter drops rows
-_SESSION_SETUP = (
-    "SET TIME ZONE 'UTC'; SET hnsw.ef_search = 100; SET hnsw.iterative_scan = relaxed_order"
-)
+#: the HNSW candidate list is set per store (``hnsw_ef_search``); iterative scans extend it when
+#: the dataset filter drops rows
+_SESSION_SETUP = "SET TIME ZONE 'UTC'; SET hnsw.iterative_scan = relaxed_order; SET hnsw.ef_search = {:d}"
 
 
 # -- values ------------------------------------------------------------------------------------
@@ -420,9 +419,9 @@ class _PgTxn(Txn):
         self.conn.execute("DELETE FROM memories WHERE id = %s", (memory_id,))
 
 
-def _configure(conn: psycopg.Connection) -> None:
+def _configure(conn: psycopg.Connection, hnsw_ef_search: int) -> None:
     conn.adapters.register_dumper(str, _NulFreeStr)
-    conn.execute(_SESSION_SETUP)
+    conn.execute(_SESSION_SETUP.format(int(hnsw_ef_search)))
 
 
 def _conninfo(url: str) -> str:
@@ -442,14 +441,15 @@ def _probe(url: str, timeout: float) -> None:
 
 
 class PostgresStore(PostgresAuthMixin, Store):
-    def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 30.0) -> None:
+    def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 30.0, hnsw_ef_search: int = 100) -> None:
         self.url = url
         self._dimension: int | None = None
         self._local = threading.local()
         _probe(url, timeout)
         self._pool = ConnectionPool(
             _conninfo(url), min_size=1, max_size=max(1, pool_size), timeout=timeout,
-            kwargs={"autocommit": True, "row_factory": dict_row}, configure=_configure,
+            kwargs={"autocommit": True, "row_factory": dict_row},
+            configure=lambda conn: _configure(conn, hnsw_ef_search),
             open=False, name="kenning",
         )
         try:
@@ -613,7 +613,11 @@ class PostgresStore(PostgresAuthMixin, Store):
 
     @contextmanager
     def transaction(self) -> Iterator[Txn]:
-        with self._write() as conn:
+        # Pipelined: statements whose results nobody reads (inserts, links, updates) go out
+        # without waiting for their answers, so a write plan costs a round trip per read and
+        # one for its commit, not one per statement. An error surfaces at the next read or at
+        # the commit, and rolls the whole transaction back as before.
+        with self._conn() as conn, conn.pipeline(), conn.transaction():
             outer, self._local.txn = getattr(self._local, "txn", None), conn
             try:
                 yield _PgTxn(conn)
@@ -622,23 +626,38 @@ class PostgresStore(PostgresAuthMixin, Store):
 
     # -- memories ----------------------------------------------------------------------------
     def insert_memory(self, memory: Memory, owner: str | None = None) -> tuple[str, bool]:
-        data = {**memory.model_dump(exclude={"error"}), "claimed_by": owner}
-        names = list(data)
+        return self.insert_memories([memory], owner)[0]
+
+    def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
+        if not memories:
+            return []
+        names = [n for n in Memory.model_fields if n != "error"]
+        # Each memory is one statement, its own transaction (the dataset row, then the memory
+        # unless its content is stored already), all sent in one pipeline.
         insert = sql.SQL(
-            "INSERT INTO memories ({}) VALUES ({}) ON CONFLICT (dataset, content_hash) DO NOTHING RETURNING id"
+            "WITH ds AS (INSERT INTO datasets (name, created_at) VALUES (%s, %s) ON CONFLICT DO NOTHING)"
+            " INSERT INTO memories ({}, claimed_by) VALUES ({}, %s)"
+            " ON CONFLICT (dataset, content_hash) DO NOTHING RETURNING id"
         ).format(sql.SQL(", ").join(map(sql.Identifier, names)), sql.SQL(", ").join(sql.Placeholder() * len(names)))
-        with self._write() as conn:
-            conn.execute(
-                "INSERT INTO datasets (name, created_at) VALUES (%s, %s) ON CONFLICT DO NOTHING",
-                (memory.dataset, memory.created_at),
-            )
-            if conn.execute(insert, [_db_value(n, data[n]) for n in names]).fetchone():
-                return memory.id, True
-            row = conn.execute(
-                "SELECT id FROM memories WHERE dataset = %s AND content_hash = %s",
-                (memory.dataset, memory.content_hash),
-            ).fetchone()
-        return row["id"], False
+        rows = []
+        for memory in memories:
+            data = memory.model_dump()
+            rows.append([memory.dataset, memory.created_at, *(_db_value(n, data[n]) for n in names), owner])
+        with self._conn() as conn, conn.cursor() as cur:
+            cur.executemany(insert, rows, returning=True)
+            created = []
+            while True:
+                created.append(cur.fetchone() is not None)
+                if not cur.nextset():
+                    break
+            keys = [(m.dataset, m.content_hash) for m, new in zip(memories, created) if not new]
+            stored = {}
+            if keys:
+                stored = {(r["dataset"], r["content_hash"]): r["id"] for r in conn.execute(
+                    "SELECT id, dataset, content_hash FROM memories WHERE (dataset, content_hash) IN"
+                    " (SELECT * FROM unnest(%s::text[], %s::text[]))", ([k[0] for k in keys], [k[1] for k in keys]))}
+        return [(m.id, True) if new else (stored[(m.dataset, m.content_hash)], False)
+                for m, new in zip(memories, created)]
 
     def get_memories(self, ids: Sequence[str]) -> list[Memory]:
         if not ids:
@@ -818,32 +837,9 @@ class PostgresStore(PostgresAuthMixin, Store):
         terms = [t for t in terms if t and t.strip()][:_MAX_TERMS]
         if not terms or limit <= 0:
             return []
-        table = sql.Identifier(VECTOR_TABLES[kind])
         with self._conn() as conn:
-            terms = self._selective_terms(conn, table, terms)
-            # Each term is a bound parameter parsed by plainto_tsquery, so no user text is ever
-            # read as query syntax; the terms are ORed like the SQLite lane's.
-            query = " || ".join(["plainto_tsquery('english', %s)"] * len(terms))
-            statement = sql.SQL(
-                "SELECT r.id, ts_rank(r.tsv, q.query) AS rank FROM {table} r, (SELECT " + query + " AS query) q"
-                " WHERE r.dataset = %s AND r.tsv @@ q.query ORDER BY rank DESC, r.id LIMIT %s"
-            ).format(table=table)
-            rows = conn.execute(statement, [*terms, dataset, limit]).fetchall()
-        return [Scored(kind, r["id"], float(r["rank"])) for r in rows]
-
-    @staticmethod
-    def _selective_terms(conn: psycopg.Connection, table: sql.Identifier, terms: list[str]) -> list[str]:
-        """Drop terms found in more than _COMMON_ROWS rows while a rarer one remains (as the
-        SQLite lane does): ranking every row with a very common word costs much and adds little."""
-        if len(terms) < 2:
-            return terms
-        count = sql.SQL(
-            "(SELECT count(*) FROM (SELECT 1 FROM {} WHERE tsv @@ plainto_tsquery('english', %s) LIMIT %s) s)"
-        ).format(table)
-        query = sql.SQL("SELECT ") + sql.SQL(", ").join(
-            sql.SQL("{} AS {}").format(count, sql.Identifier(f"c{i}")) for i in range(len(terms)))
-        row = conn.execute(query, [v for t in terms for v in (t, _COMMON_ROWS)]).fetchone()
-        return [t for i, t in enumerate(terms) if row[f"c{i}"] < _COMMON_ROWS] or terms
+            rows = bm25(conn, VECTOR_TABLES[kind], dataset, terms, limit)
+        return [Scored(kind, row_id, score) for row_id, score in rows]
 
     def vector(self, dataset: str, kind: str, query: np.ndarray, limit: int) -> list[Scored]:
         if limit <= 0:

@@ -18,7 +18,9 @@ processes may open a fresh database at once.
 
 from __future__ import annotations
 
-__all__ = ["BOOTSTRAP", "LOCK_DATASET", "LOCK_SCHEMA", "PG_MIGRATIONS", "VECTOR_TABLES", "vector_steps"]
+__all__ = [
+    "BOOTSTRAP", "LOCK_DATASET", "LOCK_SCHEMA", "PG_MIGRATIONS", "TS_CONFIG", "VECTOR_TABLES", "vector_steps",
+]
 
 #: first key of the two-key advisory locks kenning takes (the second is 0 or a dataset hash)
 LOCK_SCHEMA = 0x4B454E  # "KEN"
@@ -28,6 +30,9 @@ LOCK_DATASET = 0x4B454F
 VECTOR_TABLES = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
 
 _ID = 'TEXT COLLATE "C"'
+
+#: the text search configuration of the ``tsv`` columns and of query terms (see ``_LEXICAL``)
+TS_CONFIG = "kenning_english"
 
 BOOTSTRAP = (
     "CREATE TABLE IF NOT EXISTS kenning_schema ("
@@ -119,6 +124,85 @@ CREATE TABLE facts (
     tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, description)) STORED
 ) WITH (fillfactor = 80)"""
 
+# -- migration: the lexical lane ranks like SQLite's FTS5 (Okapi BM25) ---------------------------
+# FTS5's ``porter unicode61`` keeps every word (stop words too) and splits hyphenated words into
+# their parts, and its bm25() counts every token in a row's length. ``kenning_english`` does the
+# same with PostgreSQL's parser: the english Snowball stemmer without a stop-word list, and no
+# lexeme for a hyphenated whole ("well-known" gives "well" and "known"), so the number of
+# positions in a ``tsv`` is the row's length in tokens.
+_TSV = {
+    "chunks": f"to_tsvector('{TS_CONFIG}'::regconfig, text)",
+    "facts": f"to_tsvector('{TS_CONFIG}'::regconfig, description)",
+    "entities": (
+        f"to_tsvector('{TS_CONFIG}'::regconfig, name)"
+        f" || jsonb_to_tsvector('{TS_CONFIG}'::regconfig, aliases, '[\"string\"]')"
+        f" || to_tsvector('{TS_CONFIG}'::regconfig, description)"
+    ),
+}
+
+#: one statement trigger per event (PostgreSQL allows transition tables on one event only); an
+#: entity's text changes by UPDATE too, seen by a row trigger on the columns its tsv reads
+_STATS_FUNCTION = """
+CREATE FUNCTION kenning_lexical_stats() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF TG_LEVEL = 'ROW' THEN
+        INSERT INTO lexical_stats AS s (tbl, dataset, rows, tokens)
+        VALUES (TG_TABLE_NAME, NEW.dataset, 0, NEW.tsv_len - OLD.tsv_len)
+        ON CONFLICT (tbl, dataset) DO UPDATE SET tokens = s.tokens + excluded.tokens;
+    ELSIF TG_OP = 'INSERT' THEN
+        INSERT INTO lexical_stats AS s (tbl, dataset, rows, tokens)
+        SELECT TG_TABLE_NAME, dataset, count(*), sum(tsv_len) FROM new_rows GROUP BY dataset
+        ON CONFLICT (tbl, dataset) DO UPDATE SET rows = s.rows + excluded.rows, tokens = s.tokens + excluded.tokens;
+    ELSE
+        UPDATE lexical_stats s SET rows = s.rows - d.rows, tokens = s.tokens - d.tokens
+        FROM (SELECT dataset, count(*) AS rows, sum(tsv_len) AS tokens
+              FROM old_rows GROUP BY dataset) d
+        WHERE s.tbl = TG_TABLE_NAME AND s.dataset = d.dataset;
+    END IF;
+    RETURN NULL;
+END $$"""
+
+
+def _lexical_steps(table: str) -> list[str]:
+    trigger = "EXECUTE FUNCTION kenning_lexical_stats()"
+    steps = [
+        f"ALTER TABLE {table} DROP COLUMN tsv",
+        # tsv_len is the row's length in tokens (a generated column cannot read another one)
+        f"ALTER TABLE {table} ADD COLUMN tsv tsvector GENERATED ALWAYS AS ({_TSV[table]}) STORED,"
+        f" ADD COLUMN tsv_len integer GENERATED ALWAYS AS (kenning_tsv_length({_TSV[table]})) STORED",
+        f"CREATE INDEX {table}_tsv ON {table} USING gin (tsv)",
+        f"CREATE TRIGGER {table}_stats_insert AFTER INSERT ON {table} REFERENCING NEW TABLE AS new_rows"
+        f" FOR EACH STATEMENT {trigger}",
+        f"CREATE TRIGGER {table}_stats_delete AFTER DELETE ON {table} REFERENCING OLD TABLE AS old_rows"
+        f" FOR EACH STATEMENT {trigger}",
+        f"INSERT INTO lexical_stats (tbl, dataset, rows, tokens) SELECT '{table}', dataset, count(*),"
+        f" sum(tsv_len) FROM {table} GROUP BY dataset",
+    ]
+    if table == "entities":
+        steps.append(
+            "CREATE TRIGGER entities_stats_update AFTER UPDATE OF name, aliases, description ON entities"
+            f" FOR EACH ROW WHEN (OLD.tsv_len IS DISTINCT FROM NEW.tsv_len) {trigger}"
+        )
+    return steps
+
+
+_LEXICAL = [
+    f"CREATE TEXT SEARCH DICTIONARY {TS_CONFIG}_stem (TEMPLATE = snowball, LANGUAGE = english)",
+    f"CREATE TEXT SEARCH CONFIGURATION {TS_CONFIG} (COPY = english)",
+    f"ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} ALTER MAPPING FOR asciiword, word, hword_asciipart,"
+    f" hword_part WITH {TS_CONFIG}_stem",
+    f"ALTER TEXT SEARCH CONFIGURATION {TS_CONFIG} DROP MAPPING FOR asciihword, hword, numhword",
+    # A row's length in tokens: a lexeme without positions (none here) counts once.
+    "CREATE FUNCTION kenning_tsv_length(tsvector) RETURNS integer LANGUAGE sql IMMUTABLE PARALLEL SAFE"
+    " AS 'SELECT coalesce(sum(coalesce(array_length(positions, 1), 1)), 0)::integer FROM unnest($1)'",
+    # Rows and tokens per table and dataset, kept by triggers, for BM25's average row length.
+    f"CREATE TABLE lexical_stats (tbl TEXT NOT NULL, dataset {_ID} NOT NULL, rows BIGINT NOT NULL,"
+    " tokens BIGINT NOT NULL, PRIMARY KEY (tbl, dataset))",
+    _STATS_FUNCTION,
+    *(step for table in _TSV for step in _lexical_steps(table)),
+]
+
+
 PG_MIGRATIONS: list[list[str]] = [
     [
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -158,6 +242,7 @@ PG_MIGRATIONS: list[list[str]] = [
         "ALTER TABLE memories ADD COLUMN claimed_by TEXT",
         "CREATE INDEX memories_claims ON memories (claimed_by) WHERE claimed_by IS NOT NULL",
     ],
+    _LEXICAL,
 ]
 
 
