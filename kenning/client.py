@@ -27,6 +27,7 @@ from .models import (
 )
 from .pipeline.extract import Extractor
 from .providers.base import ChatModel, Embedder
+from .providers.rerank import Reranker
 from .settings import Settings
 from .store import open_store
 from .store.base import MemoryFilter, Store
@@ -44,13 +45,16 @@ def _build_engine(
     clock: Callable[[], dt.datetime] | None,
     settings: dict[str, Any],
     verify_embedder: bool = True,
+    reranker: Reranker | None = None,
 ) -> Engine:
-    from .providers.registry import make_chat, make_embedder
+    from .providers.registry import make_chat, make_embedder, make_reranker
 
     if path_or_url is not None:
         settings["db"] = str(path_or_url)
     if isinstance(embedder, str):  # a spec such as "openai:text-embedding-3-small" is a setting
         settings["embedder"], embedder = embedder, None
+    if isinstance(reranker, str):
+        settings["reranker"], reranker = reranker, None
     config = Settings(**settings)
     asked = embedder is not None or "embedder" in config.model_fields_set
     store = store if store is not None else open_store(
@@ -58,6 +62,7 @@ def _build_engine(
     try:
         embedder = embedder if embedder is not None else make_embedder(config)
         chat = chat if chat is not None else make_chat(config)
+        reranker = reranker if reranker is not None else make_reranker(config)
         if extractor is None:
             if chat is not None:
                 from .pipeline.llm_extract import LLMExtractor
@@ -69,7 +74,7 @@ def _build_engine(
                 extractor = OfflineExtractor()
         try:
             return Engine(config, store, embedder, extractor, chat, clock or utcnow,
-                          verify_embedder=verify_embedder)
+                          verify_embedder=verify_embedder, reranker=reranker)
         except EmbedderMismatchError as exc:
             stored = str(exc.details.get("stored", ""))
             if asked or not stored.startswith(("local:", "openai:")):
@@ -80,7 +85,7 @@ def _build_engine(
             embedder.close()
             config = config.model_copy(update={"embedder": stored})
             embedder = make_embedder(config)
-            return Engine(config, store, embedder, extractor, chat, clock or utcnow)
+            return Engine(config, store, embedder, extractor, chat, clock or utcnow, reranker=reranker)
     except BaseException:
         store.close()
         raise
@@ -92,8 +97,8 @@ class Kenning:
     ``Kenning()`` opens the default store in the user's data directory; ``Kenning(":memory:")``
     an in-memory one; ``Kenning("memory.db")`` or ``Kenning("sqlite:///memory.db")`` a file;
     ``Kenning("postgresql://…")`` a PostgreSQL database. Other keyword arguments are settings
-    (see ``docs/settings.md``); ``store``, ``embedder``, ``chat``, ``extractor`` and ``clock``
-    replace a collaborator.
+    (see ``docs/settings.md``); ``store``, ``embedder``, ``chat``, ``extractor``, ``reranker``
+    and ``clock`` replace a collaborator.
 
     Example::
 
@@ -111,11 +116,12 @@ class Kenning:
         chat: ChatModel | None = None,
         extractor: Extractor | None = None,
         clock: Callable[[], dt.datetime] | None = None,
+        reranker: Reranker | None = None,
         **settings: Any,
     ) -> None:
         self._engine = _build_engine(
             path_or_url, store=store, embedder=embedder, chat=chat, extractor=extractor,
-            clock=clock, settings=settings,
+            clock=clock, settings=settings, reranker=reranker,
         )
 
     @property
@@ -132,7 +138,7 @@ class Kenning:
         """Re-embed a whole store with the configured embedder (after changing embedders):
         ``Kenning.reembed("memory.db", embedder="local:all-MiniLM-L6-v2")``."""
         self = cls.__new__(cls)
-        known = {k: kwargs.pop(k, None) for k in ("store", "embedder", "chat", "extractor", "clock")}
+        known = {k: kwargs.pop(k, None) for k in ("store", "embedder", "chat", "extractor", "clock", "reranker")}
         self._engine = _build_engine(path_or_url, settings=kwargs, verify_embedder=False, **known)
         with self:
             return self._engine.reembed()

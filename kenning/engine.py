@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
 from typing import Any, get_args
 
 from ._checks import check_choice, check_flag, check_int, check_metadata, check_text
@@ -21,6 +22,7 @@ from ._lease import Heartbeat, dead_owners, new_owner
 from .errors import ConflictError, KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
 from .models import (
     CognifyResult,
+    Hit,
     Memory,
     MemoryInput,
     MemoryKind,
@@ -33,13 +35,25 @@ from .models import (
 from .pipeline.dates import find_dates, parse_user_datetime
 from .pipeline.commit import CommitOutcome, apply_plan, new_id
 from .pipeline.extract import Extractor, normalize_name, normalize_relation
-from .pipeline.process import GROUP_DOCS, PipelineConfig, build_plans, estimate_usage, group_memories
+from .pipeline.process import (
+    BATCH_MEMORIES,
+    GROUP_DOCS,
+    Drafted,
+    PipelineConfig,
+    draft_group,
+    embed_drafts,
+    estimate_usage,
+    finish_plan,
+    group_memories,
+)
 from .pipeline.temporal import RelationRules
 from .providers.base import ChatModel, Embedder
+from .providers.rerank import Reranker
 from .lifecycle.improve import ImproveMixin
 from .lifecycle.verbs import LifecycleMixin
 from ._identity import check_dataset, content_hash
 from .search.recall import ANSWER_MODES, SEARCH_TYPES, Query, route, search
+from .search.rerank import rerank_hits
 from .settings import Settings
 from .store.base import ClaimFilter, MemoryFilter, Store, Txn
 
@@ -101,12 +115,14 @@ class Engine(LifecycleMixin, ImproveMixin):
         clock: Callable[[], dt.datetime] = utcnow,
         *,
         verify_embedder: bool = True,
+        reranker: Reranker | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.embedder = embedder
         self.extractor = extractor
         self.chat = chat
+        self.reranker = reranker
         self.clock = clock
         self.rules = RelationRules(settings.single_valued_relations)
         self.config = PipelineConfig(
@@ -126,7 +142,7 @@ class Engine(LifecycleMixin, ImproveMixin):
         return as_utc(self.clock())
 
     def close(self) -> None:
-        for part in (self.chat, self.embedder):
+        for part in (self.chat, self.embedder, self.reranker):
             if part is not None:
                 part.close()
         self.store.close()
@@ -353,66 +369,74 @@ class Engine(LifecycleMixin, ImproveMixin):
     # -- processing --------------------------------------------------------------------------
     def _process(self, memories: list[Memory], out: CognifyResult,
                  progress: Callable[[int], None] | None) -> None:
-        """Short memories share model calls (groups); groups run on a bounded pool, so at most
-        ``llm_concurrency`` model calls are in flight; each memory commits in its own transaction.
-        Outcomes are added to ``out``."""
-        if not memories:
-            return
-        groups = group_memories(memories, self.extractor, self.config)
-        io_bound = self.chat is not None or not self.embedder.name.startswith("hashing")
-        workers = min(self.settings.llm_concurrency, len(groups)) if io_bound else 1
-        if workers <= 1:
-            for group in groups:
-                self._process_one(group, out)
-                if progress:
-                    progress(len(group))
-            return
-        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kenning") as pool:
-            for done in pool.map(lambda g: self._process_one(g, out), groups):
-                if progress:
-                    progress(done)
+        """Memories are planned in batches: short ones share extraction calls (groups, on a
+        bounded pool when a chat model is configured, so at most ``llm_concurrency`` calls are
+        in flight); every text of a batch is embedded in one call; then each memory is
+        resolved and committed in its own transaction. Outcomes are added to ``out``."""
+        workers = min(self.settings.llm_concurrency, len(memories)) if self.chat is not None else 1
+        with (ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kenning") if workers > 1
+              else nullcontext()) as pool:
+            for start in range(0, len(memories), BATCH_MEMORIES):
+                self._process_batch(memories[start : start + BATCH_MEMORIES], out, pool, progress)
 
-    def _process_one(self, group: list[Memory], out: CognifyResult) -> int:
-        """Plan a group of memories (shared calls), then commit each memory on its own: a
-        memory whose extraction failed is marked failed and writes nothing; its neighbours
-        still commit. Returns how many memories were handled."""
-        def reason(exc: Exception, memory_id: str) -> str:
-            if isinstance(exc, KenningError):
-                return exc.message
-            # No traceback: exception messages may quote content, and logs never hold content.
-            log.error("processing failed", extra={"memory_id": memory_id, "error_type": type(exc).__name__})
-            return f"{type(exc).__name__}: {exc}"
+    def _process_batch(self, batch: list[Memory], out: CognifyResult, pool: ThreadPoolExecutor | None,
+                       progress: Callable[[int], None] | None) -> None:
+        """Extract (per group), embed (one call), then resolve and commit each memory: a memory
+        whose extraction or resolution failed is marked failed and writes nothing, its
+        neighbours still commit; a failed embedding call fails the memories it was for."""
+        def each(fn: Callable[[Any], Any], items: list[Any]) -> list[Any]:
+            return list(pool.map(fn, items)) if pool is not None else [fn(item) for item in items]
 
-        usage = out.usage
         started = time.perf_counter()
-        spent = [Usage() for _ in group]
+        spent = {m.id: Usage() for m in batch}
+        groups = group_memories(batch, self.extractor, self.config)
+        drafted: dict[str, Drafted | Exception] = {}
+        for group, result in zip(groups, each(lambda g: self._draft(g, spent), groups)):
+            drafted.update(zip((m.id for m in group), result))
         try:
-            plans = build_plans(
-                group, config=self.config, extractor=self.extractor, embedder=self.embedder,
-                store=self.store, chat=self.chat, now=self.now(),
-                replace=[m.processed_at is not None for m in group], usages=spent,
-            )
+            embed_drafts([d for d in drafted.values() if isinstance(d, Drafted)], self.embedder)
         except Exception as exc:  # noqa: BLE001 - any failure must leave the memories visible as failed
-            why = reason(exc, group[0].id)
-            for memory, part in zip(group, spent):
-                self._fail(memory, why, part, usage, out)
-            return len(group)
-        share = (time.perf_counter() - started) / len(group)
-        for memory, plan, part in zip(group, plans, spent):
-            part.seconds = round(share, 6)
-            if isinstance(plan, KenningError):
-                self._fail(memory, plan.message, part, usage, out)
-                continue
-            try:
-                committed = self.store.atomic(lambda txn: self._commit(txn, memory, plan, part))
-            except _LostClaim as lost:
-                self._lost(memory, lost, part, usage, out)
-                continue
-            except Exception as exc:  # noqa: BLE001
-                self._fail(memory, reason(exc, memory.id), part, usage, out)
-                continue
-            self._record(memory, committed, part, usage, out)
-        return len(group)
+            drafted = {k: exc if isinstance(d, Drafted) else d for k, d in drafted.items()}
+        share = (time.perf_counter() - started) / len(batch)
+        for memory in batch:
+            spent[memory.id].seconds = round(share, 6)
+        for _ in each(lambda m: self._finish(m, drafted[m.id], spent[m.id], out), batch):
+            if progress:
+                progress(1)
+
+    def _draft(self, group: list[Memory], spent: dict[str, Usage]) -> list[Drafted | Exception]:
+        try:
+            return list(draft_group(group, config=self.config, extractor=self.extractor, store=self.store,
+                                    chat=self.chat, usages=[spent[m.id] for m in group]))
+        except Exception as exc:  # noqa: BLE001 - the whole group failed; each memory says so
+            return [exc] * len(group)
+
+    def _finish(self, memory: Memory, drafted: Drafted | Exception, part: Usage, out: CognifyResult) -> None:
+        """Resolve one drafted memory against the store as it is now, and commit it."""
+        usage = out.usage
+        try:
+            if isinstance(drafted, Exception):
+                raise drafted
+            started = time.perf_counter()
+            plan = finish_plan(drafted, config=self.config, store=self.store, chat=self.chat, now=self.now(),
+                               replace=memory.processed_at is not None)
+            part.seconds = round(part.seconds + time.perf_counter() - started, 6)
+            committed = self.store.atomic(lambda txn: self._commit(txn, memory, plan, part))
+        except _LostClaim as lost:
+            self._lost(memory, lost, part, usage, out)
+            return
+        except Exception as exc:  # noqa: BLE001 - any failure must leave the memory visible as failed
+            self._fail(memory, self._reason(exc, memory.id), part, usage, out)
+            return
+        self._record(memory, committed, part, usage, out)
+
+    @staticmethod
+    def _reason(exc: Exception, memory_id: str) -> str:
+        if isinstance(exc, KenningError):
+            return exc.message
+        # No traceback: exception messages may quote content, and logs never hold content.
+        log.error("processing failed", extra={"memory_id": memory_id, "error_type": type(exc).__name__})
+        return f"{type(exc).__name__}: {exc}"
 
     def _commit(self, txn: Txn, memory: Memory, plan: Any, spent: Usage) -> CommitOutcome:
         """Apply a memory's plan if this engine still holds its claim."""
@@ -614,7 +638,11 @@ class Engine(LifecycleMixin, ImproveMixin):
         if kind == "temporal" and as_of_t is None:
             q.as_of = dates_in_query(query, now)
         usage = Usage()
+        if self.reranker is not None:  # fused hits beyond top_k may be reranked into it
+            q.top_k = max(top_k, min(self.settings.rerank_top_n, 1000))
         hits, memories = search(self.store, self.embedder, self.settings, q, now, usage)
+        if self.reranker is not None:
+            hits, memories = self._rerank(query, hits, memories, top_k)
         result = RecallResult(query=query, dataset=dataset, search_type=kind, hits=hits,
                               as_of=q.as_of, known_at=known_at_t, memories=memories, usage=usage)
         if hits:
@@ -631,6 +659,18 @@ class Engine(LifecycleMixin, ImproveMixin):
         log.info("recall", extra={"dataset": dataset, "search_type": kind, "hits": len(hits),
                                   "seconds": result.seconds})
         return result
+
+    def _rerank(self, query: str, hits: list[Hit], memories: list[Memory], top_k: int) -> tuple[list[Hit], list[Memory]]:
+        """The configured reranker's order of the first hits, cut to ``top_k``. A reranker
+        that fails leaves the fused order (its hits then carry no ``rerank`` lane): recall
+        keeps answering while a reranking endpoint is down."""
+        try:
+            hits = rerank_hits(self.reranker, query, hits, self.settings.rerank_top_n)
+        except KenningError as exc:
+            log.warning("rerank failed; fused order kept", extra={"error_type": type(exc).__name__})
+        hits = hits[:top_k]
+        used = {memory_id for hit in hits for memory_id in hit.memory_ids}
+        return hits, [m for m in memories if m.id in used]
 
     def _answer(self, result: RecallResult, now: dt.datetime) -> None:
         """One model call with the retrieved facts, their timelines and the current time."""

@@ -44,7 +44,8 @@ class Settings(BaseSettings):
     llm_max_retries: int = Field(default=4, ge=0, description="Retries of a failed model call.")
     embedder: str = Field(
         default="hashing",
-        description="hashing (offline default), openai:<model>, or local:<dir|package>.",
+        description="hashing (offline default), openai:<model>, or local:<dir|package|hub id> "
+        "(e.g. local:BAAI/bge-small-en-v1.5; downloaded on first use).",
     )
     embedder_base_url: str | None = Field(default=None, description="Base URL for openai: embedders.")
     embedder_api_key: SecretStr | None = Field(default=None, description="API key for the embedder.")
@@ -57,6 +58,14 @@ class Settings(BaseSettings):
         '({"entity_types": [...], "relation_types": [...]}).',
     )
     prompt: str | None = Field(default=None, description="Extra instructions for the LLM extractor.")
+    reranker: str | None = Field(
+        default=None,
+        description="Reorders recall's first hits: local:<dir|hub id> (a cross-encoder, e.g. "
+        "local:cross-encoder/ms-marco-MiniLM-L-6-v2) or an http(s)://…/rerank endpoint; unset = off.",
+    )
+    reranker_model: str | None = Field(default=None, description="Model name sent to a /rerank endpoint.")
+    reranker_api_key: SecretStr | None = Field(default=None, description="API key for the /rerank endpoint.")
+    rerank_top_n: int = Field(default=30, ge=1, le=1000, description="Recall hits the reranker reorders.")
 
     # -- pipeline --------------------------------------------------------------------------
     chunk_size: int = Field(default=256, ge=16, description="Chunk size in tokens.")

@@ -62,6 +62,15 @@ def test_bench_scale_prints_a_table():
     assert "memories/s" in out and "hybrid" in out and "machine:" in out
 
 
+def test_bench_embed_runs_end_to_end():
+    fixture = Path(__file__).resolve().parent / "fixtures" / "locomo_tiny.json"
+    out = _script(str(BENCHMARKS / "bench_embed.py"), str(fixture), "--embedders", "hashing", "--json")
+    result = json.loads(out)["embedders"]["hashing"]
+    assert result["raw_texts_per_s"] > 0
+    for mode in ("remember_per_session", "remember_one_call"):
+        assert result[mode]["memories"] == 7 and result[mode]["failed"] == 0 and result[mode]["memories_per_s"] > 0
+
+
 def _env() -> dict[str, str]:
     import os
 

@@ -348,10 +348,11 @@ def test_short_memories_share_calls_and_keep_their_own_graph(db_path, fake_opena
         # each memory is the provenance of its own document's fact
         graphs = [kn.store.memory_graph(m.id)[1] for m in memories]
         stats = kn.stats()
-    assert len(fake_openai.chat_requests) == 2 and len(fake_openai.embedding_requests) == 2
+    # two extraction calls (groups of 4); one embedding call for the whole batch
+    assert len(fake_openai.chat_requests) == 2 and len(fake_openai.embedding_requests) == 1
     assert all(m.status == "active" for m in memories)
     assert all(len(g) == 1 for g in graphs) and len({g[0] for g in graphs}) == 8
-    assert stats.usage.chat_calls == 2 and stats.usage.embedding_calls == 2  # split, not multiplied
+    assert stats.usage.chat_calls == 2 and stats.usage.embedding_calls == 1  # split, not multiplied
     usages = [memory_usage(db_path, m.id) for m in memories]
     assert sum(u.prompt_tokens for u in usages) == stats.usage.prompt_tokens > 0
 

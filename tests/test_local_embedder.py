@@ -81,10 +81,11 @@ def test_names_resolve_to_one_stable_model_name(embedder, tmp_path, monkeypatch)
     assert find_model_dir("someorg/tiny-bert") == (snapshot, "tiny-bert")
 
 
-def test_missing_model_names_what_to_install(tmp_path, monkeypatch):
+def test_missing_model_offline_says_what_to_do(tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HOME", str(tmp_path))
     monkeypatch.delenv("HF_HUB_CACHE", raising=False)
-    with pytest.raises(ConfigurationError, match="never downloads"):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(ConfigurationError, match="could not be downloaded.*give a model directory"):
         LocalEmbedder("no-such-model-anywhere")
     with pytest.raises(ConfigurationError, match="not a sentence-transformers model directory"):
         LocalEmbedder(str(tmp_path))

@@ -1,5 +1,9 @@
 """From stored memories to write plans: chunk -> extract -> embed -> resolve -> plan.
 
+The steps are separate functions (``draft_group``, ``embed_drafts``, ``finish_plan``) so a
+caller can extract groups apart, embed a whole batch in one call, and resolve each memory right
+before it commits; ``build_plans`` runs them in a row for one group.
+
 Every function here does I/O only through the collaborators it is given (extractor, embedder,
 chat model, store reads). Nothing is written: the caller applies each plan in one transaction.
 
@@ -7,8 +11,8 @@ Model calls are the cost, so with an LLM extractor:
 - before extraction, code finds the entities the text names (name lookups, no model) and shows
   their live stored facts to the extractor, which judges duplicates and contradictions in the
   same call: one chat call per memory where others make two or more;
-- short memories of one batch share an extraction call (``group_memories``) and every memory of
-  a group shares one embedding call: fewer than one chat call per memory;
+- short memories of one batch share an extraction call (``group_memories``): fewer than one
+  chat call per memory; every memory of a batch shares one embedding call (``embed_drafts``);
 - a second call is made only for what the extractor could not judge: entities matched by
   embedding similarity, and stored facts of entities the text did not name.
 """
@@ -28,7 +32,10 @@ from .chunk import Chunk, chunk_text
 from .commit import EntityDraft, FactDraft, WritePlan, new_id
 from .extract import Extraction, Extractor, normalize_name, normalize_relation
 
-__all__ = ["PipelineConfig", "build_plan", "build_plans", "drafts_from_extraction", "estimate_usage", "group_memories"]
+__all__ = [
+    "BATCH_MEMORIES", "Drafted", "PipelineConfig", "build_plan", "build_plans", "draft_group", "drafts_from_extraction",
+    "embed_drafts", "estimate_usage", "finish_plan", "group_memories",
+]
 
 log = logging.getLogger(__name__)
 
@@ -79,6 +86,8 @@ def drafts_from_extraction(
     return list(entities.values()), facts
 
 
+#: memories planned together: all their texts go to the embedder in one call
+BATCH_MEMORIES = 256
 #: stored facts shown to the extractor per memory (most relevant first)
 KNOWN_FACTS = 8
 #: a group call holds at most this many memories, and this many tokens of their text
@@ -125,6 +134,30 @@ def group_memories(memories: list[Memory], extractor: Extractor, config: Pipelin
     return groups
 
 
+@dataclass
+class Drafted:
+    """A memory after extraction, before embedding and resolution."""
+
+    prep: Prepared
+    entities: list[EntityDraft]
+    facts: list[FactDraft]
+    #: stored entities the text names, by normalized name (found when drafted)
+    known: dict
+    #: what this memory spent (its share of shared calls included)
+    usage: Usage
+    #: entities whose stored facts the extractor judged against (None: it judged nothing)
+    scanned: set[str] | None = None
+    chunk_vectors: list = field(default_factory=list)
+
+    @property
+    def fresh(self) -> list[EntityDraft]:
+        return [e for e in self.entities if e.key not in self.known]
+
+    def texts(self) -> list[str]:
+        """What ``embed_drafts`` embeds, in the order it hands the vectors back."""
+        return [c.text for c in self.prep.chunks] + [e.name for e in self.fresh] + [f.description for f in self.facts]
+
+
 def build_plan(
     memory: Memory,
     *,
@@ -159,78 +192,111 @@ def build_plans(
     replace: list[bool],
     usages: list[Usage],
 ) -> list[WritePlan | KenningError]:
-    """Plans for memories that share one extraction call and one embedding call.
+    """Plans for memories that share one extraction call and one embedding call: the three
+    steps below, in a row. A memory whose extraction or resolution failed gets its error
+    instead of a plan; a failure of the shared embedding call is raised (it concerns all)."""
+    drafted = draft_group(memories, config=config, extractor=extractor, store=store, chat=chat, usages=usages)
+    embed_drafts([d for d in drafted if isinstance(d, Drafted)], embedder)
+    out: list[WritePlan | KenningError] = []
+    for item, again in zip(drafted, replace):
+        if isinstance(item, KenningError):
+            out.append(item)
+            continue
+        try:
+            out.append(finish_plan(item, config=config, store=store, chat=chat, now=now, replace=again))
+        except KenningError as exc:
+            out.append(exc)
+    return out
 
-    A memory whose extraction failed gets its error instead of a plan; a failure of the shared
-    embedding call is raised (it concerns all of them). Calls and tokens of shared calls are
-    split between the memories by the size of their text, so totals stay exact."""
+
+def draft_group(
+    memories: list[Memory],
+    *,
+    config: PipelineConfig,
+    extractor: Extractor,
+    store: Store,
+    chat: ChatModel | None,
+    usages: list[Usage],
+) -> list[Drafted | KenningError]:
+    """Chunk and extract memories that share one extraction call (a group); a memory whose
+    extraction failed gets its error. Calls and tokens of a shared call are split between the
+    memories by the size of their text, so totals stay exact."""
     judged = chat is not None and hasattr(extractor, "extract_many")
     prepared = [_prepare(m, config, store, scan=judged) for m in memories]
-    shared = Usage()
+    shared = Usage() if len(memories) > 1 else usages[0]
     try:
-        extractions = _extract(prepared, extractor, shared if len(memories) > 1 else usages[0], judged)
-        drafts: list[tuple[Prepared, list[EntityDraft], list[FactDraft], dict] | KenningError] = []
-        texts: list[str] = []
-        for prep, extraction in zip(prepared, extractions):
-            if isinstance(extraction, KenningError):
-                drafts.append(extraction)
-                continue
-            entities, facts = drafts_from_extraction(extraction, prep.memory.valid_at)
-            known = store.find_entities(prep.memory.dataset, [e.key for e in entities])
-            fresh = [e for e in entities if e.key not in known]
-            texts += [c.text for c in prep.chunks] + [e.name for e in fresh] + [f.description for f in facts]
-            drafts.append((prep, entities, facts, known))
-        embed_usage = shared if len(memories) > 1 else usages[0]
-        vectors = iter(embedder.embed(texts, embed_usage) if texts else [])
-        out: list[WritePlan | KenningError] = []
-        for i, item in enumerate(drafts):
-            if isinstance(item, KenningError):
-                out.append(item)
-                continue
-            prep, entities, facts, known = item
-            usage = usages[i]
-            chunk_vecs = [next(vectors) for _ in prep.chunks]
-            fresh = [e for e in entities if e.key not in known]
-            for draft in fresh:
-                draft.embedding = next(vectors)
-            for fact in facts:
-                fact.embedding = next(vectors)
-            questions = _resolve_by_similarity(prep.memory.dataset, fresh, store, config.entity_similarity)
-            try:
-                if chat is not None:
-                    _resolve_with_model(prep.memory.dataset, chat, store, entities, facts, known, questions, usage,
-                                        prep.scanned if judged else None)
-            except KenningError as exc:
-                out.append(exc)
-                continue
-            memory = prep.memory
-            out.append(WritePlan(
-                memory_id=memory.id,
-                dataset=memory.dataset,
-                now=now,
-                chunks=[
-                    ChunkRow(id=new_id("chk"), memory_id=memory.id, dataset=memory.dataset, position=c.position,
-                             text=c.text, token_count=c.token_count, embedding=v)
-                    for c, v in zip(prep.chunks, chunk_vecs)
-                ],
-                entities=entities,
-                facts=facts,
-                replace=replace[i],
-            ))
+        extractions = _extract(prepared, extractor, shared, judged)
     finally:
         if len(memories) > 1:
             _split(shared, [len(m.content) for m in memories], usages)
+    out: list[Drafted | KenningError] = []
+    for prep, extraction, usage in zip(prepared, extractions, usages):
+        if isinstance(extraction, KenningError):
+            out.append(extraction)
+            continue
+        entities, facts = drafts_from_extraction(extraction, prep.memory.valid_at)
+        known = store.find_entities(prep.memory.dataset, [e.key for e in entities])
+        out.append(Drafted(prep, entities, facts, known, usage, prep.scanned if judged else None))
     return out
+
+
+def embed_drafts(drafted: list[Drafted], embedder: Embedder) -> None:
+    """One embedding call for every text of these memories (chunks, new entity names, fact
+    sentences): an embedder batches and length-sorts far better over many memories than
+    over one. The call's usage is split between the memories by the size of their texts.
+    Raises what the embedder raised."""
+    if not drafted:
+        return
+    fresh = [d.fresh for d in drafted]
+    texts = [d.texts() for d in drafted]
+    flat = [t for part in texts for t in part]
+    shared = Usage()
+    try:
+        vectors = iter(embedder.embed(flat, shared) if flat else [])
+    finally:
+        _split(shared, [sum(len(t) for t in part) for part in texts], [d.usage for d in drafted])
+    for d, new in zip(drafted, fresh):
+        d.chunk_vectors = [next(vectors) for _ in d.prep.chunks]
+        for draft in new:
+            draft.embedding = next(vectors)
+        for fact in d.facts:
+            fact.embedding = next(vectors)
+
+
+def finish_plan(
+    d: Drafted, *, config: PipelineConfig, store: Store, chat: ChatModel | None, now: dt.datetime, replace: bool
+) -> WritePlan:
+    """Resolve an embedded memory against the store (similar entity names; with a model, the
+    duplicates and contradictions it could not judge) and make its write plan. Run it right
+    before the memory commits, so it sees what the memories committed before it wrote."""
+    memory = d.prep.memory
+    questions = _resolve_by_similarity(memory.dataset, d.fresh, store, config.entity_similarity)
+    if chat is not None:
+        _resolve_with_model(memory.dataset, chat, store, d.entities, d.facts, d.known, questions, d.usage,
+                            d.scanned)
+    return WritePlan(
+        memory_id=memory.id,
+        dataset=memory.dataset,
+        now=now,
+        chunks=[
+            ChunkRow(id=new_id("chk"), memory_id=memory.id, dataset=memory.dataset, position=c.position,
+                     text=c.text, token_count=c.token_count, embedding=v)
+            for c, v in zip(d.prep.chunks, d.chunk_vectors)
+        ],
+        entities=d.entities,
+        facts=d.facts,
+        replace=replace,
+    )
 
 
 def estimate_usage(
     memories: list[Memory], *, config: PipelineConfig, extractor: Extractor, store: Store,
     chat: ChatModel | None, remote_embedder: bool,
 ) -> Usage:
-    """What ``build_plans`` would spend on these memories, grouped as they would be, without
+    """What processing would spend on these memories, grouped as they would be, without
     calling anything: the extractor's own estimate (stored facts it would be shown included),
-    one embedding call per group, and (for an extractor that judges nothing) one resolution
-    call per memory when the dataset already has facts."""
+    one embedding call per ``BATCH_MEMORIES`` memories, and (for an extractor that judges
+    nothing) one resolution call per memory when the dataset already has facts."""
     usage = Usage()
     judged = chat is not None and hasattr(extractor, "estimate_many")
     has_facts = chat is not None and not judged and any(store.stats(m.dataset).facts for m in memories[:1])
@@ -247,8 +313,8 @@ def estimate_usage(
             for t, p in zip(texts, prepared):
                 usage.add(extractor.estimate(t, p.memory.valid_at))  # type: ignore[attr-defined]
                 usage.chat_calls += 1 if has_facts else 0
-        usage.embedding_calls += 1 if remote_embedder else 0
         usage.embedded_texts += sum(len(t) for t in texts)
+    usage.embedding_calls += -(-len(memories) // BATCH_MEMORIES) if remote_embedder else 0
     return usage
 
 

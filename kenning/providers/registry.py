@@ -1,7 +1,8 @@
 """Providers as plugins: factories registered by prefix, built-ins through the same path.
 
 ``KENNING_EMBEDDER`` is ``<prefix>`` or ``<prefix>:<spec>`` (``hashing``, ``openai:<model>``,
-``local:<dir|package>``); an unknown prefix is a ``ConfigurationError``. ``KENNING_LLM`` is a
+``local:<dir|package|hub id>``); an unknown prefix is a ``ConfigurationError``.
+``KENNING_RERANKER`` (``make_reranker``) is ``local:<dir|hub id>`` or an ``http(s)://`` URL. ``KENNING_LLM`` is a
 model name for the OpenAI-compatible client (``gpt-4o-mini``, ``llama3.1:8b``), or
 ``<prefix>:<spec>`` when ``<prefix>`` is a registered chat provider. Model names contain colons
 (Ollama tags), so an unregistered prefix is not an error there: the whole value is the model.
@@ -20,8 +21,9 @@ from importlib.metadata import entry_points
 from ..errors import ConfigurationError
 from ..settings import Settings
 from .base import ChatModel, Embedder
+from .rerank import Reranker
 
-__all__ = ["make_chat", "make_embedder", "register_chat", "register_embedder"]
+__all__ = ["make_chat", "make_embedder", "make_reranker", "register_chat", "register_embedder"]
 
 #: ``factory(spec, settings)``; ``spec`` is what follows ``prefix:`` (empty when absent)
 EmbedderFactory = Callable[[str, Settings], Embedder]
@@ -70,6 +72,27 @@ def make_chat(settings: Settings) -> ChatModel | None:
     if factory is None:
         return _chats[DEFAULT_CHAT](value, settings)
     return factory(spec.strip(), settings)
+
+
+def make_reranker(settings: Settings) -> Reranker | None:
+    """The reranker ``settings.reranker`` names (``local:<dir|hub id>`` or an ``http(s)://``
+    ``/rerank`` URL), or None when it is unset (the default: no reranking)."""
+    value = (settings.reranker or "").strip()
+    if not value:
+        return None
+    if value.startswith(("http://", "https://")):
+        from .rerank import HttpReranker
+
+        return HttpReranker(value, model=settings.reranker_model, api_key=_secret(settings.reranker_api_key),
+                            timeout=settings.llm_timeout, max_retries=settings.llm_max_retries)
+    prefix, _, spec = value.partition(":")
+    if prefix.casefold() == "local" and spec.strip():
+        from .rerank import LocalCrossEncoder
+
+        return LocalCrossEncoder(spec.strip())
+    raise ConfigurationError(
+        f"unknown reranker {value!r}: use local:<dir or hub id> (a cross-encoder) or an http(s)://…/rerank URL"
+    )
 
 
 def _lookup(table: dict[str, Callable], prefix: str) -> Callable | None:
