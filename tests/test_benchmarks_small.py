@@ -43,13 +43,16 @@ def test_synth_script_prints_sentences():
 
 def test_bench_scale_runs_end_to_end():
     out = _script(str(BENCHMARKS / "bench_scale.py"), "--facts", "300", "--queries", "10",
-                  "--batch", "100", "--json", "--quiet")
+                  "--batch", "100", "--json", "--quiet", "--index-recall", "--writer-rate", "20")
     result = json.loads(out)
     assert result["ingest"]["memories"] == 300 and result["ingest"]["failed"] == 0
     assert result["store"]["facts"] > 200
     assert set(result["recall_ms"]) == {"hybrid", "chunks", "facts", "entities", "graph", "temporal"}
     assert all(v["p50"] > 0 for v in result["recall_ms"].values())
     assert result["ann_vs_exact"]["chunk"]["recall@10"] == 1.0  # small: exact search
+    assert result["ann_vs_exact"]["chunk"]["search"] == "exact"
+    assert result["second_writer"]["written"] >= 1 and result["second_writer"]["hybrid"]["p50"] > 0
+    assert result["first_recall_ms"]["after_reopen"] > 0 and result["index_files_mb"] >= 0
     assert result["peak_rss_mb"] > 0 and result["db_mb"] > 0 and result["machine"]["cores"]
 
 

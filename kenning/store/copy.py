@@ -31,8 +31,8 @@ __all__ = ["CopyReport", "copy_store"]
 _CORE = ("datasets", "memories", "chunks", "entities", "facts", "fact_memories", "entity_memories")
 _VECTOR_TABLES = ("chunks", "entities", "facts")
 #: bookkeeping each store keeps for itself (the embedder record is carried separately; the
-#: full-text statistics are kept by the target's triggers)
-_OWN = {"meta", "kenning_schema", "lexical_stats"}
+#: full-text statistics and the vector change log are kept by the target's triggers)
+_OWN = {"meta", "kenning_schema", "lexical_stats", "vector_log"}
 
 
 @dataclass
@@ -87,7 +87,7 @@ class _SQLiteSide:
         with self.store._write():
             yield
             self._rebuild_fulltext()
-        self.store._indexes = None  # the in-process vector index is rebuilt on next use
+        self.store.forget_vector_indexes()
 
     def write(self, table: str, columns: Sequence[str], rows: list[tuple], source: dict[str, str]) -> None:
         types = self.types[table] = self.types.get(table) or self.columns(table)

@@ -137,3 +137,31 @@ SQLITE_MIGRATIONS: list[list[str]] = [
         "CREATE INDEX memories_claims ON memories (claimed_by) WHERE claimed_by IS NOT NULL",
     ],
 ]
+
+
+def _vector_log_triggers() -> list[str]:
+    """Every insert, re-embedding and delete of a row with a vector appends (kind, dataset,
+    rowid) to ``vector_log``, in the writing transaction: the saved vector indexes replay the
+    log after their stamp to catch up with any process's writes."""
+    out = []
+    for table, kind in (("chunks", "chunk"), ("facts", "fact"), ("entities", "entity")):
+        log = "INSERT INTO vector_log (kind, dataset, row_id) VALUES ('{kind}', {row}.dataset, {row}.rowid);"
+        out += [
+            f"CREATE TRIGGER {table}_vector_insert AFTER INSERT ON {table} WHEN NEW.embedding IS NOT NULL"
+            f" BEGIN {log.format(kind=kind, row='NEW')} END",
+            f"CREATE TRIGGER {table}_vector_update AFTER UPDATE OF embedding ON {table}"
+            f" BEGIN {log.format(kind=kind, row='NEW')} END",
+            f"CREATE TRIGGER {table}_vector_delete AFTER DELETE ON {table} WHEN OLD.embedding IS NOT NULL"
+            f" BEGIN {log.format(kind=kind, row='OLD')} END",
+        ]
+    return out
+
+
+# The change log of vectors (AUTOINCREMENT: a position is never reused, so a stamp stays
+# meaningful) and the store's random id, which saved index files are tied to.
+SQLITE_MIGRATIONS.append([
+    "CREATE TABLE vector_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,"
+    " dataset TEXT NOT NULL, row_id INTEGER NOT NULL)",
+    *_vector_log_triggers(),
+    "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))",
+])

@@ -1,40 +1,50 @@
-"""An in-process vector index rebuilt from the vectors stored in the database.
+"""Vector search for the embedded store: one usearch HNSW index per dataset and record kind,
+saved beside the database as a derived cache and opened memory-mapped.
 
-The database stays the single source of truth: the index is a cache, built on first use from
-the stored embeddings and kept up to date by the store after each committed write.
+The database is the only source of truth. An index covers the rows changed up to its ``stamp``
+(a position in the store's ``vector_log``); the store replays the log after that position into
+the index (``upsert`` / ``remove``). Changes since the saved file live in memory: the rows
+added or replaced since (searched exactly, with numpy) and the saved keys that were replaced or
+deleted (hidden from results). When they grow past a share of the index the store merges them
+into a new file (``merged``), saved atomically (write, fsync, rename) and mapped again.
 
-Why it looks the way it does (figures from ``benchmarks/bench_scale.py``, docs/benchmarks.md):
+Keys are the rowids of the rows (the full-text tables rely on the same rowids).
 
-- Rows are kept as int8 codes with one float32 scale per row (a quarter of float32's memory;
-  a score moves by about 1e-3 on unit vectors). At a million facts the index holds two million
-  rows, and float32 alone would be 2 GB.
-- Scores are computed with ``np.einsum``, not ``matrix @ query``: a matrix-vector product is
-  memory-bound, and OpenBLAS splits it over threads whose wake-up cost several milliseconds per
-  call on small machines (8 ms for 8,000 x 256 on 2 cores, against 0.4 ms for einsum).
-- Partitions of ``IVF_MIN_ROWS`` rows or more get an inverted-file index: k-means centroids
-  (numpy, trained on a sample), rows listed under their nearest centroid, and a query scans only
-  the lists of its ``nprobe`` nearest centroids. It is trained again when the partition has
-  doubled; rows added in between are filed under their nearest centroid at the next search.
-  ``VectorIndex(dimension, exact=True)`` turns it off (the benchmark uses that to measure the
-  approximate index's recall against exact search).
+Exact search below ``EXACT_ROWS`` rows (it costs about a millisecond there), and above it
+whenever the HNSW graph misses ``MIN_RECALL`` of the exact top 10 at every search breadth we
+allow: ``calibrate`` measures that on each index it saves (figures: docs/benchmarks.md).
 """
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterable, Sequence
+import hashlib
+import logging
+import os
+import re
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
 
 import numpy as np
+from usearch.index import Index
 
-__all__ = ["IVF_MIN_ROWS", "VectorIndex", "from_blob", "to_blob"]
+__all__ = ["EXACT_ROWS", "FORMAT", "MIN_RECALL", "AnnIndex", "IndexFiles", "build", "calibrate", "from_blob", "to_blob"]
 
-#: partitions this large are searched through the inverted-file index
-IVF_MIN_ROWS = 200_000
-_TRAIN_SAMPLE = 16_384
-_KMEANS_ROUNDS = 8
-_ASSIGN_BLOCK = 32_768
-_MIN_SCANNED = 8_192  # probe enough lists to score at least this many rows
-_SCANNED_SHARE = 0.02  # … and at least this share of the partition
+log = logging.getLogger(__name__)
+
+#: below this many rows every search is exact
+EXACT_ROWS = 20_000
+#: the HNSW graph is used only where it finds this share of the exact top 10
+MIN_RECALL = 0.95
+#: calibration queries lie nearer the data than real questions do: the margin keeps the real
+#: questions' recall above MIN_RECALL (``bench_scale.py --index-recall`` measures it)
+_MARGIN = 0.03
+_BREADTHS = (64, 128, 256, 512)  # expansion_search values tried by calibrate, cheapest first
+_SAMPLE = 100  # calibration queries
+_CONNECTIVITY = 16
+_EXPANSION_ADD = 64
+_DTYPE = "f16"
+FORMAT = f"usearch-{_DTYPE}-ip-m{_CONNECTIVITY}-v1"
 
 
 def to_blob(vector: np.ndarray | None) -> bytes | None:
@@ -49,220 +59,202 @@ def from_blob(blob: bytes | None) -> np.ndarray | None:
     return np.frombuffer(blob, dtype=np.float32)
 
 
-def _quantize(vectors: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """int8 codes and the per-row scale that turns them back into floats."""
-    peak = np.abs(vectors).max(axis=1)
-    scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
-    codes = np.rint(vectors / scale[:, None]).astype(np.int8)
-    return codes, np.where(peak > 0, scale, 0.0).astype(np.float32)
+def _new(dimension: int) -> Index:
+    return Index(ndim=dimension, metric="ip", dtype=_DTYPE, connectivity=_CONNECTIVITY,
+                 expansion_add=_EXPANSION_ADD)
 
 
-def _scores(codes: np.ndarray, scales: np.ndarray, query: np.ndarray) -> np.ndarray:
-    return np.einsum("ij,j->i", codes, query) * scales
+def _keys(keys: Sequence[int] | np.ndarray) -> np.ndarray:
+    return np.asarray(keys, dtype=np.uint64)
 
 
-def _key(item_id: str) -> int:
-    # Python's string hash is stable within a process, which is all an in-process cache needs.
-    return hash(item_id) & 0xFFFF_FFFF_FFFF_FFFF
+def calibrate(index: Index, rng: np.random.Generator | None = None) -> int:
+    """The smallest search breadth at which the graph finds MIN_RECALL of the exact top 10, or 0
+    (search exactly). Queries are sums of two stored vectors: near the data, but not on it."""
+    if len(index) < EXACT_ROWS:
+        return 0
+    rng = rng or np.random.default_rng(0)
+    keys = rng.choice(np.asarray(index.keys, dtype=np.uint64), size=2 * _SAMPLE, replace=False)
+    vectors = np.asarray(index.get(keys), dtype=np.float32)
+    queries = vectors[::2] + vectors[1::2]
+    queries /= np.maximum(np.linalg.norm(queries, axis=1, keepdims=True), 1e-12)
+    worst = index.search(queries, 10, exact=True).distances[:, -1:]  # ties count as found
+    for breadth in _BREADTHS:
+        index.expansion_search = breadth
+        got = index.search(queries, 10).distances
+        if float(np.mean(got <= worst + 1e-4)) >= MIN_RECALL + _MARGIN:
+            return breadth
+    return 0
 
 
-class _Keys:
-    """Which ids a partition holds, in 8 bytes per row: a sorted array of hashes plus a small
-    set of recent ones. A hash hit is confirmed against the stored id, so collisions are safe."""
+class AnnIndex:
+    """The vectors of one kind in one dataset: a saved base (memory-mapped, or in memory for
+    ``:memory:`` stores) plus the changes since it was saved: rows added or replaced since (the
+    delta, searched exactly) and saved keys hidden because they were replaced or deleted.
+    Not thread-safe: the store locks."""
 
-    def __init__(self) -> None:
-        self.sorted = np.zeros(0, dtype=np.uint64)
-        self.recent: set[int] = set()
+    def __init__(self, dimension: int, stamp: int, base: Index | None = None, breadth: int = 0,
+                 path: Path | None = None) -> None:
+        self.dimension = dimension
+        self.stamp = stamp
+        self.base = base
+        self.breadth = breadth  # 0: exact search
+        self.path = path  # the file the base is mapped from
+        self.hidden: set[int] = set()
+        self._rows: dict[int, int] = {}  # delta key -> row of _vectors
+        self._keys = np.zeros(64, dtype=np.uint64)
+        self._vectors = np.zeros((64, dimension), dtype=np.float32)
 
-    def add(self, key: int) -> None:
-        self.recent.add(key)
-        if len(self.recent) >= 4096:
-            self.sorted = np.union1d(self.sorted, np.fromiter(self.recent, dtype=np.uint64))
-            self.recent.clear()
+    def __len__(self) -> int:
+        return self.base_rows - len(self.hidden) + len(self._rows)
 
-    def may_hold(self, key: int) -> bool:
-        if key in self.recent:
-            return True
-        i = int(np.searchsorted(self.sorted, np.uint64(key)))
-        return i < len(self.sorted) and int(self.sorted[i]) == key
+    @property
+    def base_rows(self) -> int:
+        return len(self.base) if self.base is not None else 0
 
+    @property
+    def pending(self) -> tuple[int, int]:
+        """Rows added or replaced since the base was saved, and saved rows hidden."""
+        return len(self._rows), len(self.hidden)
 
-class _IVF:
-    """Centroids and, per centroid, the rows filed under it (a CSR layout plus recent extras)."""
+    def _in_base(self, keys: np.ndarray) -> np.ndarray:
+        if self.base_rows == 0 or len(keys) == 0:
+            return np.zeros(len(keys), dtype=bool)
+        return np.atleast_1d(np.asarray(self.base.contains(keys), dtype=bool))
 
-    def __init__(self, codes: np.ndarray, scales: np.ndarray, n: int, rng: np.random.Generator) -> None:
-        nlist = max(16, int(np.sqrt(n)))
-        sample = rng.choice(n, size=min(n, _TRAIN_SAMPLE), replace=False)
-        data = codes[sample].astype(np.float32) * scales[sample, None]
-        self.centroids = _kmeans(data, nlist, rng)
-        assign = self.nearest(codes[:n], scales[:n])
-        self.order = np.argsort(assign, kind="stable").astype(np.int64)
-        self.offsets = np.searchsorted(assign[self.order], np.arange(len(self.centroids) + 1))
-        self.extra: list[list[int]] = [[] for _ in range(len(self.centroids))]
-        self.trained_rows = self.filed = n
+    def remove(self, keys: Sequence[int]) -> None:
+        keys = _keys(keys)
+        self.hidden.update(int(k) for k in keys[self._in_base(keys)])
+        for key in map(int, keys):
+            row = self._rows.pop(key, None)
+            if row is None:
+                continue
+            last = len(self._rows)  # move the last row into the freed one
+            if row != last:
+                moved = int(self._keys[last])
+                self._keys[row], self._vectors[row] = moved, self._vectors[last]
+                self._rows[moved] = row
 
-    def nearest(self, codes: np.ndarray, scales: np.ndarray) -> np.ndarray:
-        out = np.empty(len(codes), dtype=np.int64)
-        for start in range(0, len(codes), _ASSIGN_BLOCK):
-            block = codes[start : start + _ASSIGN_BLOCK].astype(np.float32) * scales[start : start + _ASSIGN_BLOCK, None]
-            out[start : start + len(block)] = np.argmax(block @ self.centroids.T, axis=1)
+    def upsert(self, keys: Sequence[int], vectors: np.ndarray) -> None:
+        keys = _keys(keys)
+        self.remove(keys)
+        n, need = len(self._rows), len(self._rows) + len(keys)
+        if need > len(self._keys):
+            size = max(need, 2 * len(self._keys))
+            self._keys = np.resize(self._keys, size)
+            self._vectors = np.resize(self._vectors, (size, self.dimension))
+        self._keys[n:need] = keys
+        self._vectors[n:need] = vectors
+        self._rows.update((int(k), n + i) for i, k in enumerate(keys))
+
+    def search(self, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        if limit <= 0:
+            return []
+        found: list[tuple[float, int]] = []
+        if self.base_rows > len(self.hidden):
+            want = min(self.base_rows, limit + len(self.hidden))
+            exact = self.breadth == 0 or self.base_rows < EXACT_ROWS
+            if not exact:
+                self.base.expansion_search = max(self.breadth, want)
+            matches = self.base.search(query, want, exact=exact, threads=1)
+            found = [(1.0 - float(d), int(k)) for k, d in zip(matches.keys, matches.distances)
+                     if int(k) not in self.hidden]
+        if self._rows:
+            # einsum, not matrix @ vector: OpenBLAS threads cost milliseconds to wake on small machines
+            scores = np.einsum("ij,j->i", self._vectors[: len(self._rows)], query)
+            top = np.argsort(-scores, kind="stable")[:limit]
+            found += [(float(scores[i]), int(self._keys[i])) for i in top]
+        found.sort(key=lambda pair: -pair[0])
+        return [(key, score) for score, key in found[:limit]]
+
+    def merged(self, base: Index | None) -> Index:
+        """An in-memory index of every current row: ``base`` (this index's saved base, loaded
+        into memory, or None) with the hidden keys removed and the delta added."""
+        out = base if base is not None else _new(self.dimension)
+        if self.hidden:
+            out.remove(_keys(sorted(self.hidden)))
+        if self._rows:
+            n = len(self._rows)
+            out.add(self._keys[:n].copy(), self._vectors[:n], threads=0)
         return out
 
-    def file(self, codes: np.ndarray, scales: np.ndarray, n: int) -> None:
-        """File the rows added since the last search under their nearest centroid."""
-        if self.filed >= n:
+
+def build(dimension: int, keys: np.ndarray, vectors: np.ndarray) -> Index:
+    index = _new(dimension)
+    if len(keys):
+        index.add(_keys(keys), np.asarray(vectors, dtype=np.float32), threads=0)
+    return index
+
+
+class IndexFiles:
+    """Saved indexes of one store, in ``<database>.vectors/``. A file's name carries what it
+    covers: ``<kind>-<dataset hash>-<fingerprint>-<stamp>-<breadth>.usearch``; the fingerprint
+    hashes the store's id, its embedder and the file format, so a file from another embedder or
+    from an earlier database at the same path is never read."""
+
+    def __init__(self, database: str) -> None:
+        self.dir = Path(database).expanduser().with_name(Path(database).name + ".vectors")
+
+    @staticmethod
+    def prefix(kind: str, dataset: str, fingerprint: str) -> str:
+        return f"{kind}-{hashlib.sha1(dataset.encode()).hexdigest()[:16]}-{fingerprint}-"
+
+    def latest(self, prefix: str) -> tuple[Path, int, int] | None:
+        """The newest saved file for a prefix: its path, stamp and search breadth."""
+        pattern = re.compile(re.escape(prefix) + r"(\d+)-(\d+)\.usearch")
+        best = None
+        for path in self.dir.glob(prefix + "*.usearch") if self.dir.is_dir() else ():
+            m = pattern.fullmatch(path.name)
+            if m and (best is None or int(m[1]) > best[1]):
+                best = (path, int(m[1]), int(m[2]))
+        return best
+
+    def save(self, index: Index, prefix: str, stamp: int, breadth: int) -> Path:
+        """Write, fsync, rename; then delete the older files of the same kind and dataset (an
+        open memory map of a deleted file stays valid)."""
+        self.dir.mkdir(parents=True, exist_ok=True)
+        final = self.dir / f"{prefix}{stamp}-{breadth}.usearch"
+        tmp = self.dir / f".tmp-{uuid.uuid4().hex}.usearch"
+        try:
+            index.save(str(tmp))
+            with open(tmp, "rb+") as fh:
+                os.fsync(fh.fileno())
+            os.replace(tmp, final)
+        finally:
+            tmp.unlink(missing_ok=True)
+        self._sync_dir()
+        kind_and_dataset = prefix.split("-")[:2]
+        for path in self.dir.glob("-".join(kind_and_dataset) + "-*.usearch"):
+            if path != final and self._stamp(path) <= stamp:
+                path.unlink(missing_ok=True)
+        return final
+
+    @staticmethod
+    def _stamp(path: Path) -> int:
+        parts = path.stem.split("-")
+        return int(parts[3]) if len(parts) == 5 and parts[3].isdigit() else -1
+
+    def _sync_dir(self) -> None:
+        try:
+            fd = os.open(self.dir, os.O_RDONLY)
+        except OSError:  # platforms that cannot open a directory
             return
-        for offset, centroid in enumerate(self.nearest(codes[self.filed : n], scales[self.filed : n])):
-            self.extra[centroid].append(self.filed + offset)
-        self.filed = n
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
-    def candidates(self, query: np.ndarray, n: int) -> np.ndarray:
-        closeness = np.einsum("ij,j->i", self.centroids, query)
-        per_list = max(1.0, n / len(self.centroids))
-        wanted = max(_MIN_SCANNED, _SCANNED_SHARE * n)
-        nprobe = min(len(self.centroids), max(8, int(np.ceil(wanted / per_list))))
-        probe = np.argpartition(-closeness, nprobe - 1)[:nprobe]
-        parts = [self.order[self.offsets[c] : self.offsets[c + 1]] for c in probe]
-        parts += [np.asarray(self.extra[c], dtype=np.int64) for c in probe if self.extra[c]]
-        return np.concatenate(parts)
-
-
-def _kmeans(data: np.ndarray, k: int, rng: np.random.Generator) -> np.ndarray:
-    """Spherical k-means (cosine): a few Lloyd rounds from a random start."""
-    k = min(k, len(data))
-    centroids = data[rng.choice(len(data), size=k, replace=False)].copy()
-    for _ in range(_KMEANS_ROUNDS):
-        assign = np.argmax(data @ centroids.T, axis=1)
-        sums = np.zeros_like(centroids)
-        np.add.at(sums, assign, data)
-        norms = np.linalg.norm(sums, axis=1, keepdims=True)
-        empty = norms[:, 0] == 0
-        centroids = np.where(empty[:, None], centroids, sums / np.where(norms == 0, 1, norms))
-    return centroids.astype(np.float32)
-
-
-class _Partition:
-    """The rows of one dataset: int8 codes, scales, ids, a live mask, and maybe an IVF index."""
-
-    def __init__(self, dimension: int, exact: bool) -> None:
-        self.codes = np.zeros((64, dimension), dtype=np.int8)
-        self.scales = np.zeros(64, dtype=np.float32)
-        self.alive = np.zeros(64, dtype=bool)
-        self.ids = np.zeros(64, dtype="S32")
-        self.n = 0
-        self.keys = _Keys()
-        self.exact = exact
-        self.ivf: _IVF | None = None
-        self.rng = np.random.default_rng(0)
-
-    def _grow(self, need: int) -> None:
-        size = len(self.codes)
-        if need <= size:
-            return
-        size = max(need, size * 2)
-        self.codes = np.resize(self.codes, (size, self.codes.shape[1]))
-        self.scales = np.resize(self.scales, size)
-        self.alive = np.resize(self.alive, size)
-        self.ids = np.resize(self.ids, size)
-
-    def _row_of(self, raw: bytes) -> int | None:
-        rows = np.flatnonzero(self.ids[: self.n] == raw)
-        live = [r for r in rows if self.alive[r]]
-        return int(live[-1]) if live else None
-
-    def add(self, ids: list[str], vectors: np.ndarray) -> None:
-        codes, scales = _quantize(vectors)
-        raws = [i.encode() for i in ids]
-        width = max(len(r) for r in raws)
-        if width > self.ids.dtype.itemsize:
-            self.ids = self.ids.astype(f"S{width}")
-        for item_id, raw, code, scale in zip(ids, raws, codes, scales):
-            key = _key(item_id)
-            row = self._row_of(raw) if self.keys.may_hold(key) else None
-            if row is None or (self.ivf is not None and row < self.ivf.filed):
-                if row is not None:  # filed under an old centroid: retire it, append anew
-                    self.alive[row] = False
-                row = self.n
-                self._grow(row + 1)
-                self.n += 1
-                self.keys.add(key)
-            self.codes[row], self.scales[row], self.ids[row], self.alive[row] = code, scale, raw, True
-
-    def remove(self, ids: Sequence[str]) -> None:
-        for item_id in ids:
-            if self.keys.may_hold(_key(item_id)):
-                row = self._row_of(item_id.encode())
-                if row is not None:
-                    self.alive[row] = False
-
-    def _index(self) -> _IVF | None:
-        if self.exact or self.n < IVF_MIN_ROWS:
+    @staticmethod
+    def open(path: Path, dimension: int) -> Index | None:
+        """The saved index memory-mapped, or None when the file cannot be trusted."""
+        try:
+            meta = Index.metadata(str(path))
+            if meta is None or meta["dimensions"] != dimension:
+                return None
+            index = Index.restore(str(path), view=True)
+        except (OSError, RuntimeError, ValueError) as exc:
+            log.warning("unreadable vector index file", extra={"path": str(path), "error": str(exc)})
             return None
-        if self.ivf is None or self.n > 2 * self.ivf.trained_rows:
-            self.ivf = _IVF(self.codes, self.scales, self.n, self.rng)
-        self.ivf.file(self.codes, self.scales, self.n)
-        return self.ivf
-
-    def search(self, query: np.ndarray, limit: int) -> list[tuple[str, float]]:
-        if self.n == 0 or limit <= 0:
-            return []
-        ivf = self._index()
-        if ivf is None:
-            rows = np.flatnonzero(self.alive[: self.n])
-        else:
-            rows = ivf.candidates(query, self.n)
-            rows = rows[self.alive[rows]]
-        if len(rows) == 0:
-            return []
-        scores = _scores(self.codes[rows], self.scales[rows], query)
-        k = min(limit, len(rows))
-        top = np.argpartition(-scores, k - 1)[:k] if k < len(rows) else np.arange(len(rows))
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(self.ids[rows[i]].decode(), float(scores[i])) for i in top]
-
-    def nbytes(self) -> int:
-        return self.codes.nbytes + self.scales.nbytes + self.alive.nbytes + self.ids.nbytes
-
-
-class VectorIndex:
-    """Vectors of one record kind, partitioned by dataset. Thread-safe."""
-
-    def __init__(self, dimension: int, *, exact: bool = False) -> None:
-        self.dimension = dimension
-        self.exact = exact
-        self._parts: dict[str, _Partition] = {}
-        self._lock = threading.Lock()
-
-    def add_many(self, rows: Iterable[tuple[str, str, np.ndarray]]) -> None:
-        grouped: dict[str, tuple[list[str], list[np.ndarray]]] = {}
-        for dataset, item_id, vector in rows:
-            ids, vectors = grouped.setdefault(dataset, ([], []))
-            ids.append(item_id)
-            vectors.append(vector)
-        with self._lock:
-            for dataset, (ids, vectors) in grouped.items():
-                part = self._parts.get(dataset)
-                if part is None:
-                    part = self._parts[dataset] = _Partition(self.dimension, self.exact)
-                part.add(ids, np.asarray(np.vstack(vectors), dtype=np.float32))
-
-    def remove_many(self, ids: Sequence[str]) -> None:
-        with self._lock:
-            for part in self._parts.values():
-                part.remove(ids)
-
-    def drop_dataset(self, dataset: str) -> None:
-        with self._lock:
-            self._parts.pop(dataset, None)
-
-    def search(self, dataset: str, query: np.ndarray, limit: int) -> list[tuple[str, float]]:
-        with self._lock:
-            part = self._parts.get(dataset)
-            if part is None:
-                return []
-            return part.search(np.asarray(query, dtype=np.float32), limit)
-
-    def nbytes(self) -> int:
-        """Memory held by the index arrays (not counting Python object overhead)."""
-        with self._lock:
-            return sum(p.nbytes() for p in self._parts.values())
+        if index is None or index.ndim != dimension:
+            return None
+        return index

@@ -1,0 +1,189 @@
+"""The SQLite store's saved vector indexes: built once, saved beside the database, opened again
+without a rebuild, caught up with writes by this or another process (also after a crash), and
+rebuilt only when the saved file cannot be trusted. Rebuilds are counted from the store's log."""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import numpy as np
+
+from kenning import Kenning
+
+BUILT = "vector index built from rows"
+
+
+def _texts(prefix: str, n: int) -> list[str]:
+    return [f"{prefix} Person{i} works at Company{i % 7} in City{i % 5}." for i in range(n)]
+
+
+def _builds(caplog, kind: str | None = None) -> list[dict]:
+    return [r.__dict__ for r in caplog.records if r.getMessage() == BUILT and kind in (None, r.kind)]
+
+
+def _vector_ids(kn: Kenning, query: str, dataset: str = "main", kind: str = "chunk", k: int = 5) -> list[str]:
+    vec = kn._engine.embedder.embed([query])[0]
+    return [hit.id for hit in kn.store.vector(dataset, kind, vec, k)]
+
+
+def _chunk_of(kn: Kenning, memory_id: str) -> str:
+    with sqlite3.connect(kn.store.path) as con:
+        return con.execute("SELECT id FROM chunks WHERE memory_id = ?", (memory_id,)).fetchone()[0]
+
+
+def test_saved_index_is_opened_again_and_caught_up_without_a_rebuild(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="kenning.store.sqlite")
+    db = str(tmp_path / "m.db")
+    with Kenning(db) as kn:
+        kn.remember(_texts("Early:", 60))
+        assert _vector_ids(kn, "Person3 works at Company3")  # builds and saves the chunk index
+        assert len(_builds(caplog, "chunk")) == 1
+    saved = list((tmp_path / "m.db.vectors").glob("chunk-*.usearch"))
+    assert len(saved) == 1
+    caplog.clear()
+    with Kenning(db) as kn:
+        late = kn.remember("Zelda Quixote repairs violins in Oslo.").memory_ids[0]
+        assert _vector_ids(kn, "Zelda Quixote repairs violins", k=1) == [_chunk_of(kn, late)]
+        assert _builds(caplog) == []  # opened from the file, the new row replayed from the log
+
+
+def test_deleted_rows_disappear_from_results(tmp_path):
+    with Kenning(str(tmp_path / "m.db")) as kn:
+        first = kn.remember(_texts("A:", 30)).memory_ids
+        gone = kn.remember("Ottoline Vance paints lighthouses in Brest.").memory_ids[0]
+        chunk = _chunk_of(kn, gone)
+        assert _vector_ids(kn, "Ottoline Vance paints lighthouses", k=1) == [chunk]
+        kn.forget(memory_id=gone)
+        assert chunk not in _vector_ids(kn, "Ottoline Vance paints lighthouses", k=40)
+        assert len(_vector_ids(kn, "Ottoline Vance paints lighthouses", k=40)) == len(first)
+    with Kenning(str(tmp_path / "m.db")) as kn:  # and after reopening
+        assert chunk not in _vector_ids(kn, "Ottoline Vance paints lighthouses", k=40)
+
+
+def test_a_corrupt_index_file_is_rebuilt_from_rows(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="kenning.store.sqlite")
+    db = str(tmp_path / "m.db")
+    with Kenning(db) as kn:
+        kn.remember(_texts("B:", 40))
+        before = _vector_ids(kn, "Person7 works at Company0", k=10)
+    (saved,) = (tmp_path / "m.db.vectors").glob("chunk-*.usearch")
+    saved.write_bytes(saved.read_bytes()[:300])
+    caplog.clear()
+    with Kenning(db) as kn:
+        assert _vector_ids(kn, "Person7 works at Company0", k=10) == before
+    assert [b["reason"] for b in _builds(caplog)] == ["saved index unreadable"]
+
+
+def test_another_embedder_gets_its_own_index(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="kenning.store.sqlite")
+    db = str(tmp_path / "m.db")
+    with Kenning(db) as kn:
+        kn.remember(_texts("C:", 40))
+        _vector_ids(kn, "Person1 works")
+    Kenning.reembed(db, embedder="hashing:64")
+    caplog.clear()
+    with Kenning(db, embedder="hashing:64") as kn:
+        assert len(kn._engine.embedder.embed(["x"])[0]) == 64
+        assert len(_vector_ids(kn, "Person1 works at Company1", k=3)) == 3
+    assert [b["reason"] for b in _builds(caplog)] == ["no saved index"]
+    names = [p.name for p in (tmp_path / "m.db.vectors").glob("chunk-*.usearch")]
+    assert len(names) == 1  # the file of the former embedder is gone
+
+
+def test_an_index_newer_than_the_database_is_rebuilt(tmp_path, caplog):
+    """A database restored from a backup behind its saved index."""
+    caplog.set_level(logging.INFO, logger="kenning.store.sqlite")
+    db = tmp_path / "m.db"
+    with Kenning(str(db)) as kn:
+        kn.remember(_texts("D:", 20))
+    backup = db.read_bytes()
+    with Kenning(str(db)) as kn:
+        kn.remember(_texts("E:", 20))
+        _vector_ids(kn, "Person1")
+    db.write_bytes(backup)
+    for extra in ("-wal", "-shm"):
+        Path(str(db) + extra).unlink(missing_ok=True)
+    caplog.clear()
+    with Kenning(str(db)) as kn:
+        assert len(_vector_ids(kn, "Person1 works", k=50)) == 20
+    assert [b["reason"] for b in _builds(caplog)] == ["index newer than the database"]
+
+
+_WRITER = textwrap.dedent("""
+    import os, sys
+    from kenning import Kenning
+    kn = Kenning(sys.argv[1])
+    kn.remember("Wilhelmina Yarrow tunes pianos in Lyon.")
+    kn.remember(["Elsewhere: Person%d sails in Bay%d." % (i, i) for i in range(5)], dataset="other")
+    os._exit(0)  # a crash: no close, nothing saved
+""")
+
+
+def test_writes_by_another_process_are_caught_up_without_a_rebuild(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="kenning.store.sqlite")
+    db = str(tmp_path / "m.db")
+    with Kenning(db) as kn:
+        kn.remember(_texts("F:", 50))
+        for kind in ("chunk", "fact", "entity"):
+            _vector_ids(kn, "Person2 works at Company2", kind=kind)
+        built = len(_builds(caplog))
+        assert built == 3
+        for _ in range(3):  # the other process commits while this one keeps its indexes open
+            subprocess.run([sys.executable, "-c", _WRITER, db], check=True, timeout=60)
+        assert len(kn.recall("Wilhelmina Yarrow tunes pianos", top_k=3).hits) > 0
+        for kind in ("chunk", "fact", "entity"):
+            assert _vector_ids(kn, "Wilhelmina Yarrow tunes pianos", kind=kind)
+        found = _vector_ids(kn, "Wilhelmina Yarrow tunes pianos", k=1)
+        assert kn.store.get_chunks(found)[0].text.startswith("Wilhelmina")
+        assert len(_builds(caplog)) == built  # caught up: not one rebuild
+        assert _vector_ids(kn, "Person1 sails in Bay1", dataset="other")  # the other dataset: built once
+        assert len(_builds(caplog)) == built + 1
+
+
+def test_memory_store_keeps_its_index_in_memory(tmp_path):
+    with Kenning(":memory:") as kn:
+        kn.remember(_texts("G:", 20))
+        mid = kn.remember("Quentin Ibarra restores clocks in Porto.").memory_ids[0]
+        assert _vector_ids(kn, "Quentin Ibarra restores clocks", k=1) == [_chunk_of_memory(kn, mid)]
+    assert not list(tmp_path.iterdir())
+
+
+def _chunk_of_memory(kn: Kenning, memory_id: str) -> str:
+    return kn.store._db.execute("SELECT id FROM chunks WHERE memory_id = ?", (memory_id,)).fetchone()[0]
+
+
+def test_many_changes_are_merged_into_a_new_saved_file(tmp_path):
+    """Past 1,024 changed rows the changes are merged and saved, also when another store object
+    (as another process would) replaced and deleted the file this one has mapped."""
+    db = str(tmp_path / "m.db")
+    with Kenning(db) as first, Kenning(db) as second:
+        first.remember(_texts("H:", 10))
+        _vector_ids(first, "Person1")
+        (mapped,) = (tmp_path / "m.db.vectors").glob("chunk-*.usearch")
+        second.remember(_texts("I:", 1100))
+        assert len(_vector_ids(second, "Person1 works", k=2000)) == 1110  # merged and saved
+        (saved,) = (tmp_path / "m.db.vectors").glob("chunk-*.usearch")
+        assert saved != mapped and not mapped.exists()
+        assert len(_vector_ids(first, "Person1 works", k=2000)) == 1110  # merges from its mapped copy
+        for kn in (first, second):
+            index = kn.store._anns[("chunk", "main")]
+            assert index.pending == (0, 0) and index.base_rows == 1110
+
+
+def test_access_counts_are_buffered_and_written_on_close(tmp_path):
+    db = str(tmp_path / "m.db")
+    with Kenning(db) as kn:
+        mid = kn.remember("Hortense Ulm grows saffron in Valencia.").memory_ids[0]
+        for _ in range(3):
+            kn.recall("Hortense Ulm saffron")
+        assert kn.get(mid).access_count == 3  # this process sees its buffered counts
+        with sqlite3.connect(db) as con:  # the database does not, yet
+            assert con.execute("SELECT access_count FROM memories WHERE id = ?", (mid,)).fetchone()[0] == 0
+    with sqlite3.connect(db) as con:
+        count, last = con.execute("SELECT access_count, last_accessed_at FROM memories WHERE id = ?", (mid,)).fetchone()
+    assert count == 3 and last
