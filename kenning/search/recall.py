@@ -43,8 +43,8 @@ __all__ = ["LANE_WEIGHTS", "SEARCH_TYPES", "Query", "asked_relations", "route", 
 LANE_WEIGHTS: dict[str, float] = {
     "lexical": 1.0,
     "vector": 0.35,
-    #: the graph lane proposes candidates (facts of the entities the question names, which lead
-    #: when they answer it); as evidence for ranking passages it measured worth nothing
+    #: the graph lane proposes candidates (facts of the entities the question names); as
+    #: evidence for ranking memories it measured worth nothing on the dev splits
     "graph": 0.0,
     #: a memory gains this share of its best neighbour's fused score
     "neighbor": 0.65,
@@ -452,10 +452,7 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
             ev.vote(lanes.scores[key], lanes.fused(key), record, lanes.why[key])
     if spec.neighbors and q.uses("neighbor"):
         _neighbor_bonus(store, pool, q.top_k)
-    ranked = sorted(pool.values(), key=lambda e: -e.score)
-    # Memories stating a fact that answers the question stay candidates whatever their score.
-    ranked = ranked[: max(q.top_k * 2, 30)] + [
-        e for e in ranked[max(q.top_k * 2, 30):] if any(ctx.answers(f) for _, f in e.facts)]
+    ranked = sorted(pool.values(), key=lambda e: -e.score)[: max(q.top_k * 2, 30)]
     ctx.load_memories(e.memory_id for e in ranked)
     ctx.load_memories(m for e in ranked for _, f in e.facts for m in f.memory_ids[:_MAX_PROVENANCE])
     window = query_window(q.text, ctx.now) if q.uses("window") else None
