@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
+    "Chunk",
     "CognifyResult",
     "Entity",
     "Fact",
@@ -270,9 +271,19 @@ class ForgetResult(_Model):
     fact_ids: list[str] = Field(default_factory=list)
 
 
+class Chunk(_Model):
+    """A searchable piece of a memory's text, in order."""
+
+    id: str
+    position: int
+    text: str
+    token_count: int
+
+
 class Provenance(_Model):
-    """A memory's graph: the entities and facts it states."""
+    """A memory's chunks and its graph: the entities and facts it states."""
 
     memory_id: str
+    chunks: list[Chunk] = Field(default_factory=list)
     entities: list[Entity] = Field(default_factory=list)
     facts: list[Fact] = Field(default_factory=list)

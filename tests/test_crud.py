@@ -99,6 +99,7 @@ def test_provenance_in_both_directions(kn) -> None:
     assert [f.description for f in prov.facts] == ["Alice works at Acme."]
     assert sorted(prov.facts[0].memory_ids) == sorted([a, b])
     assert {e.name for e in kn.provenance(b).entities} == {"Alice", "Acme", "Bob", "Paris"}
+    assert [(c.position, c.text) for c in prov.chunks] == [(0, "Alice works at Acme.")]
 
 
 def test_list_filters_and_orders(kn, clock) -> None:

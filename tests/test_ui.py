@@ -120,6 +120,7 @@ def test_search_shows_hits_with_provenance(ui, site):
     first.locator(f'a[href="#/memory/{ids["globex"]}"]').click()
     ui.page.locator("#memory-title").wait_for()
     assert "Alice works at Globex." in ui.page.locator("pre.content").inner_text()
+    assert ui.page.locator("ol.chunks .chunk-text").all_inner_texts() == ["Alice works at Globex."]
     ui.shot("memory")
     ui.assert_clean()
 

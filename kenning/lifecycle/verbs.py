@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, get_args
 from .._checks import check_choice, check_flag, check_metadata, check_number, check_text
 from .._identity import check_dataset, content_hash
 from ..errors import ConflictError, KenningError, NotFoundError, ValidationError
-from ..models import ForgetResult, Memory, MemoryInput, MemoryKind, Provenance, PruneResult, Usage
+from ..models import Chunk, ForgetResult, Memory, MemoryInput, MemoryKind, Provenance, PruneResult, Usage
 from ..pipeline.commit import apply_plan
 from ..pipeline.dates import parse_user_datetime
 from ..pipeline.process import build_plan
@@ -254,7 +254,9 @@ class LifecycleMixin:
     def provenance(self, memory_id: str) -> Provenance:
         self._memory(memory_id)
         entity_ids, fact_ids = self.store.memory_graph(memory_id)
-        return Provenance(memory_id=memory_id, entities=self.store.get_entities(entity_ids),
+        chunks = [Chunk(id=c.id, position=c.position, text=c.text, token_count=c.token_count)
+                  for c in self.store.memory_chunks(memory_id)]
+        return Provenance(memory_id=memory_id, chunks=chunks, entities=self.store.get_entities(entity_ids),
                           facts=self.store.get_facts(fact_ids))
 
     def pin(self, memory_id: str, reason: str | None = None) -> Memory:

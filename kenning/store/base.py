@@ -303,6 +303,10 @@ class Store(ABC):
         """Every fact (open and closed) with the entity at either end."""
 
     @abstractmethod
+    def memory_chunks(self, memory_id: str) -> list[ChunkRow]:
+        """A memory's chunks in position order (without vectors)."""
+
+    @abstractmethod
     def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
         """Provenance the other way: (entity_ids, fact_ids) a memory states."""
 

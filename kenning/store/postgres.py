@@ -824,6 +824,13 @@ class PostgresStore(PostgresAuthMixin, Store):
             ids = [r["id"] for r in conn.execute(query + " ORDER BY valid_at, created_at, id", args)]
         return self.get_facts(ids)
 
+    def memory_chunks(self, memory_id: str) -> list[ChunkRow]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT id, memory_id, dataset, position, text, token_count FROM chunks"
+                " WHERE memory_id = %s ORDER BY position", (memory_id,)).fetchall()
+        return [ChunkRow(**r) for r in rows]
+
     def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
         with self._conn() as conn:
             entities = [r["entity_id"] for r in conn.execute(

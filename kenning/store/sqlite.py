@@ -685,6 +685,13 @@ class SQLiteStore(SQLiteAuthMixin, Store):
             ids = [r[0] for r in self._db.execute(sql + " ORDER BY valid_at, created_at, id", args)]
         return self.get_facts(ids)
 
+    def memory_chunks(self, memory_id: str) -> list[ChunkRow]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT id, memory_id, dataset, position, text, token_count FROM chunks"
+                " WHERE memory_id = ? ORDER BY position", (memory_id,)).fetchall()
+        return [ChunkRow(**dict(r)) for r in rows]
+
     def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
         with self._lock:
             entities = [r[0] for r in self._db.execute(
