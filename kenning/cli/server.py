@@ -216,6 +216,16 @@ def _service(ctx: click.Context) -> Iterator[Any]:
         yield Service(kn, Access(store, kn.datasets)), store, Principal(name="cli", admin=True)
 
 
+def _owner(store: Any, owner: str | None) -> Any:
+    """The named user as a principal, or None when no owner is named."""
+    from ..server.access import Principal
+
+    if not owner:
+        return None
+    user = _user(store, owner)
+    return Principal(name=user.name, user_id=user.id, admin=user.admin)
+
+
 @datasets.command("create")
 @click.argument("name")
 @click.option("--owner", default=None, help="Owning user [default: no owner, admins only].")
@@ -225,14 +235,8 @@ def datasets_create(ctx: click.Context, name: str, owner: str | None) -> None:
 
     Example: kenning datasets create projects --owner alice
     """
-    from ..server.access import Principal
-
     with _service(ctx) as (service, store, admin):
-        who = admin
-        if owner:
-            user = _user(store, owner)
-            who = Principal(name=user.name, user_id=user.id, admin=user.admin)
-        info = call(service.create_dataset, who, name)
+        info = call(service.create_dataset, _owner(store, owner) or admin, name)
     click.echo(f"created dataset {info.name!r}" + (f" owned by {owner!r}" if owner else ""))
 
 
@@ -245,14 +249,8 @@ def datasets_adopt(ctx: click.Context, name: str, owner: str | None) -> None:
 
     Example: kenning datasets adopt notes --owner alice
     """
-    from ..server.access import Principal
-
     with _service(ctx) as (service, store, admin):
-        who = None
-        if owner:
-            user = _user(store, owner)
-            who = Principal(name=user.name, user_id=user.id, admin=user.admin)
-        call(service.adopt, admin, name, who)
+        call(service.adopt, admin, name, _owner(store, owner))
     click.echo(f"adopted dataset {name!r}" + (f" owned by {owner!r}" if owner else " (no owner: admins only)"))
 
 
