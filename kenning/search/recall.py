@@ -57,7 +57,12 @@ LANE_WEIGHTS: dict[str, float] = {
     #: a second full-text query with names from the best passages (two-hop questions)
     "expansion": 0.5,
 }
+#: a question about what ended ("which company did X leave") is not answered by what is current
+_PAST = re.compile(r"\b(left|leave|leaving|quit|former(ly)?|previous(ly)?|used to|ex-|before|earlier|"
+                   r"no longer|anymore|old)\b", re.IGNORECASE)
 _EXPANSION_DOCS = 3
+#: entities from each entity lane that seed the graph lane
+_SEEDS = 5
 #: the score of a candidate that a lane returned but could not tell apart from the others
 _FOUND = 1e-3
 _EXPANSION_TERMS = 8
@@ -173,10 +178,13 @@ class _Lanes:
             self.scores[key][lane] = max(scale * score, self.scores[key].get(lane, 0.0))
             self.why[key].append(f"{lane}#{rank + 1}")
 
+    #: lane weights for records (facts, entities): the graph lane is what the graph search is
+    weights: dict[str, float] = field(default_factory=lambda: {**LANE_WEIGHTS, "graph": 1.0})
+
     def fused(self, key: tuple[str, str]) -> float:
         # Every candidate some lane returned keeps a sliver of score, so the multipliers (validity,
         # relation, decay) still order candidates no lane could tell apart.
-        return _FOUND + sum(LANE_WEIGHTS[lane] * s for lane, s in self.scores[key].items())
+        return _FOUND + sum(self.weights[lane] * s for lane, s in self.scores[key].items())
 
     def ids(self, kind: str) -> list[str]:
         return [i for k, i in self.scores if k == kind]
@@ -206,10 +214,10 @@ def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usa
     seeds: list[str] = []
     if q.uses("lexical"):
         for kind in spec.lexical:
-            items = store.lexical(q.dataset, kind, terms, limit if kind != "entity" or not spec.by_memory else 5)
-            if kind == "entity" and spec.by_memory:
-                seeds += [s.id for s in items]  # entities are pointers: they seed the graph lane
-            else:
+            items = store.lexical(q.dataset, kind, terms, limit if kind != "entity" or not spec.by_memory else _SEEDS)
+            if kind == "entity":
+                seeds += [s.id for s in items[:_SEEDS]]  # the best entities seed the graph lane
+            if kind != "entity" or not spec.by_memory:  # in memory rankings entities are pointers
                 lanes.add("lexical", items)
             if kind == "chunk" and spec.neighbors and LANE_WEIGHTS["expansion"] and q.uses("expansion"):
                 lanes.add("expansion", _expansion(store, q, terms, items, limit))
@@ -224,13 +232,11 @@ def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usa
         # comparable, so a kind with few records cannot put a weak match at rank 1.
         found = [hit for kind in spec.vector for hit in store.vector(q.dataset, kind, vec, limit)]
         found.sort(key=lambda h: -h.score)
+        seeds += [s.id for s in found if s.kind == "entity"][:_SEEDS]
         if spec.by_memory:
-            seeds += [s.id for s in found if s.kind == "entity"][:5]
             found = [s for s in found if s.kind != "entity"]
         lanes.add("vector", found[:limit], scale, limit)
     if spec.graph and q.depth > 0 and q.uses("graph"):
-        if not spec.by_memory:
-            seeds += [i for (k, i) in lanes.scores if k == "entity"]
         lanes.add("graph", _graph_lane(store, q, terms, seeds, limit, named, name_words, asked))
     return lanes
 
@@ -352,6 +358,11 @@ class _Context:
     #: facts shown that answer the question (see ``answers``)
     answers_found: set[str] = field(default_factory=set)
 
+    @property
+    def past(self) -> bool:
+        """The question asks about what ended: closed facts are answers, not history."""
+        return bool(_PAST.search(self.q.text))
+
     def load_memories(self, ids: Iterable[str]) -> None:
         missing = [i for i in dict.fromkeys(ids) if i not in self.memories]
         self.memories.update((m.id, m) for m in self.store.get_memories(missing))
@@ -459,7 +470,7 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     hits = [h for e in ranked if (h := _evidence_hit(ctx, e, window)) is not None]
     # Facts lead when the question asks for one: a current fact that answers it ("where does
     # Alice live") ranks above every passage, whatever the passages' scores.
-    lead = max((h.score for h in hits), default=0.0)
+    lead = 0.0 if ctx.past else max((h.score for h in hits), default=0.0)
     for hit in hits:
         if hit.id in ctx.answers_found and hit.current:
             hit.score += lead
@@ -554,7 +565,7 @@ def _fact_hit(ctx: _Context, fact: Fact, score: float, lanes: list[str], explana
         return None
     if first is None:
         score *= ctx.decay(mems)
-    weight = fact.weight * (1.0 if current else _HISTORY) * ctx.fact_boost(fact)
+    weight = fact.weight * (1.0 if current or ctx.past else _HISTORY) * ctx.fact_boost(fact)
     if ctx.answers(fact):
         ctx.answers_found.add(fact.id)
     shown = _as_believed(fact, ctx.q.known_at)
