@@ -13,7 +13,6 @@ names and fact sentences too), so it cannot reach the raw rate; the ratio shows 
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 import tempfile
 import time
@@ -22,7 +21,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import machine_info, print_table  # noqa: E402
+from common import machine_info, print_table, script_main  # noqa: E402
 
 from kenning import Kenning  # noqa: E402
 from kenning.eval.datasets import load_locomo  # noqa: E402
@@ -102,12 +101,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse(argv)
-    result = run(args)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        report(result)
+    script_main(parse, run, report, argv)
 
 
 if __name__ == "__main__":

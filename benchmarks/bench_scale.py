@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import cProfile
-import json
 import sys
 import tempfile
 import time
@@ -34,6 +33,7 @@ from common import (
     percentiles,
     print_machine,
     print_table,
+    script_main,
 )
 from synth import Corpus, batches, generate
 
@@ -285,12 +285,7 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
 
 
 def main(argv: list[str] | None = None) -> None:
-    args = parse(argv)
-    result = run(args)
-    if args.json:
-        print(json.dumps(result, indent=2))
-    else:
-        report(result)
+    script_main(parse, run, report, argv)
 
 
 if __name__ == "__main__":

@@ -92,3 +92,15 @@ def print_machine(info: dict[str, Any]) -> None:
         f"Python {info['python']}, SQLite {info['sqlite']}, numpy {info['numpy']}; {info['date']}; "
         f"load average {info.get('load_avg_1m')}"
     )
+
+
+def script_main(parse: Any, run: Any, report: Any, argv: Sequence[str] | None = None) -> None:
+    """The shared ``main`` of a benchmark script: parse the options, run, print JSON or a report."""
+    import json
+
+    args = parse(argv)
+    result = run(args)
+    if args.json:
+        print(json.dumps(result, indent=2))
+    else:
+        report(result)

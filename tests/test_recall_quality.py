@@ -257,3 +257,12 @@ def test_a_question_window_is_met_by_a_facts_validity(kn):
     kn.remember("Alice Novak started working at Globex in January 2023.", valid_at="2023-01-01")
     top = kn.recall("Where did Alice Novak work in 2021?", search_type="hybrid", as_of="2021-06-01").hits[0]
     assert top.target == "Acme" and top.current
+
+
+def test_a_question_about_what_ended_is_answered_by_the_closed_fact(kn):
+    kn.remember("Alice Novak works at Acme.", valid_at="2019-03-04")
+    kn.remember("Alice Novak started working at Globex in January 2023.", valid_at="2023-01-01")
+    now = kn.recall("Which company does Alice Novak work for?").hits[0]
+    assert now.target == "Globex" and now.current
+    left = kn.recall("Which company did Alice Novak leave?").hits[0]
+    assert left.target == "Acme" and not left.current

@@ -27,7 +27,6 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from ..errors import ValidationError
 from ..lifecycle.decay import decay_multiplier
 from ..models import Entity, Fact, Hit, Memory, Neighbor, Usage
 from ..pipeline.extract import normalize_name
@@ -171,15 +170,14 @@ class _Lanes:
 
     scores: dict[tuple[str, str], dict[str, float]] = field(default_factory=lambda: defaultdict(dict))
     why: dict[tuple[str, str], list[str]] = field(default_factory=lambda: defaultdict(list))
+    #: lane weights for records (facts, entities): the graph lane is what the graph search is
+    weights: dict[str, float] = field(default_factory=lambda: {**LANE_WEIGHTS, "graph": 1.0})
 
     def add(self, lane: str, items: list[Scored], scale: float = 1.0, limit: int | None = None) -> None:
         for rank, (item, score) in enumerate(zip(items, _normalise(lane, items, limit))):
             key = (item.kind, item.id)
             self.scores[key][lane] = max(scale * score, self.scores[key].get(lane, 0.0))
             self.why[key].append(f"{lane}#{rank + 1}")
-
-    #: lane weights for records (facts, entities): the graph lane is what the graph search is
-    weights: dict[str, float] = field(default_factory=lambda: {**LANE_WEIGHTS, "graph": 1.0})
 
     def fused(self, key: tuple[str, str]) -> float:
         # Every candidate some lane returned keeps a sliver of score, so the multipliers (validity,
@@ -323,19 +321,12 @@ def search(
     now: dt.datetime,
     usage: Usage | None = None,
 ) -> tuple[list[Hit], list[Memory]]:
-    if not isinstance(q.text, str) or not q.text.strip():
-        raise ValidationError("query is empty")
-    if q.top_k < 1 or q.top_k > 1000:
-        raise ValidationError("top_k must be between 1 and 1000")
-    if q.depth < 0 or q.depth > 5:
-        raise ValidationError("depth must be between 0 and 5")
-    if q.neighbors < 0 or q.neighbors > 10:
-        raise ValidationError("neighbors must be between 0 and 10")
+    """Rank a query the engine has validated (text, top_k, depth, neighbors)."""
     spec = _LANES[q.search_type]
     named, name_words = _named_entities(store, q)
     asked = asked_relations(terms_of(q.text))
     lanes = _collect(store, embedder, q, spec, usage, named, name_words, asked)
-    ctx = _Context(store, settings, q, now, asked, named)
+    ctx = _Context(store, settings, q, now, asked, named, past=bool(_PAST.search(q.text)))
     if spec.by_memory:
         hits = _by_memory(ctx, lanes, spec)
     else:
@@ -354,14 +345,11 @@ class _Context:
     now: dt.datetime
     asked: set[str]
     named: set[str]
+    #: the question asks about what ended: closed facts are its answers, open ones context
+    past: bool = False
     memories: dict[str, Memory] = field(default_factory=dict)
     #: facts shown that answer the question (see ``answers``)
     answers_found: set[str] = field(default_factory=set)
-
-    @property
-    def past(self) -> bool:
-        """The question asks about what ended: closed facts are answers, not history."""
-        return bool(_PAST.search(self.q.text))
 
     def load_memories(self, ids: Iterable[str]) -> None:
         missing = [i for i in dict.fromkeys(ids) if i not in self.memories]
@@ -402,12 +390,14 @@ class _Context:
             return 1.0
         if not self.named:
             return _RELATION_BOOST
-        return _RELATION_BOOST * _NAMED_BOOST if self.answers(fact) else 1.0
+        return _RELATION_BOOST * _NAMED_BOOST if self._about_named(fact) else 1.0
 
     def answers(self, fact: Fact) -> bool:
         """A fact of the relation asked about, of an entity the question names."""
-        return bool(fact.source_id in self.named or fact.target_id in self.named) and _relation_matches(
-            fact.relation, self.asked)
+        return self._about_named(fact) and _relation_matches(fact.relation, self.asked)
+
+    def _about_named(self, fact: Fact) -> bool:
+        return fact.source_id in self.named or fact.target_id in self.named
 
 
 def _as_believed(fact: Fact, known_at: dt.datetime | None) -> Fact:
@@ -565,7 +555,8 @@ def _fact_hit(ctx: _Context, fact: Fact, score: float, lanes: list[str], explana
         return None
     if first is None:
         score *= ctx.decay(mems)
-    weight = fact.weight * (1.0 if current or ctx.past else _HISTORY) * ctx.fact_boost(fact)
+    # History ranks below what holds; a question about what ended turns that round.
+    weight = fact.weight * (1.0 if current != ctx.past else _HISTORY) * ctx.fact_boost(fact)
     if ctx.answers(fact):
         ctx.answers_found.add(fact.id)
     shown = _as_believed(fact, ctx.q.known_at)
