@@ -136,7 +136,7 @@ def test_failed_processing_is_visible_and_writes_nothing(store_url: str) -> None
 
 
 def test_a_crash_inside_the_write_transaction_leaves_no_partial_graph(db_path: str) -> None:
-    from kenning.store.sqlite import SQLiteStore, _SQLiteTxn
+    from kenning.store.sqlite.store import SQLiteStore, _SQLiteTxn
 
     class FailingTxn(_SQLiteTxn):
         def insert_fact(self, row) -> None:  # noqa: ANN001

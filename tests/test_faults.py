@@ -81,7 +81,7 @@ def test_forget_remember_and_recall_in_parallel_never_deadlock() -> None:
 def test_a_deadlock_victim_is_retried_and_internals_stay_hidden() -> None:
     """A write transaction the server aborts to break a deadlock is run again by
     ``Store.atomic``; the error a caller would see names no pid and no relation."""
-    from kenning.store.postgres import _store_error
+    from kenning.store.postgres.store import _store_error
 
     url = _pg_url()
     with Kenning(url) as kn:

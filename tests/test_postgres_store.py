@@ -14,7 +14,7 @@ import pytest
 from kenning import AsyncKenning, Kenning
 from kenning.errors import EmbedderMismatchError
 from kenning.store.base import ClaimFilter, MemoryFilter
-from kenning.store.postgres_schema import PG_MIGRATIONS
+from kenning.store.postgres.schema import PG_MIGRATIONS
 from tests.pg import pg_url
 
 pytestmark = pytest.mark.postgres
@@ -123,7 +123,7 @@ def test_delete_collects_garbage_and_reopens_what_it_closed(url: str, clock) -> 
 
 
 def test_concurrent_opens_migrate_once(url: str) -> None:
-    from kenning.store.postgres import PostgresStore
+    from kenning.store.postgres.store import PostgresStore
 
     stores, errors = [], []
 
@@ -315,8 +315,8 @@ def test_lexical_statistics_follow_every_write(url: str, clock) -> None:  # noqa
 def test_a_store_of_schema_version_1_is_ranked_by_bm25_after_migrating(url: str) -> None:
     import psycopg
 
-    from kenning.store.postgres import PostgresStore
-    from kenning.store.postgres_schema import BOOTSTRAP, PG_MIGRATIONS
+    from kenning.store.postgres.store import PostgresStore
+    from kenning.store.postgres.schema import BOOTSTRAP, PG_MIGRATIONS
     from tests.test_lexical_bm25 import expected
 
     corpus = {"main": ["Alice moved to Berlin.", "Bob moves boxes and Bob moves chairs.", "Carol keeps bees.",

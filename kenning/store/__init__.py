@@ -23,13 +23,13 @@ def open_store(url: str | None, *, pool_size: int = 4, hnsw_ef_search: int = 100
         url = default_path()
     if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
         try:
-            from .postgres import PostgresStore
+            from .postgres.store import PostgresStore
         except ImportError as exc:
             raise ConfigurationError(
                 "PostgreSQL support needs extra packages: pip install 'kenning[postgres]'"
             ) from exc
         return PostgresStore(url, pool_size=pool_size, hnsw_ef_search=hnsw_ef_search)
-    from .sqlite import SQLiteStore
+    from .sqlite.store import SQLiteStore
 
     if url.startswith("sqlite://"):
         path = url[len("sqlite://"):]

@@ -1,6 +1,6 @@
 """The ``AuthStore`` interface: users, API keys (stored only as hashes), dataset owners and
-per-dataset grants. Both store backends implement it as a mixin (``sqlite_auth``,
-``postgres_auth``) over their own connection, in the same database as the memories.
+per-dataset grants. Both store backends implement it as a mixin (``sqlite.auth``,
+``postgres.auth``) over their own connection, in the same database as the memories.
 
 The store only keeps records; the rules (who may do what) live in ``kenning.server.access``.
 A key itself never reaches the store: callers pass ``hash_key(key)``.

@@ -100,7 +100,7 @@ class _SQLiteSide:
         )
 
     def _rebuild_fulltext(self) -> None:
-        from .sqlite import _entity_text
+        from .sqlite.store import _entity_text
 
         for table, column in (("chunks", "text"), ("facts", "description")):
             self.db.execute(f"DELETE FROM {table}_fts")
@@ -220,7 +220,7 @@ def _to_sqlite(declared: str, source: str) -> Callable[[Any], Any]:
 
 
 def _to_postgres(kind: str) -> Callable[[Any], Any]:
-    from .postgres import _json, to_vector_text
+    from .postgres.store import _json, to_vector_text
 
     def convert(value: Any) -> Any:
         if value is None:
@@ -250,11 +250,11 @@ def _driver_error() -> type[Exception]:
 
 
 def _side(store: Store) -> _SQLiteSide | _PostgresSide:
-    from .sqlite import SQLiteStore
+    from .sqlite.store import SQLiteStore
 
     if isinstance(store, SQLiteStore):
         return _SQLiteSide(store)
-    from .postgres import PostgresStore
+    from .postgres.store import PostgresStore
 
     if isinstance(store, PostgresStore):
         return _PostgresSide(store)

@@ -10,9 +10,9 @@ import uuid
 from collections.abc import Sequence
 from typing import Any
 
-from .._time import utcnow
-from ..errors import ConflictError, NotFoundError
-from .auth import ApiKey, AuthStore, DatasetRecord, Grant, User
+from ..._time import utcnow
+from ...errors import ConflictError, NotFoundError
+from ..auth import ApiKey, AuthStore, DatasetRecord, Grant, User
 
 __all__ = ["PostgresAuthMixin"]
 

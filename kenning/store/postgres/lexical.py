@@ -5,7 +5,7 @@ PostgreSQL's full-text search matches through a GIN index but cannot rank inside
 scores every matching row, and is not BM25). Here one statement does what FTS5 does:
 
 - each query term is parsed by ``phraseto_tsquery`` (a bound parameter, never query syntax) with
-  the store's text search configuration (``postgres_schema.TS_CONFIG``), so it is stemmed as the
+  the store's text search configuration (``schema.TS_CONFIG``), so it is stemmed as the
   rows were; a term that stems to several lexemes is matched as a phrase, as FTS5 does;
 - the rows holding each term are read through the GIN index, at most ``COMMON_ROWS`` of them,
   which gives its row count n; terms in that many rows are dropped while a rarer one remains
@@ -31,7 +31,7 @@ from collections.abc import Sequence
 import psycopg
 from psycopg import sql
 
-from .postgres_schema import TS_CONFIG
+from .schema import TS_CONFIG
 
 __all__ = ["COMMON_ROWS", "bm25"]
 

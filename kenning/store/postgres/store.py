@@ -1,5 +1,5 @@
 """The PostgreSQL store: the SQLite schema on native types, pgvector (HNSW, cosine) for the vector
-lane, generated ``tsvector`` columns with GIN indexes and BM25 (``postgres_lexical``) for the
+lane, generated ``tsvector`` columns with GIN indexes and BM25 (``lexical``) for the
 lexical lane, a connection pool.
 
 Concurrency across processes and machines:
@@ -10,7 +10,7 @@ Concurrency across processes and machines:
   constraints on ``(dataset, normalized)`` and ``(dataset, content_hash)`` back this up);
 - ``claim`` picks memories with ``FOR UPDATE SKIP LOCKED``, so parallel workers never process
   the same memory;
-- migrations run under an advisory lock (see ``postgres_schema``).
+- migrations run under an advisory lock (see ``schema``).
 """
 
 from __future__ import annotations
@@ -32,13 +32,13 @@ from psycopg.types.json import Jsonb
 from psycopg.types.string import StrDumperUnknown
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from .._time import as_utc
-from ..errors import ConfigurationError, EmbedderMismatchError, StoreError
-from ..models import Entity, Fact, Memory, Stats, Usage
-from .base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, retry_transient
-from .postgres_auth import PostgresAuthMixin
-from .postgres_lexical import bm25
-from .postgres_schema import (
+from ..._time import as_utc
+from ...errors import ConfigurationError, EmbedderMismatchError, StoreError
+from ...models import Entity, Fact, Memory, Stats, Usage
+from ..base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, retry_transient
+from .auth import PostgresAuthMixin
+from .lexical import bm25
+from .schema import (
     BOOTSTRAP,
     LOCK_DATASET,
     LOCK_SCHEMA,

@@ -23,13 +23,13 @@ from typing import Any
 
 import numpy as np
 
-from .._time import from_text, to_text
-from ..errors import EmbedderMismatchError, StoreError
-from ..models import Entity, Fact, Memory, Stats, Usage
-from .base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
+from ..._time import from_text, to_text
+from ...errors import EmbedderMismatchError, StoreError
+from ...models import Entity, Fact, Memory, Stats, Usage
+from ..base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
 from .schema import SQLITE_MIGRATIONS
-from .sqlite_auth import SQLiteAuthMixin
-from .vectors import EXACT_ROWS, FORMAT, AnnIndex, IndexFiles, build, calibrate, from_blob, to_blob
+from .auth import SQLiteAuthMixin
+from ..vectors import EXACT_ROWS, FORMAT, AnnIndex, IndexFiles, build, calibrate, from_blob, to_blob
 
 __all__ = ["SQLiteStore"]
 

@@ -10,9 +10,9 @@ import sqlite3
 import uuid
 from collections.abc import Sequence
 
-from .._time import from_text, to_text, utcnow
-from ..errors import ConflictError, NotFoundError
-from .auth import ApiKey, AuthStore, DatasetRecord, Grant, User
+from ..._time import from_text, to_text, utcnow
+from ...errors import ConflictError, NotFoundError
+from ..auth import ApiKey, AuthStore, DatasetRecord, Grant, User
 
 __all__ = ["SQLiteAuthMixin"]
 
