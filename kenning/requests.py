@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Annotated, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
 from ._identity import DATASET_PATTERN
 from .models import MemoryInput, MemoryKind, MemoryStatus, Retention
@@ -24,6 +24,7 @@ from .pipeline.dates import ACCEPTED_FORMS
 from .search.recall import SEARCH_TYPES
 
 __all__ = [
+    "DATASET_PATTERN",
     "DEFAULT_DATASET",
     "SEARCH_TYPES",
     "VERBS",
@@ -57,7 +58,8 @@ MAX_ITEMS = 1000
 
 Dataset = Annotated[str, Field(pattern=DATASET_PATTERN, description="Dataset name.")]
 MemoryId = Annotated[str, Field(min_length=1, max_length=200, description="A memory id.")]
-When = Annotated[str, Field(max_length=100)] | dt.datetime
+#: a date as text in any form the date parser reads, or a datetime (never a number)
+When = Annotated[str, Field(max_length=100)] | Annotated[dt.datetime, Strict()]
 Content = str | MemoryInput
 Metadata = Annotated[dict[str, Any], Field(
     description="A JSON object: string keys, at most 16 levels deep, 1,000 keys and 64 KiB as "
@@ -78,6 +80,11 @@ class VerbRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     positional: ClassVar[tuple[str, ...]] = ()
     partial: ClassVar[bool] = False
+
+    def arguments(self) -> dict[str, Any]:
+        """The keyword arguments of the verb's call (of a partial verb: only those given)."""
+        names = self.model_fields_set if self.partial else type(self).model_fields
+        return {name: getattr(self, name) for name in names}
 
 
 class _Write(VerbRequest):

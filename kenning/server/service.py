@@ -26,9 +26,10 @@ from ..models import (
     Stats,
     Timeline,
 )
+from ..requests import DEFAULT_DATASET
 from .access import ALL, Access, Principal, auth_store
 from .limits import Limiter
-from .schemas import DatasetInfo, GrantInfo, MemoryPage
+from .schemas import AddResult, DatasetInfo, FeedbackResult, GrantInfo, MemoryPage
 
 __all__ = ["Service", "build_service"]
 
@@ -84,17 +85,17 @@ class Service:
         return memory
 
     # -- writes ------------------------------------------------------------------------------
-    def remember(self, who: Principal, content: Any, *, dataset: str = "main", **kw: Any) -> RememberResult:
+    def remember(self, who: Principal, content: Any, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> RememberResult:
         self.access.require_write(who, dataset)
         self.writes.spend(who.name, _chars(content))
         with self.locks.hold([dataset]):
             return self.kn.remember(content, dataset=dataset, **kw)
 
-    def add(self, who: Principal, content: Any, *, dataset: str = "main", **kw: Any) -> list[str]:
+    def add(self, who: Principal, content: Any, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> AddResult:
         self.access.require_write(who, dataset)
         self.writes.spend(who.name, _chars(content))
         with self.locks.hold([dataset]):
-            return self.kn.add(content, dataset=dataset, **kw)
+            return AddResult(memory_ids=self.kn.add(content, dataset=dataset, **kw))
 
     def cognify(self, who: Principal, dataset: str | None = None, **kw: Any) -> CognifyResult:
         if dataset is not None or not self.access.enabled or who.admin:
@@ -109,7 +110,7 @@ class Service:
                     _merge(total, self.kn.cognify(dataset=name, **kw))
         return total
 
-    def update(self, who: Principal, memory_id: str, changes: dict[str, Any]) -> Memory:
+    def update(self, who: Principal, memory_id: str, **changes: Any) -> Memory:
         memory = self._memory(who, memory_id, "write")
         self.writes.spend(who.name, _chars([str(v) for v in changes.values()]))
         with self.locks.hold([memory.dataset]):
@@ -149,30 +150,30 @@ class Service:
         with self.locks.hold([dataset]):
             return self.kn.forget(dataset=dataset)
 
-    def prune(self, who: Principal, *, dataset: str = "main", dry_run: bool = True, **kw: Any) -> PruneResult:
+    def prune(self, who: Principal, *, dataset: str = DEFAULT_DATASET, dry_run: bool = True, **kw: Any) -> PruneResult:
         self.access.require(who, dataset, "read" if dry_run else "delete")
         with self.locks.hold([] if dry_run else [dataset]):
             return self.kn.prune(dataset=dataset, dry_run=dry_run, **kw)
 
-    def improve(self, who: Principal, *, dataset: str = "main") -> Any:
+    def improve(self, who: Principal, *, dataset: str = DEFAULT_DATASET) -> Any:
         self.access.require(who, dataset, "write")
         with self.locks.hold([dataset]):
             return self.kn.improve(dataset=dataset)
 
-    def feedback(self, who: Principal, fact_id: str, helpful: bool) -> float:
+    def feedback(self, who: Principal, fact_id: str, helpful: bool) -> FeedbackResult:
         """Feedback on a fact the caller may read and write; others' facts are 'not found'."""
         found = self.kn.store.get_facts([fact_id])
         if not found or not self.access.can_read(who, found[0].dataset):
             raise NotFoundError(f"no fact {fact_id!r}")
         self.access.require(who, found[0].dataset, "write")
-        return self.kn.feedback(fact_id, helpful=helpful)
+        return FeedbackResult(fact_id=fact_id, weight=self.kn.feedback(fact_id, helpful=helpful))
 
     # -- reads -------------------------------------------------------------------------------
-    def recall(self, who: Principal, query: str, *, dataset: str = "main", **kw: Any) -> RecallResult:
+    def recall(self, who: Principal, query: str, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> RecallResult:
         self.access.require(who, dataset, "read")
         return self.kn.recall(query, dataset=dataset, **kw)
 
-    def timeline(self, who: Principal, entity: str, *, dataset: str = "main",
+    def timeline(self, who: Principal, entity: str, *, dataset: str = DEFAULT_DATASET,
                  relation: str | None = None) -> Timeline:
         self.access.require(who, dataset, "read")
         return self.kn.timeline(entity, dataset=dataset, relation=relation)
@@ -188,7 +189,7 @@ class Service:
         self._memory(who, memory_id)
         return [m for m in self.kn.chain(memory_id) if self.access.can_read(who, m.dataset)]
 
-    def list(self, who: Principal, *, dataset: str = "main", limit: int = 50, offset: int = 0,
+    def list(self, who: Principal, *, dataset: str = DEFAULT_DATASET, limit: int = 50, offset: int = 0,
              **filters: Any) -> MemoryPage:
         self.access.require(who, dataset, "read")
         items = self.kn.list(dataset=dataset, limit=limit, offset=offset, **filters)
