@@ -26,6 +26,7 @@ from .search.recall import SEARCH_TYPES
 __all__ = [
     "DATASET_PATTERN",
     "DEFAULT_DATASET",
+    "ORDERS",
     "SEARCH_TYPES",
     "VERBS",
     "AddRequest",

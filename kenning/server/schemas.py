@@ -4,7 +4,7 @@ dataset administration. The verbs' requests are the library's own (``kenning.req
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
