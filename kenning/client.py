@@ -240,23 +240,7 @@ class AsyncKenning:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    close = _async(Kenning.close)
-    remember = _async(Kenning.remember)
-    add = _async(Kenning.add)
-    cognify = _async(Kenning.cognify)
-    recall = _async(Kenning.recall)
-    timeline = _async(Kenning.timeline)
-    stats = _async(Kenning.stats)
-    get = _async(Kenning.get)
-    list = _async(Kenning.list)
-    update = _async(Kenning.update)
-    delete = _async(Kenning.delete)
-    forget = _async(Kenning.forget)
-    provenance = _async(Kenning.provenance)
-    pin = _async(Kenning.pin)
-    unpin = _async(Kenning.unpin)
-    chain = _async(Kenning.chain)
-    prune = _async(Kenning.prune)
-    datasets = _async(Kenning.datasets)
-    feedback = _async(Kenning.feedback)
-    improve = _async(Kenning.improve)
+
+# every verb of ``Kenning``, awaited: a verb added there is added here
+for _name in ("close", *VERBS):
+    setattr(AsyncKenning, _name, _async(getattr(Kenning, _name)))
