@@ -21,7 +21,7 @@ T = TypeVar("T")
 __all__ = ["ALIASES", "CLI_ONLY", "check_path", "count", "dataset_option", "dump_json", "fail", "open_kenning",
            "run", "short_time"]
 
-#: CLI spellings of the verbs' parameters (``kenning.requests``), listed in docs/cli.md: TEXTS
+#: CLI spellings of the verbs' parameters (``kenning.requests``), listed in docs/architecture.md: TEXTS
 #: and --file give ``content``; ``--asc`` is ``descending=False``; ``--context`` is ``context``
 ALIASES = {"texts": "content", "files": "content", "asc": "descending", "context_": "context"}
 #: options of the CLI alone, not parameters of any verb
