@@ -21,7 +21,7 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
@@ -35,8 +35,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..._time import as_utc
 from ...errors import ConfigurationError, EmbedderMismatchError, StoreError
 from ...models import Entity, Fact, Memory, Stats, Usage
+from ..auth import AuthDialect, AuthStore
 from ..base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, retry_transient
-from .auth import PostgresAuthMixin
 from .lexical import bm25
 from .schema import (
     BOOTSTRAP,
@@ -440,7 +440,16 @@ def _probe(url: str, timeout: float) -> None:
         raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {reason}") from None
 
 
-class PostgresStore(PostgresAuthMixin, Store):
+_AUTH = AuthDialect(
+    mark="%s", types={"bool": "BOOLEAN", "false": "FALSE", "time": "TIMESTAMPTZ", "perms": "TEXT[]",
+                      "table_options": ""},
+    lock="SELECT pg_advisory_xact_lock(hashtext('kenning_auth_schema'))",
+)
+
+
+class PostgresStore(AuthStore, Store):
+    auth_dialect = _AUTH
+
     def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 30.0, hnsw_ef_search: int = 100) -> None:
         self.url = url
         self._dimension: int | None = None
@@ -493,6 +502,12 @@ class PostgresStore(PostgresAuthMixin, Store):
     def _write(self) -> Iterator[psycopg.Connection]:
         with self._conn() as conn, conn.transaction():
             yield conn
+
+    def _auth_read(self) -> AbstractContextManager[psycopg.Connection]:
+        return self._conn()
+
+    def _auth_write(self) -> AbstractContextManager[psycopg.Connection]:
+        return self._write()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _migrate(self) -> None:

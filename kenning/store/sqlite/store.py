@@ -26,9 +26,9 @@ import numpy as np
 from ..._time import from_text, to_text
 from ...errors import EmbedderMismatchError, StoreError
 from ...models import Entity, Fact, Memory, Stats, Usage
+from ..auth import AuthDialect, AuthStore
 from ..base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
 from .schema import SQLITE_MIGRATIONS
-from .auth import SQLiteAuthMixin
 from ..vectors import EXACT_ROWS, FORMAT, AnnIndex, IndexFiles, build, calibrate, from_blob, to_blob
 
 __all__ = ["SQLiteStore"]
@@ -324,7 +324,17 @@ def _entity_text(name: str, aliases: list[str], description: str) -> str:
     return " ".join([name, *aliases, description])
 
 
-class SQLiteStore(SQLiteAuthMixin, Store):
+_AUTH = AuthDialect(
+    mark="?", types={"bool": "INTEGER", "false": "0", "time": "TEXT", "perms": "TEXT",
+                     "table_options": " WITHOUT ROWID"},
+    time_in=to_text, time_out=from_text, perms_in=",".join,
+    perms_out=lambda text: frozenset(p for p in text.split(",") if p),
+)
+
+
+class SQLiteStore(AuthStore, Store):
+    auth_dialect = _AUTH
+
     def __init__(self, path: str, *, timeout: float = 30.0) -> None:
         self.url = f"sqlite:///{path}"
         self.path = path
@@ -442,6 +452,16 @@ class SQLiteStore(SQLiteAuthMixin, Store):
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    @contextmanager
+    def _auth_read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            yield self._db
+
+    @contextmanager
+    def _auth_write(self) -> Iterator[sqlite3.Connection]:
+        with self._write():
+            yield self._db
 
     @contextmanager
     def transaction(self) -> Iterator[Txn]:
