@@ -140,8 +140,9 @@ def keys_create(ctx: click.Context, user_name: str | None, admin: bool, name: st
 
     Example: kenning keys create --admin
     """
+    user_name = "admin" if user_name is None else user_name
     with _admin(ctx) as accounts:
-        key, record, user = accounts.create_key("admin" if user_name is None else user_name, admin=admin, name=name)
+        key, record, user = accounts.create_key(user_name, admin=admin, name=name)
     click.echo(key)
     click.echo(f"key {record.id} for {'admin ' if user.admin else ''}user {user.name!r}: "
                "store it now, it is not shown again", err=True)

@@ -226,8 +226,8 @@ class _SQLiteTxn(Txn):
         self.db.execute(f"DELETE FROM {table} WHERE id IN ({marks})", list(ids))
 
     def entity_names(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
-        rows = self.db.execute(f"SELECT id, name, aliases FROM entities WHERE id IN ({_placeholders(len(entity_ids))})",
-                               list(entity_ids)).fetchall()
+        marks = _placeholders(len(entity_ids))
+        rows = self.db.execute(f"SELECT id, name, aliases FROM entities WHERE id IN ({marks})", list(entity_ids))
         return {r["id"]: [r["name"], *json.loads(r["aliases"])] for r in rows}
 
     def move_entity(self, drop_id: str, keep_id: str) -> None:
