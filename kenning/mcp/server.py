@@ -17,9 +17,10 @@ from typing import Annotated, Any
 import anyio.to_thread
 from pydantic import BaseModel, Field
 
+from ..access import Principal
+from ..client import Kenning
 from ..errors import KenningError
 from ..requests import DEFAULT_DATASET, VERBS
-from ..server.access import Principal
 from ..server.errors import error_body
 from ..server.guard import RequestGuard
 from ..server.service import Service, build_service
@@ -111,7 +112,7 @@ class _Tools:
             raise ToolError(json.dumps(error_body(exc.code, exc.message))) from None
 
 
-def build_server(kn: Any, *, auth: bool, principal: Principal | None = None) -> MCPServer:
+def build_server(kn: Kenning, *, auth: bool, principal: Principal | None = None) -> MCPServer:
     """The MCP server over ``kn``. ``principal`` fixes the caller (stdio); otherwise, with
     ``auth``, each HTTP request is authenticated from its bearer key."""
     service = build_service(kn, auth=auth)
@@ -122,7 +123,7 @@ def build_server(kn: Any, *, auth: bool, principal: Principal | None = None) -> 
     return mcp
 
 
-def http_app(kn: Any, *, auth: bool, bind: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Any:
+def http_app(kn: Kenning, *, auth: bool, bind: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Any:
     """The streamable-HTTP app at ``/mcp`` behind the HTTP server's Host and cross-origin
     checks (``kenning.server.guard``), so it is as safe bound to any interface as on loopback."""
     app = build_server(kn, auth=auth).streamable_http_app(host=bind)
@@ -156,7 +157,7 @@ def _tool(s: Service, t: _Tools, verb: str) -> Callable[..., Any]:
             args = {k: v for k, v in args.items() if v is not None}
         if verb == "forget" and (args.get("memory_id") is None) == (args.get("dataset") is None):
             raise ToolError(json.dumps(error_body("validation_error", "give exactly one of memory_id or dataset")))
-        return await t.run(ctx, getattr(s, verb), **args)
+        return await t.run(ctx, s.accounts.datasets if verb == "datasets" else getattr(s, verb), **args)
 
     tool.__name__ = tool.__qualname__ = verb
     tool.__doc__ = VERBS[verb].__doc__

@@ -16,9 +16,9 @@ from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
+from ..access import Principal
 from ..models import Entity, Fact
 from ..requests import DATASET_PATTERN, DEFAULT_DATASET
-from .access import Principal
 from .schemas import ErrorResponse
 from .service import Service
 

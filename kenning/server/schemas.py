@@ -8,6 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
+from ..access import DatasetInfo, GrantInfo, Permission
 from ..models import Memory
 from ..requests import Dataset, VerbRequest
 
@@ -25,8 +26,6 @@ __all__ = [
     "WhoAmI",
     "without",
 ]
-
-Permission = Literal["read", "write", "delete", "share"]
 
 
 class _Body(BaseModel):
@@ -87,20 +86,8 @@ class DatasetCreate(_Body):
     name: Dataset
 
 
-class DatasetInfo(_Body):
-    name: str
-    owner: str | None = Field(default=None, description="The owner's user name (None: no owner).")
-    permissions: list[Permission] = Field(description="What the caller may do with it.")
-
-
 class GrantRequest(_Body):
     permissions: list[Permission] = Field(
         description="The permissions to hold from now on (read is always included); "
         "an empty list revokes the grant."
     )
-
-
-class GrantInfo(_Body):
-    dataset: str
-    user: str
-    permissions: list[Permission]
