@@ -219,15 +219,8 @@ class AsyncKenning:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._sync = Kenning(*args, **kwargs)
 
-    @property
-    def settings(self) -> Settings:
-        """The settings this instance was opened with."""
-        return self._sync.settings
-
-    @property
-    def store(self) -> Store:
-        """The store this instance writes to (for tools that need more than the verbs)."""
-        return self._sync.store
+    settings = property(lambda self: self._sync.settings, doc=Kenning.settings.__doc__)
+    store = property(lambda self: self._sync.store, doc=Kenning.store.__doc__)
 
     @classmethod
     @functools.wraps(Kenning.reembed.__func__)

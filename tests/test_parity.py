@@ -131,7 +131,7 @@ def test_both_facades_have_the_same_documented_public_surface():
     assert public(Kenning).keys() == public(AsyncKenning).keys()
     for cls in (Kenning, AsyncKenning):
         for name, member in public(cls).items():
-            target = member.fget if isinstance(member, property) else getattr(cls, name)
+            target = member if isinstance(member, property) else getattr(cls, name)
             assert (target.__doc__ or "").strip(), f"{cls.__name__}.{name} has no docstring"
     assert python_params(AsyncKenning.__init__) == python_params(Kenning.__init__)
 
