@@ -1,5 +1,7 @@
 """The verbs of the facade, checked: every call names its caller, every dataset it touches is
-checked against ``Access`` first, and writes to one dataset run one at a time.
+checked against ``Access`` first, and writes to one dataset run one at a time. Each verb takes
+its request model's fields as keywords (``kenning.requests``) and passes on those it does not
+check, so a new parameter needs no edit here.
 
 The HTTP routes and the MCP tools are thin shells over this class, so the rules are written
 once. Each method is one facade call plus its checks.
@@ -94,10 +96,10 @@ class Service:
         with self.locks.hold([memory.dataset]):
             return self.kn.update(memory_id, **changes)
 
-    def pin(self, who: Principal, memory_id: str, reason: str | None = None) -> Memory:
+    def pin(self, who: Principal, memory_id: str, **kw: Any) -> Memory:
         memory = self._memory(who, memory_id, "write")
         with self.locks.hold([memory.dataset]):
-            return self.kn.pin(memory_id, reason)
+            return self.kn.pin(memory_id, **kw)
 
     def unpin(self, who: Principal, memory_id: str) -> Memory:
         memory = self._memory(who, memory_id, "write")
@@ -133,28 +135,27 @@ class Service:
         with self.locks.hold([] if dry_run else [dataset]):
             return self.kn.prune(dataset=dataset, dry_run=dry_run, **kw)
 
-    def improve(self, who: Principal, *, dataset: str = DEFAULT_DATASET) -> Any:
+    def improve(self, who: Principal, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> Any:
         self.access.require(who, dataset, "write")
         with self.locks.hold([dataset]):
-            return self.kn.improve(dataset=dataset)
+            return self.kn.improve(dataset=dataset, **kw)
 
-    def feedback(self, who: Principal, fact_id: str, helpful: bool) -> FeedbackResult:
+    def feedback(self, who: Principal, fact_id: str, **kw: Any) -> FeedbackResult:
         """Feedback on a fact the caller may read and write; others' facts are 'not found'."""
         found = self.kn.store.get_facts([fact_id])
         if not found or not self.access.can_read(who, found[0].dataset):
             raise NotFoundError(f"no fact {fact_id!r}")
         self.access.require(who, found[0].dataset, "write")
-        return FeedbackResult(fact_id=fact_id, weight=self.kn.feedback(fact_id, helpful=helpful))
+        return FeedbackResult(fact_id=fact_id, weight=self.kn.feedback(fact_id, **kw))
 
     # -- reads -------------------------------------------------------------------------------
     def recall(self, who: Principal, query: str, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> RecallResult:
         self.access.require(who, dataset, "read")
         return self.kn.recall(query, dataset=dataset, **kw)
 
-    def timeline(self, who: Principal, entity: str, *, dataset: str = DEFAULT_DATASET,
-                 relation: str | None = None) -> Timeline:
+    def timeline(self, who: Principal, entity: str, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> Timeline:
         self.access.require(who, dataset, "read")
-        return self.kn.timeline(entity, dataset=dataset, relation=relation)
+        return self.kn.timeline(entity, dataset=dataset, **kw)
 
     def get(self, who: Principal, memory_id: str) -> Memory:
         return self._memory(who, memory_id)
