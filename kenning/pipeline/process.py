@@ -119,7 +119,7 @@ def group_memories(memories: list[Memory], extractor: Extractor, config: Pipelin
     groups: list[list[Memory]] = []
     open_groups: dict[str, tuple[list[Memory], list[int]]] = {}
     for memory in memories:
-        chunks = [c.text for c in chunk_text(memory.content, config.chunk_size, config.chunk_overlap)]
+        chunks = [c.text for c in _chunks(memory, config)]
         size = extractor.groupable(chunks)  # type: ignore[attr-defined]
         if size is None or size > GROUP_TOKENS // 2:
             groups.append([memory])
@@ -280,7 +280,7 @@ def finish_plan(
         now=now,
         chunks=[
             ChunkRow(id=new_id("chk"), memory_id=memory.id, dataset=memory.dataset, position=c.position,
-                     text=c.text, token_count=c.token_count, embedding=v)
+                     text=c.text, token_count=c.token_count, embedding=v, location=c.location)
             for c, v in zip(d.prep.chunks, d.chunk_vectors)
         ],
         entities=d.entities,
@@ -319,10 +319,17 @@ def estimate_usage(
 
 
 def _prepare(memory: Memory, config: PipelineConfig, store: Store, *, scan: bool) -> Prepared:
-    prep = Prepared(memory, chunk_text(memory.content, config.chunk_size, config.chunk_overlap))
+    prep = Prepared(memory, _chunks(memory, config))
     if scan:
         prep.known, prep.scanned = _known_facts(memory, store)
     return prep
+
+
+def _chunks(memory: Memory, config: PipelineConfig) -> list[Chunk]:
+    """A memory read from a file names its format in ``metadata["format"]`` (kenning.files):
+    its text is chunked by structure, with locations."""
+    fmt = memory.metadata.get("format")
+    return chunk_text(memory.content, config.chunk_size, config.chunk_overlap, fmt if isinstance(fmt, str) else None)
 
 
 def _known_facts(memory: Memory, store: Store) -> tuple[list[object], set[str]]:
