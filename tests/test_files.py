@@ -130,6 +130,8 @@ def test_text_in_any_common_encoding() -> None:
         assert doc.text == text and doc.format == "text"
     legacy = "Le café était fermé, dit François à l'élève; ça arrive très souvent à Noël."
     assert read_document(legacy.encode("cp1252"), "old.txt").text == legacy
+    for encoding in ("utf-16-le", "utf-16-be"):  # no mark, and every character is also ASCII
+        assert read_document("plain words".encode(encoding), "ascii.txt").text == "plain words"
     windows = read_document("one\r\ntwo\r\n".encode("utf-16"), "crlf.txt")
     assert windows.text == "one\ntwo"
 

@@ -53,17 +53,17 @@ def decode(data: bytes, name: str) -> str:
     for bom, encoding in _BOMS:
         if data.startswith(bom):
             return _normalize(data[len(bom):].decode(encoding.replace("-sig", ""), errors="replace"))
+    sample = data[:4096]
+    if b"\x00" in sample:  # UTF-16 without a mark (every other byte zero), or binary
+        if len(sample) >= 4 and sample[1::2].count(0) > len(sample) // 3:
+            return _normalize(data.decode("utf-16-le", errors="replace"))
+        if len(sample) >= 4 and sample[0::2].count(0) > len(sample) // 3:
+            return _normalize(data.decode("utf-16-be", errors="replace"))
+        raise FileReadError(f"{name}: binary file, not text", path=name)
     try:
         return _normalize(data.decode("utf-8"))
     except UnicodeDecodeError:
         pass
-    sample = data[:4096]
-    if len(sample) >= 4 and sample[1::2].count(0) > len(sample) // 3:
-        return _normalize(data.decode("utf-16-le", errors="replace"))
-    if len(sample) >= 4 and sample[0::2].count(0) > len(sample) // 3:
-        return _normalize(data.decode("utf-16-be", errors="replace"))
-    if b"\x00" in sample:
-        raise FileReadError(f"{name}: binary file, not text", path=name)
     matches = list(_require("charset_normalizer").from_bytes(data))
     if not matches:
         raise FileReadError(f"{name}: binary file, not text", path=name)
