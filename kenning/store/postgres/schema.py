@@ -247,6 +247,8 @@ PG_MIGRATIONS: list[list[str]] = [
     # NULL for plain text (kenning.files, docs/files.md).
     [
         "ALTER TABLE chunks ADD COLUMN location JSONB",
+        # folder sync reads a dataset's memories by source prefix (Store.file_memories)
+        "CREATE INDEX memories_source ON memories (dataset, source) WHERE source IS NOT NULL",
     ],
 ]
 

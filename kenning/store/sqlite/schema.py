@@ -171,4 +171,6 @@ SQLITE_MIGRATIONS.append([
 # a JSON object; NULL for plain text (kenning.files, docs/files.md).
 SQLITE_MIGRATIONS.append([
     "ALTER TABLE chunks ADD COLUMN location TEXT",
+    # folder sync reads a dataset's memories by source prefix (Store.file_memories)
+    "CREATE INDEX memories_source ON memories (dataset, source) WHERE source IS NOT NULL",
 ])
