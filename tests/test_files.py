@@ -171,6 +171,9 @@ def test_small_table_stays_whole() -> None:
     text = "# T\n\n| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |\n\nAfter."
     [chunk] = chunk_text(text, 256, 32, "markdown")
     assert "| a | b |\n|---|---|\n| 1 | 2 |\n| 3 | 4 |" in chunk.text
+    code = "# T\n\n```sh\n# a comment, not a heading\n\nrun | tee log\n```\n\nAfter."
+    [chunk] = chunk_text(code, 256, 32, "markdown")
+    assert chunk.location.headings == ["T"] and chunk.text == code
 
 
 def test_html_page() -> None:

@@ -130,48 +130,57 @@ def _chunk_structured(text: str, size: int, overlap: int, format: str) -> list[C
 
 
 def _blocks(text: str, format: str) -> list[_Block]:
-    """Headings, paragraphs, tables and fenced code blocks in order, each with its location."""
+    """Headings, paragraphs, tables and fenced code blocks in order, each with its location.
+    Headings carry over from page to page."""
     out: list[_Block] = []
-    stack: list[tuple[int, str]] = []
+    stack: list[tuple[int, str]] = []  # (level, title) of the headings above
     pages = text.split("\f")
     paged = format == "pdf" or len(pages) > 1
     for number, page in enumerate(pages, 1):
-        where = lambda: _location(number if paged else None, stack, format)  # noqa: E731
-        lines, i, para = page.split("\n"), 0, []
+        out += _page_blocks(page.split("\n"), number if paged else None, stack, format)
+    return out
 
-        def flush() -> None:
-            if any(line.strip() for line in para):
-                out.append(_Block("text", "\n".join(para).strip(), where()))
-            para.clear()
 
-        while i < len(lines):
-            line = lines[i]
-            fence = _FENCE.match(line)
-            if fence:
-                flush()
-                end = next((j for j in range(i + 1, len(lines)) if lines[j].strip().startswith(fence[1])), len(lines) - 1)
-                out.append(_Block("code", "\n".join(lines[i : end + 1]), where()))
-                i = end + 1
-                continue
-            heading = _HEADING.match(line.strip())
-            if heading:
-                flush()
-                level = len(heading[1])
-                stack[:] = [h for h in stack if h[0] < level] + [(level, heading[2])]
-                out.append(_Block("heading", line.strip(), where()))
-            elif line.lstrip().startswith("|"):
-                flush()
-                end = i
-                while end + 1 < len(lines) and lines[end + 1].lstrip().startswith("|"):
-                    end += 1
-                out.append(_Block("table", "\n".join(x.strip() for x in lines[i : end + 1]), where()))
-                i = end
-            elif line.strip():
-                para.append(line)
-            else:
-                flush()
-            i += 1
-        flush()
+def _page_blocks(lines: list[str], page: int | None, stack: list[tuple[int, str]], format: str) -> list[_Block]:
+    out: list[_Block] = []
+    para: list[str] = []
+
+    def add(kind: str, text: str) -> None:
+        out.append(_Block(kind, text, _location(page, stack, format)))
+
+    def flush() -> None:
+        if any(line.strip() for line in para):
+            add("text", "\n".join(para).strip())
+        para.clear()
+
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        fence = _FENCE.match(line)
+        heading = _HEADING.match(line.strip())
+        if fence:
+            flush()
+            end = next((j for j in range(i + 1, len(lines)) if lines[j].strip().startswith(fence[1])), len(lines) - 1)
+            add("code", "\n".join(lines[i : end + 1]))
+            i = end
+        elif heading:
+            flush()
+            level = len(heading[1])
+            stack[:] = [h for h in stack if h[0] < level] + [(level, heading[2])]
+            add("heading", line.strip())
+        elif line.lstrip().startswith("|"):
+            flush()
+            end = i
+            while end + 1 < len(lines) and lines[end + 1].lstrip().startswith("|"):
+                end += 1
+            add("table", "\n".join(x.strip() for x in lines[i : end + 1]))
+            i = end
+        elif line.strip():
+            para.append(line)
+        else:
+            flush()
+        i += 1
+    flush()
     return out
 
 
