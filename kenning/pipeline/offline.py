@@ -210,7 +210,8 @@ _PRONOUN = r"(?i:i|we|he|she|they|it|you)\b"
 _SUBJECT = rf"(?P<s>{_PRONOUN}|(?:(?i:the)\s+)?{_NAME}|{_DET}{_LOWER}(?:\s+{_LOWER}){{0,2}})"
 _ADVERBS = (
     r"(?:\s+(?:now|still|currently|also|recently|just|actually|officially|finally|already|"
-    r"then|later|eventually|soon|previously|once|first|originally|initially))*"
+    r"then|later|eventually|soon|previously|once|first|originally|initially|really|truly|"
+    r"absolutely|genuinely|totally|definitely|usually|often|sometimes|mostly|sort\s+of|kind\s+of))*"
 )
 _AUX = r"(?:(?:has|have|had|will|is|am|are|was|were)\s+(?:been\s+)?)?"
 _BE = r"(?:is|am|are|was|were|has\s+been|have\s+been|had\s+been|will\s+be|became|becomes)"
@@ -226,6 +227,12 @@ _POSSESSOR = rf"(?:(?P<p>{_NAME})['’]s?|(?P<pp>(?i:my|his|her|their|your)))"
 _END = r"(?P<rest>[\s,;:(\[—–-].*)?"
 
 _PRONOUN_OR_NAME = rf"{_PRONOUN}|{_NAME}"
+# what a standing instruction asks the assistant to do ("please always answer in French")
+_ASKS = (
+    r"answer|reply|respond|write|speak|talk|use|keep|make|avoid|include|format|explain|show|"
+    r"give|call|address|add|cite|list|summari[sz]e|be|stop|refer|mention|ask|remind|spell|"
+    r"translate|send|sign|end|start|begin|limit|skip|omit|double-check|round|convert"
+)
 # "I am X" names the speaker unless X is a nationality or faith
 _NOT_A_NAME = (
     r"(?:American|British|English|Irish|Scottish|Welsh|Canadian|Australian|German|French|Spanish|"
@@ -338,12 +345,12 @@ _RULES: list[_Rule] = [
           "person"),
     _rule(r"(?P<s>(?i:i))\s+am\s+(?!" + _NOT_A_NAME + r")(?P<o>" + _NAME + r")%E", "@named",
           "person", "person"),
-    _rule(r"(?:(?i:please)\s+)?(?:(?i:always|never|don't|do\s+not|only)\s+)?(?P<o>(?i:answer|reply|"
+    _rule(r"(?:(?i:please)\s+)?(?P<o>(?:(?i:always|never|don't|do\s+not|only)\s+)?(?i:answer|reply|"
           r"respond|write|talk|speak|text)(?:\s+(?:to\s+)?me)?\s+in\s+" + _NAME + r")%E",
           "standing_instruction", "person", "concept", speaker=True),
-    _rule(r"(?i:please\s+)(?:(?i:always|never)\s+)?(?P<o>[a-z][\w'’-]*(?:\s+[\w'’-]+){0,8})%E",
-          "standing_instruction", "person", "concept", speaker=True),
-    _rule(r"(?P<o>(?i:always|never|don't|do\s+not)\s+[a-z][\w'’-]*(?:\s+[\w'’-]+){0,8})%E",
+    _rule(r"(?i:please)\s+(?P<o>(?:(?i:always|never|don't|do\s+not|only)\s+)?(?i:" + _ASKS + r")\b"
+          r"(?:\s+[\w'’-]+){0,8})%E", "standing_instruction", "person", "concept", speaker=True),
+    _rule(r"(?P<o>(?i:always|never|don't|do\s+not|only)\s+(?i:" + _ASKS + r")\b(?:\s+[\w'’-]+){0,8})%E",
           "standing_instruction", "person", "concept", speaker=True),
     _rule(r"(?P<o>(?i:keep|make)\s+(?:your\s+)?(?:answers|responses|replies|messages|explanations|"
           r"summaries)\s+[a-z][\w-]*(?:\s+[\w'’-]+){0,4})%E", "standing_instruction", "person",
@@ -357,6 +364,7 @@ _RULES: list[_Rule] = [
     _rule(r"%S%A\s+%X(?:works?|worked|working)\s+as\s+(?:(?:an?|the)\s+)?(?P<role>[A-Za-z][\w-]*"
           r"(?:\s+[A-Za-z][\w-]*){0,3})%E", "@role", "person", "concept"),
     _rule(r"%S%A\s+%B\s+employed\s+(?:by|at)\s+%O%F%E", "works_at", "person", "organization"),
+    _rule(r"%S%A\s+(?:is|am|are)\s+(?:now\s+)?at\s+%N%E", "works_at", "person", "organization"),
     _rule(r"%S%A\s+%X(?:got|gets|get|landed|lands|took|takes|accepted|accepts|found|started|"
           r"starts|began|was\s+offered|got\s+offered)\s+(?:(?:an?|the|my|his|her|their)\s+)?"
           r"(?:(?:new|first|full-time|part-time|permanent|summer|dream)\s+)*(?:job|position|role|"
@@ -477,6 +485,9 @@ _RULES: list[_Rule] = [
           "learns", "person", "concept"),
     _rule(r"%S%A\s+%X(?:collects|collect|collected|collecting)\s+%O%E", "collects", "person",
           "concept"),
+    _rule(r"%S%A\s+(?:has|have|had)\s+been\s+(?!(?:working|living|staying|waiting|thinking|feeling|"
+          r"trying|doing|going|getting|looking|planning|saying|talking|wondering|meaning|hoping)\b)"
+          r"(?P<o>[a-z]+ing)%E", "practices", "person", "concept"),
     _rule(r"%P\s+(?:all-time\s+|absolute\s+|very\s+)?(?:favou?rite|fave|favourite)\s+(?P<cat>[a-z][\w-]*"
           r"(?:\s+[a-z][\w-]*)?)\s+(?:is|was|are|were)\s+%O%E", "@favourite", "person", "concept"),
     _rule(r"(?P<o>" + _NAME + r")\s+(?:is|was|are)\s+%P\s+(?:all-time\s+|absolute\s+)?"
@@ -591,13 +602,16 @@ _SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+")
 _ABBREVIATION = re.compile(
     r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|St|Inc|Corp|Ltd|Co|Jr|Sr|vs|etc|e\.g|i\.e|approx|Mt)|\b[A-Z])\.$"
 )
-_CLAUSE_BREAK = re.compile(r"\s*;\s*|,?\s+(?:and|but)\s+(?:then\s+)?(?=[a-z])")
+_CLAUSE_BREAK = re.compile(
+    r"\s*;\s*|,?\s+(?:and|but)\s+(?:then\s+)?(?=[a-z])(?!(?:raised|bred|brought\s+up)\b)"
+)
 _CONTRACTION = re.compile(
     r"\b(i|we|you|they|he|she|it|that)['’](m|re|ve|s|ll|d)\b", re.IGNORECASE
 )
 _CONTRACTED = {"m": "am", "re": "are", "ve": "have", "s": "is", "ll": "will", "d": "would"}
 _FILLER = re.compile(
-    r"(?:(?i:then|also|and|but|so|now|recently|later|finally|meanwhile|currently|however|"
+    r"(?:(?i:then|also|and|but|so|now|recently|later|finally|meanwhile|currently|however|hi|hello|"
+    r"hey|yes|yeah|ok|okay|sure|thanks|oh|wow|guess\s+what|"
     r"actually|well|oh|btw|by\s+the\s+way|fun\s+fact|anyway|plus|nowadays|lately|eventually|"
     r"in\s+fact|back\s+then|at\s+the\s+time|these\s+days)\b|[A-Z][a-z]+ly\b(?=\s*,))[\s,:]*"
 )
@@ -612,7 +626,10 @@ _APPOSITION = re.compile(
     rf"little|twin|best|old|eldest|oldest|youngest|baby|new|late)\s+)?(?:(?P<kin>{_KIN_WORDS})|"
     rf"(?:[a-z][\w-]*\s+)?(?:{_PETS}))\s+(?P<name>{_NAME})(?=\s|,|$)"
 )
-_NEXT_CLAUSE = re.compile(r",?\s+(?:and|but)\s+(?P<clause>[A-Z].*)", re.DOTALL)
+_NEXT_CLAUSE = re.compile(
+    r"(?:\s+(?:now|too|also|then|again|today|anymore|already))?,?\s+(?:and|but)\s+(?P<clause>[A-Z].*)",
+    re.DOTALL,
+)
 _BARE_OBJECT = re.compile(rf"{_NP}|(?:{_DET})?{_NAME}")
 # Further names listed after an object: ", Redis and Kafka". The lookahead stops at a verb, so
 # "Acme and Bob works at Globex" does not make Bob an employer.
@@ -728,6 +745,7 @@ class _Reader:
         self.line_speaker: str | None = None  # the speaker of the last "Name:" line
         self.other: str | None = None  # the speaker before them: whom they answer
         self.you = addressee
+        self.current_line: str | None = None
 
     def voice(self, line_speaker: str | None) -> str | None:
         """Who "I" is in a line, and (``self.you``) who "you" is: a "Name:" line is said by Name
@@ -748,6 +766,7 @@ class _Reader:
         for clause in _CLAUSE_BREAK.split(sentence):
             if len(clause) <= _MAX_CLAUSE:
                 before = len(self.facts)
+                self.current_line = line_speaker
                 speaker = self.voice(line_speaker)  # per clause: "my name is Erin and I …"
                 previous = self.read_clause(speaker, sentence, clause, previous) or previous
                 self.date_endings(undated, before)
@@ -798,6 +817,7 @@ class _Reader:
                 self.add(fact, sentence, valid_at, invalid_at, rule.ends)
         tail = _NEXT_CLAUSE.match(groups.get("rest") or "")
         if tail and not more:  # "Alice works at Acme and Bob works at Globex"
+            speaker = self.voice(self.current_line)  # "my name is Erin and I …" names "I"
             return self.read_clause(speaker, sentence, tail["clause"], found) or found
         return found
 
@@ -925,8 +945,8 @@ class _Reader:
         key = _SPACES.sub(" ", raw.strip()).casefold()
         if key in _FIRST_PERSON:
             return speaker or USER
-        if key in _WE:
-            return OUR_TEAM
+        if key in _WE:  # a speaker's "we" includes the speaker ("we're moving to Lisbon")
+            return (speaker if key in {"we", "us"} else None) or OUR_TEAM
         if key in _SECOND_PERSON:
             return self.you
         if key in _PERSON_PRONOUNS:
