@@ -567,18 +567,18 @@ _RULES: list[_Rule] = [
           r"will\s+launch|will\s+be\s+held|is\s+held)(?:\s+(?:on|in|at))?%E", "scheduled_for",
           "concept", "date", when="object"),
     # preferences and acquaintance
-    _rule(r"%S%A\s+%X(?:prefers|prefer|preferred|prefering|preferring)\s+%O%E", "prefers",
+    _rule(r"%S%A\s+%X(?:prefers|prefer|preferred|prefering|preferring)\s+%M%E", "prefers",
           "person", "concept"),
     _rule(r"%S%A\s+(?:%X(?:dislikes|dislike|disliked|hates|hate|hated|detests|detest|detested|"
           r"loathes|loathe|loathed|despises|despise|despised|dreads|dread)|(?:does\s+not|doesn't|"
           r"do\s+not|don't|did\s+not|didn't|never)\s+(?:like|liked|enjoy|enjoyed)|"
           r"can(?:no|['’])t\s+(?:stand|bear|stomach)|(?:is|am|are|was|isn't|aren't)\s+(?:not\s+)?"
-          r"(?:a\s+)?(?:(?:big|huge)\s+)?fan\s+of|(?:is|am|are)\s+not\s+into)\s+%O%E",
+          r"(?:a\s+)?(?:(?:big|huge)\s+)?fan\s+of|(?:is|am|are)\s+not\s+into)\s+%M%E",
           "dislikes", "person", "concept"),
     _rule(r"%S%A\s+(?:%X(?:likes|like|liked|loves|love|loved|enjoys|enjoy|enjoyed|adores|adore|"
           r"adored)|%B\s+(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of|%B\s+(?:really\s+)?into|"
           r"%B\s+(?:passionate|crazy|mad|obsessed|enthusiastic)\s+(?:about|with))"
-          r"\s+%O%E", "likes", "person", "concept"),
+          r"\s+%M%E", "likes", "person", "concept"),
     _rule(r"%S%A\s+%X(?:knows|know|knew|known|met|meets|meet)\s+%N%E", "knows", "person",
           "person"),
     # life events, plans told in the present ("is running the marathon in October")
