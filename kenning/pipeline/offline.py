@@ -18,9 +18,18 @@ Choices worth knowing:
 
 - Pronouns: he/she/they resolve to the most recent person subject of the memory, "it" to the
   most recent non-person subject; an unresolvable pronoun drops the clause. "I"/"me"/"my" is the
-  speaker, or the entity "User" (person) when there is no speaker prefix. "we"/"our team" is the
-  entity "our team" (organization); an imperative "Use X" (as in "Decision: Use X") is
-  "our team uses X".
+  speaker: the line's "Name:" prefix, else the ``speaker`` given to ``extract``, else the name
+  "my name is X" gave earlier in the memory, else the entity "User" (person). "you"/"your" is
+  the addressee: in a dialogue of "Name:" lines the previous line's speaker, else the
+  ``addressee`` given; with neither the clause is dropped. "we" is the speaker when there is
+  one, else (and "our team" always) the entity "our team" (organization); an imperative
+  "Use X" (as in "Decision: Use X") is "our team uses X", while "please always answer in
+  French" is the speaker's ``standing_instruction``.
+- Apposition: "my brother Tom lives in Denver" states "Tom sibling_of <speaker>" and is then
+  read as "Tom lives in Denver" ("my cat Miso …" states has_pet).
+- A date is the validity by default; a rule may say it is the fact's target ("due on
+  2025-03-31", "born on …": an entity named by the date at the precision said) or when a
+  planned thing happens (kept in the sentence, not the validity).
 - Ending facts ("Alice left Acme in June 2024", "no longer works at") have ``ends=True``,
   ``valid_at=None`` and ``invalid_at`` = the stated date (None if the text states none). A fact
   whose text states only an end ("worked at Acme until 2021") also has ``ends=True``. An
@@ -62,7 +71,8 @@ _STOP = (
     r"where|when|while|is|am|are|was|were|be|been|will|would|has|have|had|it|them|him|her|me|us|"
     r"you|this|these|those|than|so|if|about|into|onto|over|under|after|before|during|via|per|"
     r"not|no|called|named|remotely|again|today|now|too|also|still|currently|together|here|"
-    r"there|anymore|already|yet|ever|recently|then|instead|every|each|next|tomorrow|tonight|soon"
+    r"there|anymore|already|yet|ever|recently|then|instead|every|each|next|tomorrow|tonight|soon|"
+    r"never|how|what|why|all"
 )
 _ROLE_HEADS = (
     r"ceo|cto|cfo|coo|cio|cmo|cpo|ciso|vp|svp|evp|president|vice[\s-]president|director|"
@@ -186,7 +196,10 @@ _SECOND_PERSON = frozenset({"you", "your", "yourself"})
 _PERSON_PRONOUNS = frozenset({"he", "she", "they", "him", "her", "his", "their", "them"})
 _NON_SUBJECTS = frozenset(
     "everyone everybody nobody someone somebody anyone anybody people this that there here "
-    "what who which nothing something everything you".split()
+    "what who which nothing something everything you been must maybe perhaps just really "
+    "sounds glad thanks thank love hope wish guess seems looks definitely probably hopefully "
+    "yes yeah wow oh sure totally absolutely honestly seriously awesome congrats "
+    "congratulations cool great nice our".split()
 )
 OUR_TEAM = "our team"
 USER = "User"
@@ -227,11 +240,18 @@ _POSSESSOR = rf"(?:(?P<p>{_NAME})['’]s?|(?P<pp>(?i:my|his|her|their|your)))"
 _END = r"(?P<rest>[\s,;:(\[—–-].*)?"
 
 _PRONOUN_OR_NAME = rf"{_PRONOUN}|{_NAME}"
+# what a plan does: concrete verbs only ("I'll make sure" and "I'll reach out" plan nothing)
+_PLAN_VERBS = (
+    r"visit|travel|go|fly|move|relocate|run|attend|take|buy|learn|start|open|climb|hike|join|"
+    r"study|write|build|launch|finish|adopt|watch|apply|retire|compete|enter|participate|host|"
+    r"throw|organi[sz]e|celebrate|marry|sell|perform|play|publish|release|record|hold|spend|"
+    r"volunteer|train|teach|tour|sail|cycle|drive|walk|swim|ski|explore|renovate"
+)
 # what a standing instruction asks the assistant to do ("please always answer in French")
 _ASKS = (
-    r"answer|reply|respond|write|speak|talk|use|keep|make|avoid|include|format|explain|show|"
-    r"give|call|address|add|cite|list|summari[sz]e|be|stop|refer|mention|ask|remind|spell|"
-    r"translate|send|sign|end|start|begin|limit|skip|omit|double-check|round|convert"
+    r"answer|reply|respond|write|use|avoid|include|format|explain|call|address|cite|list|"
+    r"summari[sz]e|refer|mention|spell|translate|sign|limit|skip|omit|double-check|round|convert|"
+    r"show\s+me|give\s+me|send\s+me|tell\s+me|keep\s+(?:it|your|answers|responses|replies)"
 )
 # "I am X" names the speaker unless X is a nationality or faith
 _NOT_A_NAME = (
@@ -487,7 +507,7 @@ _RULES: list[_Rule] = [
           "concept"),
     _rule(r"%S%A\s+(?:has|have|had)\s+been\s+(?!(?:working|living|staying|waiting|thinking|feeling|"
           r"trying|doing|going|getting|looking|planning|saying|talking|wondering|meaning|hoping)\b)"
-          r"(?P<o>[a-z]+ing)%E", "practices", "person", "concept"),
+          r"(?P<o>[a-z]+ing)%E", "practices", "person", "concept", when="dated"),
     _rule(r"%P\s+(?:all-time\s+|absolute\s+|very\s+)?(?:favou?rite|fave|favourite)\s+(?P<cat>[a-z][\w-]*"
           r"(?:\s+[a-z][\w-]*)?)\s+(?:is|was|are|were)\s+%O%E", "@favourite", "person", "concept"),
     _rule(r"(?P<o>" + _NAME + r")\s+(?:is|was|are)\s+%P\s+(?:all-time\s+|absolute\s+)?"
@@ -544,7 +564,7 @@ _RULES: list[_Rule] = [
     # plans and deadlines: the date says when the planned thing happens, not when it was true
     _rule(r"%S%A\s+(?:%X(?:plans?|planning|planned|intends?|intending|intended|hopes?|hoping|"
           r"hoped|wants?|wanted|wanting|aims?|decided|expects?|(?:is|am|are)\s+going|going|"
-          r"(?:would|'d)\s+(?:like|love))\s+to|will|(?:is|am|are)\s+about\s+to)\s+(?P<verb>[a-z]+)"
+          r"(?:would|'d)\s+(?:like|love))\s+to|will|(?:is|am|are)\s+about\s+to)\s+(?P<verb>" + _PLAN_VERBS + r")"
           r"(?:\s+(?:to|in|for|on|at|with|from|out|up|around|through))?\s+%O%E", "plans", "person",
           "concept", when="plan"),
     _rule(r"%S%A\s+(?:%X(?:is|am|are)\s+)?(?:planning|booked|booking|organi[sz]ing|scheduled|"
@@ -572,7 +592,7 @@ _RULES: list[_Rule] = [
     _rule(r"%S%A\s+(?:%X(?:dislikes|dislike|disliked|hates|hate|hated|detests|detest|detested|"
           r"loathes|loathe|loathed|despises|despise|despised|dreads|dread)|(?:does\s+not|doesn't|"
           r"do\s+not|don't|did\s+not|didn't|never)\s+(?:like|liked|enjoy|enjoyed)|"
-          r"can(?:no|['’])t\s+(?:stand|bear|stomach)|(?:is|am|are|was|isn't|aren't)\s+(?:not\s+)?"
+          r"can(?:no|['’])t\s+(?:stand|bear|stomach)|(?:(?:is|am|are|was)\s+not|isn't|aren't|wasn't)\s+"
           r"(?:a\s+)?(?:(?:big|huge)\s+)?fan\s+of|(?:is|am|are)\s+not\s+into)\s+%M%E",
           "dislikes", "person", "concept"),
     _rule(r"%S%A\s+(?:%X(?:likes|like|liked|loves|love|loved|enjoys|enjoy|enjoyed|adores|adore|"
@@ -796,7 +816,7 @@ class _Reader:
             return None
         rule, groups = found
         valid_at, invalid_at = dates.valid_at, dates.invalid_at
-        if rule.when != "valid":  # the date is what is planned or due, not when it became true
+        if rule.when not in {"valid", "dated"}:  # the date is what is planned or due, not when it became true
             valid_at = invalid_at = None
             date = _date_name(clause, dates)
             if rule.when == "object":
@@ -810,6 +830,8 @@ class _Reader:
                         self.add(born, sentence, None, None, False)
             elif rule.when == "dated plan" and not dates.spans:
                 return None
+        elif rule.when == "dated" and not dates.spans:
+            return None
         more = _more_objects(groups) if rule.relation != "@kin" else []
         # "uses Kafka, Redis and Postgres": one fact per object
         for variant in [groups, *({**groups, "o": name, "role": None} for name in more)]:
