@@ -105,6 +105,13 @@ def test_eval_matching_is_by_whole_words_in_order() -> None:
         ("Ed used to work at Pinegrove.", None, ("Ed", "works_at", "Pinegrove")),
         ("Call me Liz.", "Elizabeth Hart", ("Elizabeth Hart", "also_known_as", "Liz")),
         ("Please answer in German.", "Ada", ("Ada", "standing_instruction", "answer in German")),
+        ("Julia and Mark Hansen tied the knot in 2016.", None, ("Julia", "married_to", "Mark Hansen")),
+        ("I have two brothers, Luke and Ben.", "Anna", ("Ben", "sibling_of", "Anna")),
+        ("Everyone calls me Kat.", "Katherine", ("Katherine", "also_known_as", "Kat")),
+        ("Tom is thinking about moving to Canada.", None, ("Tom", "plans", "Canada")),
+        ("Ben Ward has a red Honda.", None, ("Ben Ward", "owns", "Honda")),
+        ("Zainab is now living in Abuja.", None, ("Zainab", "lives_in", "Abuja")),
+        ("I've been doing yoga since 2015.", "Pia", ("Pia", "practices", "yoga")),
     ],
 )
 def test_family_patterns(text: str, speaker: str | None, expected: tuple[str, str, str]) -> None:
@@ -143,7 +150,9 @@ def test_dates_are_objects_for_birth_and_deadlines_and_not_validity_for_plans() 
 @pytest.mark.parametrize(
     "text",
     ["Please note that the meeting moved.", "Never mind.", "I'm happy today.", "I'm sorry to hear that.",
-     "I am going to sleep now.", "I'm English.", "She is at home.", "I love you so much!"],
+     "I am going to sleep now.", "I'm English.", "She is at home.", "I love you so much!",
+     "I have a Zoom meeting at 3.", "I'll make sure to call.", "I'm thinking of asking her out.",
+     "Never give up!", "I've been thinking about it."],
 )
 def test_chat_small_talk_yields_nothing(text: str) -> None:
     assert extract(text, "Ada").facts == []
@@ -155,6 +164,13 @@ def test_instructions_keep_their_negation_and_imperatives_stay_team_decisions() 
 
 
 # -- speakers are entities
+
+
+def test_speakers_are_people() -> None:
+    said = extract("I bought a Tesla.", "Noah Fischer")
+    assert triples(said) == {("Noah Fischer", "owns", "Tesla")}
+    assert {e.name: e.type for e in said.entities}["Noah Fischer"] == "person"
+    assert {e.name: e.type for e in extract("Ben Ward has a red Honda.").entities}["Ben Ward"] == "person"
 
 
 def test_first_person_is_the_speaker_given_to_the_extractor() -> None:

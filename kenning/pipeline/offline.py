@@ -226,7 +226,10 @@ _ADVERBS = (
     r"then|later|eventually|soon|previously|once|first|originally|initially|really|truly|"
     r"absolutely|genuinely|totally|definitely|usually|often|sometimes|mostly|sort\s+of|kind\s+of))*"
 )
-_AUX = r"(?:(?:has|have|had|will|is|am|are|was|were)\s+(?:been\s+)?)?"
+_AUX = (
+    r"(?:(?:has|have|had|will|is|am|are|was|were)\s+(?:been\s+)?"
+    r"(?:(?:now|still|currently|also|just|already|recently|really)\s+)?)?"
+)
 _BE = r"(?:is|am|are|was|were|has\s+been|have\s+been|had\s+been|will\s+be|became|becomes)"
 _ROLE = (
     rf"(?P<role>(?:[A-Za-z][\w-]*\s+){{0,3}}?(?i:{_ROLE_HEADS})"
@@ -246,6 +249,12 @@ _PLAN_VERBS = (
     r"study|write|build|launch|finish|adopt|watch|apply|retire|compete|enter|participate|host|"
     r"throw|organi[sz]e|celebrate|marry|sell|perform|play|publish|release|record|hold|spend|"
     r"volunteer|train|teach|tour|sail|cycle|drive|walk|swim|ski|explore|renovate"
+)
+_PLANNING = (
+    r"(?:visit|travel|go|fly|relocat|mov|runn|attend|tak|buy|learn|start|open|climb|hik|join|"
+    r"study|writ|build|launch|finish|adopt|apply|retir|compet|enter|host|organi[sz]|celebrat|"
+    r"marry|sell|perform|publish|releas|record|spend|volunteer|train|teach|tour|sail|cycl|driv|"
+    r"explor|renovat|gett|switch|chang)ing"
 )
 # what a standing instruction asks the assistant to do ("please always answer in French")
 _ASKS = (
@@ -359,6 +368,8 @@ _RULES: list[_Rule] = [
     _rule(r"%P\s+nick-?name\s+(?:is|was)\s+%N%E", "also_known_as", "person", "person"),
     _rule(r"(?:(?i:please)\s+)?(?i:just\s+)?(?i:call)\s+(?P<s>(?i:me))\s+%N%E", "also_known_as",
           "person", "person"),
+    _rule(r"(?i:everyone|everybody|people|friends|they|(?:my|his|her|their)\s+friends)\s+(?:call|calls|"
+          r"called)\s+(?P<s>(?i:me|him|her|them))\s+%N%E", "also_known_as", "person", "person"),
     _rule(r"%S%A\s+(?:%X(?:prefers?|preferred|likes?|liked|wants?|wanted|would\s+like)\s+to\s+be\s+"
           r"(?:called|addressed\s+as|known\s+as)|%X(?:goes|go|went)\s+by|%B\s+(?:also\s+)?"
           r"(?:known\s+as|nicknamed)|(?:am|is|are)\s+called)\s+%N%E", "also_known_as", "person",
@@ -429,6 +440,12 @@ _RULES: list[_Rule] = [
           r"cousins|neighbou?rs|roommates|flatmates|partners)%E", "@kin", "person", "person"),
     _rule(r"%S%A\s+%X(?:got\s+|is\s+|was\s+|became\s+)?(?P<kin>engaged|married)\s+to\s+%N%E", "@kin",
           "person", "person"),
+    _rule(r"(?P<s>" + _PRONOUN_OR_NAME + r")\s+and\s+(?P<o>" + _PRONOUN_OR_NAME + r")\s+%X(?:tied|tie|"
+          r"ties)\s+the\s+knot%E", "married_to", "person", "person"),
+    _rule(r"%S%A\s+%X(?:tied|tie|ties)\s+the\s+knot\s+with\s+%N%E", "married_to", "person", "person"),
+    _rule(r"%S%A\s+%X(?:has|have|had)\s+(?:an?|one|two|three|four|five)\s+(?:(?:older|younger|big|"
+          r"little|twin|step)\s+)?%K(?:s)?\s*[,:]?\s+(?:(?:called|named)\s+)?(?P<o>" + _NAME + r")%E",
+          "@has_kin", "person", "person"),
     _rule(r"%S%A\s+%X(?:is\s+|are\s+|am\s+|was\s+)?(?:dating|seeing|going\s+out\s+with|in\s+a\s+"
           r"relationship\s+with|together\s+with)\s+%N%E", "dating", "person", "person"),
     _rule(r"%S%A\s+%B\s+(?:married|wed)\s+to\s+%N%E", "married_to", "person", "person"),
@@ -606,6 +623,12 @@ _RULES: list[_Rule] = [
           r"completes|passed|passes|won|wins|lost|loses|failed|visited|visits|attended|attends|"
           r"celebrated|celebrates|ran|runs|climbed|organi[sz]ed|hosted|hosts)\s+%O%E", "@event",
           "person", "concept"),
+    _rule(r"%S%A\s+(?:is|am|are)\s+(?:thinking\s+(?:about|of)|considering)\s+(?P<verb>" + _PLANNING + r")"
+          r"(?:\s+(?:to|in|for|on|at))?\s+%O%E", "plans", "person", "concept", when="plan"),
+    _rule(r"%S%A\s+%X(?:doing|does|do|did|done)\s+%O%E", "practices", "person", "concept",
+          when="dated"),
+    _rule(r"%S%A\s+%X(?:has|have|had)\s+(?:an?|the)\s+(?:[a-z][\w-]*\s+){0,2}(?P<o>" + _NAME + r")"
+          r"(?P<rest>[,;:.!?(].*)?", "owns", "person", "concept"),  # "has a red Honda", not "a Zoom call"
     _rule(r"%S%A\s+(?:is|am|are)\s+(?P<verb>[a-z]+ing)(?:\s+(?:to|in|for|on|at))?\s+%O%E", "plans",
           "person", "concept", when="dated plan"),
     # typing, last: anything more specific has had its chance
@@ -766,13 +789,16 @@ class _Reader:
         self.other: str | None = None  # the speaker before them: whom they answer
         self.you = addressee
         self.current_line: str | None = None
+        self.voices = {name for name in (speaker, addressee) if name}  # speakers are people
 
     def voice(self, line_speaker: str | None) -> str | None:
         """Who "I" is in a line, and (``self.you``) who "you" is: a "Name:" line is said by Name
         to the dialogue's previous speaker; other lines by the extraction's speaker."""
         if line_speaker is None:
             self.you = self.addressee
+            self.voices.update(name for name in (self.speaker, self.you) if name)
             return self.speaker
+        self.voices.add(line_speaker)
         if line_speaker != self.line_speaker:
             self.other, self.line_speaker = self.line_speaker, line_speaker
         self.you = self.other or self.addressee
@@ -898,6 +924,8 @@ class _Reader:
             rule, groups = self.specialize(rule, groups, subject)
             if naming and subject == (speaker or USER) and not self.named and groups.get("o"):
                 self.speaker, self.named = _clean_name(groups["o"]), True  # "I" is named now
+        if rule.relation == "@has_kin":  # "I have two brothers, Luke and Ben"
+            return _kin_facts(self.resolve(groups.get("o"), speaker), subject, groups["kin"] or "")
         if rule.relation == "@kin":
             possessor = groups.get("p") or groups.get("pp") or groups.get("o")
             return _kin_facts(subject, self.resolve(possessor, speaker), groups["kin"] or "")
@@ -925,7 +953,7 @@ class _Reader:
         """The source type a rule implies, refined by the target where the rule alone can't tell."""
         if rule.relation == "is_a" and target:
             return _KIND_OF_THING.get(normalize_name(target).rsplit(" ", 1)[-1], rule.source_type)
-        if rule.relation == "owns" and target and target[:1].isupper():
+        if rule.relation == "owns" and rule.target_type == "organization?" and target and target[:1].isupper():
             return "organization"  # "Acme owns Initech": owners of named things are companies
         return rule.source_type
 
@@ -985,7 +1013,7 @@ class _Reader:
         known = self.entities.get(normalize_name(name))
         if known is not None and known.type != "concept":
             return known.type
-        if name == USER or name.casefold() in _FIRST_PERSON:
+        if name == USER or name.casefold() in _FIRST_PERSON or name in self.voices:
             return "person"
         if name == OUR_TEAM:
             return "organization"
