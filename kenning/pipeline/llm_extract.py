@@ -297,7 +297,8 @@ class LLMExtractor:
         for i, document in enumerate(documents):
             text = self.batches(document.chunks)[0] if document.chunks else ""
             voices = _voices(document.speaker, document.addressee)
-            parts.append(f'<document id="{i + 1}" time="{_stamp(document.reference_time)}"{voices}>\n{text}\n</document>\n')
+            stamp = _stamp(document.reference_time)
+            parts.append(f'<document id="{i + 1}" time="{stamp}"{voices}>\n{text}\n</document>\n')
         return [{"role": "system", "content": system}, {"role": "user", "content": "".join(parts)}]
 
     def groupable(self, chunks: list[str]) -> int | None:
