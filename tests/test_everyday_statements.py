@@ -258,3 +258,17 @@ def test_the_llm_prompt_names_speaker_and_addressee(db_path: str, fake_openai: F
     assert 'speaker="Alice" addressee="Bob"' in messages[-1]["content"]
     assert '"I", "me", "my" are the speaker' in messages[0]["content"]
     assert json.dumps(messages).count("Alice") >= 1
+
+
+def test_a_group_call_names_each_documents_speaker(fake_openai: FakeOpenAI) -> None:
+    from kenning.pipeline.llm_extract import Document, LLMExtractor
+    from kenning.providers.openai_compat import OpenAIChat
+
+    fake_openai.enqueue_chat({"documents": [{"document": "1", "entities": [], "facts": []},
+                                            {"document": "2", "entities": [], "facts": []}]})
+    extractor = LLMExtractor(OpenAIChat("test-model", fake_openai.base_url, "sk-test", max_retries=0))
+    documents = [Document(chunks=["I moved to Paris."], reference_time=REF, speaker="Alice"),
+                 Document(chunks=["You did?"], reference_time=REF, speaker='Bob "B"', addressee="Alice")]
+    extractor.extract_many(documents, usage=Usage())
+    user = fake_openai.chat_requests[0].json["messages"][-1]["content"]
+    assert 'speaker="Alice">' in user and 'speaker="Bob \\"B\\"" addressee="Alice">' in user
