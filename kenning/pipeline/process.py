@@ -24,7 +24,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from ..errors import KenningError
+from ..errors import KenningError, ValidationError
 from ..models import Memory, Usage
 from ..providers.base import ChatModel, Embedder
 from ..store.base import ChunkRow, Store
@@ -307,7 +307,8 @@ def estimate_usage(
             from .llm_extract import Document
 
             known = list({f.id: f for p in prepared for f in p.known}.values())  # type: ignore[attr-defined]
-            documents = [Document(chunks=t, reference_time=p.memory.valid_at) for t, p in zip(texts, prepared)]
+            documents = [Document(chunks=t, reference_time=p.memory.valid_at, **speakers_of(p.memory))
+                         for t, p in zip(texts, prepared)]
             usage.add(extractor.estimate_many(documents, known))  # type: ignore[attr-defined]
         elif chat is not None and hasattr(extractor, "estimate"):
             for t, p in zip(texts, prepared):
@@ -373,19 +374,39 @@ def _known_facts(memory: Memory, store: Store) -> tuple[list[object], set[str]]:
     return known, scanned
 
 
+def speakers_of(memory: Memory) -> dict[str, str]:
+    """Who says a memory ("I") and to whom ("you"), as ``Extractor.extract`` keyword arguments:
+    from metadata ``{"speaker": …, "addressee": …}``; empty when it names neither, so an
+    extractor written without these arguments still works. A value that is not a name raises."""
+    voices = {}
+    for key in ("speaker", "addressee"):
+        value = memory.metadata.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value.strip() or len(value) > 200:
+            raise ValidationError(f"metadata {key} must be a name (a non-empty string of at most 200 characters)")
+        voices[key] = " ".join(value.split())
+    return voices
+
+
 def _extract(
     prepared: list[Prepared], extractor: Extractor, usage: Usage, judged: bool
 ) -> list[Extraction | KenningError]:
     if not judged:
         try:
-            return [extractor.extract([c.text for c in p.chunks], reference_time=p.memory.valid_at, usage=usage)
+            return [extractor.extract([c.text for c in p.chunks], reference_time=p.memory.valid_at, usage=usage,
+                                      **speakers_of(p.memory))
                     for p in prepared]
         except KenningError as exc:
             return [exc] * len(prepared)
     from .llm_extract import Document
 
     known = list({fact.id: fact for p in prepared for fact in p.known}.values())  # type: ignore[attr-defined]
-    documents = [Document(chunks=[c.text for c in p.chunks], reference_time=p.memory.valid_at) for p in prepared]
+    try:
+        documents = [Document(chunks=[c.text for c in p.chunks], reference_time=p.memory.valid_at,
+                              **speakers_of(p.memory)) for p in prepared]
+    except KenningError as exc:
+        return [exc] * len(prepared)
     return extractor.extract_many(documents, usage=usage, known=known)  # type: ignore[attr-defined]
 
 
