@@ -12,11 +12,11 @@ import functools
 import inspect
 import typing
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._time import utcnow
 from .engine import Engine
-from .errors import EmbedderMismatchError
+from .errors import ConfigurationError, EmbedderMismatchError
 from .pipeline.extract import Extractor
 from .providers.base import ChatModel, Embedder
 from .providers.rerank import Reranker
@@ -24,6 +24,9 @@ from .settings import Settings
 from .store import open_store
 from .requests import VERBS, VerbRequest
 from .store.base import MemoryFilter, Store
+
+if TYPE_CHECKING:
+    from .remote import Remote
 
 __all__ = ["AsyncKenning", "Kenning", "verb_signature"]
 
@@ -84,6 +87,21 @@ def _build_engine(
         raise
 
 
+def _remote(path_or_url: str | None, settings: dict[str, Any], **collaborators: Any) -> Remote | None:
+    """A client of the kenning server that ``path_or_url`` (or the ``db`` setting) names with
+    http(s)://, or None for a local store."""
+    config = Settings(**(settings if path_or_url is None else settings | {"db": str(path_or_url)}))
+    if not (config.db or "").lower().startswith(("http://", "https://")):
+        return None
+    given = [name for name, value in collaborators.items() if value is not None]
+    if given:
+        raise ConfigurationError(f"Kenning({config.db!r}) speaks to a server, which has its own "
+                                 f"{', '.join(given)}: pass none")
+    from .remote import Remote
+
+    return Remote(config)
+
+
 def verb_signature(model: type[VerbRequest]) -> inspect.Signature:
     """The Python signature of a verb: its model's fields, ``positional`` ones first."""
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
@@ -108,6 +126,8 @@ def _verb(name: str, run: Callable[[Engine, dict[str, Any]], Any] | None = None)
         if not model.partial:
             bound.apply_defaults()
         values = {k: v for k, v in bound.arguments.items() if k != "self"} | extra
+        if self._remote is not None:
+            return self._remote.call(model, values)
         return run(self._engine, values) if run else getattr(self._engine, name)(**values)
 
     method.__name__ = method.__qualname__ = name
@@ -121,7 +141,9 @@ class Kenning:
 
     ``Kenning()`` opens the default store in the user's data directory; ``Kenning(":memory:")``
     an in-memory one; ``Kenning("memory.db")`` or ``Kenning("sqlite:///memory.db")`` a file;
-    ``Kenning("postgresql://…")`` a PostgreSQL database. Other keyword arguments are settings
+    ``Kenning("postgresql://…")`` a PostgreSQL database; ``Kenning("http://host:8000",
+    api_key="kn_…")`` a ``kenning serve`` (the same verbs over HTTP, see ``docs/server.md``).
+    Other keyword arguments are settings
     (see ``docs/settings.md``); ``store``, ``embedder``, ``chat``, ``extractor``, ``reranker``
     and ``clock`` replace a collaborator.
 
@@ -146,6 +168,10 @@ class Kenning:
         reranker: Reranker | None = None,
         **settings: Any,
     ) -> None:
+        self._remote = _remote(path_or_url, settings, store=store, embedder=embedder, chat=chat,
+                               extractor=extractor, clock=clock, reranker=reranker)
+        if self._remote is not None:
+            return
         self._engine = _build_engine(
             path_or_url, store=store, embedder=embedder, chat=chat, extractor=extractor,
             clock=clock, settings=settings, reranker=reranker,
@@ -154,11 +180,13 @@ class Kenning:
     @property
     def settings(self) -> Settings:
         """The settings this instance was opened with."""
-        return self._engine.settings
+        return (self._remote or self._engine).settings
 
     @property
     def store(self) -> Store:
         """The store this instance writes to (for tools that need more than the verbs)."""
+        if self._remote is not None:
+            raise ConfigurationError(f"Kenning({self._remote.url!r}) speaks to a server and has no local store")
         return self._engine.store
 
     @classmethod
@@ -166,6 +194,7 @@ class Kenning:
         """Re-embed a whole store with the configured embedder (after changing embedders):
         ``Kenning.reembed("memory.db", embedder="local:all-MiniLM-L6-v2")``."""
         self = cls.__new__(cls)
+        self._remote = None
         known = {k: kwargs.pop(k, None) for k in ("store", "embedder", "chat", "extractor", "clock", "reranker")}
         self._engine = _build_engine(path_or_url, settings=kwargs, verify_embedder=False, **known)
         with self:
@@ -179,7 +208,7 @@ class Kenning:
 
     def close(self) -> None:
         """Close the store and the model clients."""
-        self._engine.close()
+        (self._remote or self._engine).close()
 
     remember = _verb("remember")
     add = _verb("add", lambda engine, args: [memory_id for memory_id, _ in engine.add(**args)])
