@@ -15,6 +15,7 @@ timeouts, raise ``StoreError`` (the store behind the verbs could not be reached)
 
 from __future__ import annotations
 
+import datetime as dt
 import functools
 import json
 import string
@@ -174,6 +175,8 @@ class Remote:
         route = ROUTES.get(model)
         if route is None:
             raise e.ConfigurationError(f"{model.__name__} has no HTTP route: this verb runs only embedded")
+        # a Python date is a date argument to the engine; the models take text or a datetime
+        arguments = {k: v.isoformat() if type(v) is dt.date else v for k, v in arguments.items()}
         try:
             request = model(**arguments)
         except PydanticValidationError as exc:
