@@ -87,11 +87,17 @@ def _build_engine(
         raise
 
 
-def _remote(path_or_url: str | None, settings: dict[str, Any], **collaborators: Any) -> Remote | None:
-    """A client of the kenning server that ``path_or_url`` (or the ``db`` setting) names with
-    http(s)://, or None for a local store."""
+def _server_settings(path_or_url: str | None, settings: dict[str, Any]) -> Settings | None:
+    """The settings, when ``path_or_url`` (or the ``db`` setting) names a kenning server with
+    http(s)://; None for a local store."""
     config = Settings(**(settings if path_or_url is None else settings | {"db": str(path_or_url)}))
-    if not (config.db or "").lower().startswith(("http://", "https://")):
+    return config if (config.db or "").lower().startswith(("http://", "https://")) else None
+
+
+def _remote(path_or_url: str | None, settings: dict[str, Any], **collaborators: Any) -> Remote | None:
+    """A client of the kenning server that ``path_or_url`` names, or None for a local store."""
+    config = _server_settings(path_or_url, settings)
+    if config is None:
         return None
     given = [name for name, value in collaborators.items() if value is not None]
     if given:
@@ -196,6 +202,8 @@ class Kenning:
         self = cls.__new__(cls)
         self._remote = None
         known = {k: kwargs.pop(k, None) for k in ("store", "embedder", "chat", "extractor", "clock", "reranker")}
+        if _server_settings(path_or_url, dict(kwargs)) is not None:
+            raise ConfigurationError("re-embed where the store is: kenning --db STORE reembed, beside the server")
         self._engine = _build_engine(path_or_url, settings=kwargs, verify_embedder=False, **known)
         with self:
             return self._engine.reembed()

@@ -188,7 +188,11 @@ class Remote:
         else:
             sent = {"json": fields} if fields else {}
         body = self._answer(self._send(route, path, sent))
-        return _adapter(route.result).validate_python(route.unwrap(body) if route.unwrap else body)
+        try:
+            return _adapter(route.result).validate_python(route.unwrap(body) if route.unwrap else body)
+        except (PydanticValidationError, KeyError, TypeError) as exc:
+            raise e.ConfigurationError(f"kenning server {self.url} answered {route.method} {path} in a shape "
+                                       f"this client does not read (another kenning version?): {exc}") from None
 
     def _send(self, route: Route, path: str, sent: dict[str, Any]) -> httpx.Response:
         attempts = 0

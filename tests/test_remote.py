@@ -13,6 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, HTTPServer
 
 import pytest
 
@@ -34,7 +35,7 @@ from kenning import (
     ValidationError,
 )
 from kenning.remote import ROUTES
-from kenning.requests import VERBS
+from kenning.requests import VERBS, VerbRequest
 from kenning.server import create_app
 from tests.server_util import add_user, free_port, serve
 
@@ -238,6 +239,45 @@ def test_a_remote_kenning_takes_no_collaborators_and_has_no_store(tmp_path, cloc
         with pytest.raises(ConfigurationError, match="no local store"):
             kn.store  # noqa: B018
         assert "kn_secret" not in repr(kn.settings)
+
+
+def test_what_a_remote_kenning_cannot_do_is_a_typed_error(tmp_path, clock) -> None:  # noqa: ANN001
+    with served(str(tmp_path / "limits.db"), clock) as (_, base, key), Kenning(base, api_key=key) as client:
+        with pytest.raises(ValidationError, match="dataset: None cannot be sent"):
+            client.list(dataset=None)  # every dataset at once: embedded only
+        unrouted = type("ContextRequest", (VerbRequest,), {"__doc__": "A verb without a route."})
+        with pytest.raises(ConfigurationError, match="ContextRequest has no HTTP route"):
+            client._remote.call(unrouted, {})
+        with pytest.raises(ConfigurationError, match="beside the server"):
+            Kenning.reembed(base)
+
+
+def test_an_answer_in_another_shape_is_a_typed_error() -> None:
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:  # noqa: N802
+            body = b'{"memories": "not this version"}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args) -> None:  # noqa: ANN002
+            pass
+
+    server = HTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        with Kenning(f"http://127.0.0.1:{server.server_port}") as client:
+            with pytest.raises(ConfigurationError, match="another kenning version"):
+                client.stats()
+            with pytest.raises(ConfigurationError, match="another kenning version"):
+                client.list()
+    finally:
+        server.shutdown()
+        thread.join(5)
+        server.server_close()
 
 
 @contextmanager
