@@ -175,18 +175,7 @@ class Remote:
         route = ROUTES.get(model)
         if route is None:
             raise e.ConfigurationError(f"{model.__name__} has no HTTP route: this verb runs only embedded")
-        # a Python date is a date argument to the engine; the models take text or a datetime
-        arguments = {k: v.isoformat() if type(v) is dt.date else v for k, v in arguments.items()}
-        try:
-            request = model(**arguments)
-        except PydanticValidationError as exc:
-            raise _invalid(exc) from None
-        fields = request.model_dump(mode="json", include=set(request.arguments()))
-        path = route.path.format(**{name: quote(str(fields.pop(name)), safe="") for name in route.path_fields})
-        if route.method in ("GET", "DELETE"):
-            sent = {"params": _query(model, fields)}
-        else:
-            sent = {"json": fields} if fields else {}
+        path, sent = _encode(model, route, arguments)
         body = self._answer(self._send(route, path, sent))
         try:
             return _adapter(route.result).validate_python(route.unwrap(body) if route.unwrap else body)
@@ -234,6 +223,22 @@ class Remote:
 
 def _seconds(value: str | None) -> int:
     return int(value) if value is not None and value.isdigit() else 60
+
+
+def _encode(model: type[VerbRequest], route: Route, arguments: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The route's path and what goes with it (the query or the JSON body) for a call, checked
+    by the verb's model first."""
+    # a Python date is a date argument to the engine; the models take text or a datetime
+    arguments = {k: v.isoformat() if type(v) is dt.date else v for k, v in arguments.items()}
+    try:
+        request = model(**arguments)
+    except PydanticValidationError as exc:
+        raise _invalid(exc) from None
+    fields = request.model_dump(mode="json", include=set(request.arguments()))
+    path = route.path.format(**{name: quote(str(fields.pop(name)), safe="") for name in route.path_fields})
+    if route.method in ("GET", "DELETE"):
+        return path, {"params": _query(model, fields)}
+    return path, {"json": fields} if fields else {}
 
 
 def _query(model: type[VerbRequest], fields: dict[str, Any]) -> dict[str, Any]:
