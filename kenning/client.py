@@ -11,7 +11,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._time import utcnow
-from .engine import ContentInput, Engine
+from .core.engine import Engine
+from .core.writing import ContentInput
 from .errors import EmbedderMismatchError
 from .lifecycle.improve import ImproveResult
 from .models import (

@@ -9,8 +9,8 @@ import pytest
 
 from kenning.errors import ConfigurationError, ModelResponseError
 from kenning.models import Usage
-from kenning.pipeline.jsonparse import find_json_object, parse_model, strip_reasoning
-from kenning.pipeline.llm_extract import EXTRACTION_SCHEMA, LLMExtractor, parse_date
+from kenning.providers.jsonparse import find_json_object, parse_model, strip_reasoning
+from kenning.pipeline.llm_extract import EXTRACTION_SCHEMA, LLMExtractor, model_date
 from kenning.providers.openai_compat import OpenAIChat
 from tests.fakeopenai import FakeOpenAI
 
@@ -196,8 +196,8 @@ def test_dates_are_tolerant_and_inverted_intervals_dropped(fake_openai):
         (True, None),
     ],
 )
-def test_parse_date(value, expected):
-    assert parse_date(value) == expected
+def test_model_date(value, expected):
+    assert model_date(value) == expected
 
 
 def test_chunks_share_one_call_and_overlap_is_sent_once(fake_openai):

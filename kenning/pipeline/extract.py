@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import datetime as dt
-import re
 from typing import Protocol
 
 from pydantic import BaseModel, Field
@@ -16,8 +15,6 @@ __all__ = [
     "ExtractedFact",
     "Extraction",
     "Extractor",
-    "normalize_name",
-    "normalize_relation",
 ]
 
 ENTITY_TYPES = ("person", "organization", "place", "technology", "concept", "event", "date")
@@ -59,21 +56,3 @@ class Extractor(Protocol):
     """
 
     def extract(self, chunks: list[str], *, reference_time: dt.datetime, usage: Usage) -> Extraction: ...
-
-
-_POSSESSIVE = re.compile(r"['’]s\b")
-_NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
-
-
-def normalize_name(name: str) -> str:
-    """Key under which entity names are resolved: case, whitespace, punctuation, possessives."""
-    text = _POSSESSIVE.sub("", name.casefold())
-    text = _NON_WORD.sub(" ", text).strip()
-    if text.startswith("the "):
-        text = text[4:]
-    return text
-
-
-def normalize_relation(relation: str) -> str:
-    text = _NON_WORD.sub("_", relation.strip().casefold()).strip("_")
-    return text or "related_to"

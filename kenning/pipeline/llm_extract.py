@@ -30,18 +30,17 @@ from .._time import as_utc
 from ..errors import ConfigurationError, ModelResponseError
 from ..models import Usage
 from ..providers.base import ChatModel
+from ..providers.jsonparse import parse_model
+from ..text import normalize_name, normalize_relation
 from .extract import (
     ENTITY_TYPES,
     ExtractedEntity,
     ExtractedFact,
     Extraction,
-    normalize_name,
-    normalize_relation,
 )
-from .jsonparse import parse_model
 from .llm_resolve import CandidateFact, fact_line
 
-__all__ = ["EXTRACTION_SCHEMA", "Document", "JudgedFact", "LLMExtractor", "parse_date"]
+__all__ = ["EXTRACTION_SCHEMA", "Document", "JudgedFact", "LLMExtractor", "model_date"]
 
 _DATE = {"type": ["string", "null"]}
 EXTRACTION_SCHEMA: dict[str, Any] = {
@@ -457,7 +456,7 @@ _PARTIAL = re.compile(r"^(\d{4})(?:-(\d{1,2}))?(?:-(\d{1,2}))?$")
 _FORMATS = ("%B %Y", "%b %Y", "%d %B %Y", "%d %b %Y", "%B %d, %Y", "%b %d, %Y", "%B %d %Y", "%Y/%m/%d")
 
 
-def parse_date(value: object) -> dt.datetime | None:
+def model_date(value: object) -> dt.datetime | None:
     """A model's date, tolerantly: partial dates take their earliest instant; junk gives None."""
     if value is None or isinstance(value, bool):
         return None
@@ -514,7 +513,7 @@ def _clean_fact(item: _RawFact, labels: _KnownLabels | None = None) -> Extracted
     if normalize_name(source) == normalize_name(target):
         return None
     relation = normalize_relation(item.relation)
-    valid_at, invalid_at = parse_date(item.valid_at), parse_date(item.invalid_at)
+    valid_at, invalid_at = model_date(item.valid_at), model_date(item.invalid_at)
     if valid_at is not None and invalid_at is not None and invalid_at <= valid_at:
         invalid_at = None
     sentence = " ".join((item.sentence or "").split()) or f"{source} {relation.replace('_', ' ')} {target}."

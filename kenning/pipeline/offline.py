@@ -44,8 +44,9 @@ import re
 from dataclasses import dataclass
 
 from ..models import Usage
-from .dates import find_dates
-from .extract import ExtractedEntity, ExtractedFact, Extraction, normalize_name
+from ..dates import find_dates
+from ..text import normalize_name
+from .extract import ExtractedEntity, ExtractedFact, Extraction
 
 __all__ = ["OfflineExtractor"]
 

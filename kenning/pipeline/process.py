@@ -30,7 +30,8 @@ from ..providers.base import ChatModel, Embedder
 from ..store.base import ChunkRow, Store
 from .chunk import Chunk, chunk_text
 from .commit import EntityDraft, FactDraft, WritePlan, new_id
-from .extract import Extraction, Extractor, normalize_name, normalize_relation
+from ..text import normalize_name, normalize_relation
+from .extract import Extraction, Extractor
 
 __all__ = [
     "BATCH_MEMORIES", "Drafted", "PipelineConfig", "build_plan", "build_plans", "draft_group", "drafts_from_extraction",

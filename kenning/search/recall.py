@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from ..lifecycle.decay import decay_multiplier
 from ..models import Entity, Fact, Hit, Memory, Neighbor, Usage
-from ..pipeline.extract import normalize_name
+from ..text import normalize_name
 from ..providers.base import Embedder
 from ..settings import Settings
 from ..store.base import ChunkRow, FactRow, Scored, Store

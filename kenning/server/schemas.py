@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from ..models import Memory, MemoryInput
-from ..pipeline.dates import ACCEPTED_FORMS
+from ..dates import ACCEPTED_FORMS
 
 __all__ = [
     "AddResult",
@@ -40,7 +40,7 @@ MemoryId = Annotated[str, Field(min_length=1, max_length=200)]
 Permission = Literal["read", "write", "delete", "share"]
 #: empty text is refused by the engine, with the message every surface gives ("content is empty")
 Content = str | MemoryInput
-#: a date in any form the one date parser reads (kenning.pipeline.dates), parsed by the engine
+#: a date in any form the one date parser reads (kenning.dates), parsed by the engine
 Instant = Annotated[str, Field(max_length=100, description=ACCEPTED_FORMS)]
 SearchType = Annotated[str, Field(
     max_length=64,

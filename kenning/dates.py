@@ -7,7 +7,8 @@ Three entry points:
   "from 2019 to 2021", "in June 2024", "last year"...) and the character spans it consumed, so
   the offline extractor can cut date phrases out before it reads names.
 - ``parse_user_datetime(value, now=)``: a date given by a user on any surface (Python, CLI, HTTP,
-  MCP), relative to the engine's clock; raises ``ValidationError`` naming ``ACCEPTED_FORMS``.
+  MCP), relative to the engine's clock; raises ``ValidationError`` naming ``ACCEPTED_FORMS``
+  (``parse_when`` is the same, letting None through).
 
 Conventions (DESIGN §3):
 
@@ -30,10 +31,10 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from .._time import UTC, as_utc, utcnow
-from ..errors import ValidationError
+from ._time import UTC, as_utc, utcnow
+from .errors import ValidationError
 
-__all__ = ["ACCEPTED_FORMS", "DateSpan", "find_dates", "parse_date", "parse_user_datetime"]
+__all__ = ["ACCEPTED_FORMS", "DateSpan", "find_dates", "parse_date", "parse_user_datetime", "parse_when"]
 
 _MONTH_NUMBERS = {
     name: number
@@ -318,3 +319,8 @@ def _user_datetime(value: object, now: dt.datetime | None) -> dt.datetime:
     if parsed is None:
         raise ValueError("not a date")
     return parsed
+
+
+def parse_when(value: object, now: dt.datetime, name: str) -> dt.datetime | None:
+    """A caller-given instant (None stays None), read by ``parse_user_datetime`` against ``now``."""
+    return None if value is None else parse_user_datetime(value, now=now, name=name)

@@ -1,9 +1,8 @@
-"""Memory management verbs of the engine: update, delete, forget, provenance, pin, unpin,
-supersession chains and prune.
+"""Lifecycle: ``update``, ``delete``, ``forget``, ``provenance``, ``pin``, ``unpin``, ``chain``,
+``prune`` and ``feedback``.
 
-``LifecycleMixin`` is one of ``Engine``'s bases: it uses the engine's collaborators (``store``,
-``settings``, ``extractor``, ``embedder``, ``chat``, ``config``, ``rules``) and its clock
-(``now()``), and adds no state of its own. Every write is one store transaction.
+The rules (what prune selects, what a removal takes with it) live in ``lifecycle/``; this part
+applies them to the store. Every write is one store transaction.
 """
 
 from __future__ import annotations
@@ -12,29 +11,27 @@ import datetime as dt
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, get_args
+from collections.abc import Callable, Iterator
+from typing import Any, get_args
 
 from .._checks import check_choice, check_flag, check_metadata, check_number, check_text
 from .._identity import check_dataset, content_hash
+from ..dates import parse_user_datetime
 from ..errors import ConflictError, KenningError, NotFoundError, ValidationError
+from ..lifecycle.improve import feedback_weight
+from ..lifecycle.prune import PruneCriteria, prune_reason
+from ..lifecycle.remove import removal_preview, remove_memories, scrub_entities
 from ..models import Chunk, ForgetResult, Memory, MemoryInput, MemoryKind, Provenance, PruneResult, Usage
 from ..pipeline.commit import apply_plan
-from ..pipeline.dates import parse_user_datetime
-from ..pipeline.process import build_plan
-from ..store.base import MemoryFilter
-from .prune import PruneCriteria, prune_reason
-from .remove import removal_preview, remove_memories, scrub_entities
+from ..pipeline.extract import Extractor
+from ..pipeline.process import PipelineConfig, build_plan
+from ..pipeline.temporal import RelationRules
+from ..providers.base import ChatModel, Embedder
+from ..settings import Settings
+from ..store.base import MemoryFilter, Store, Txn
+from .reading import get_memory
 
-if TYPE_CHECKING:
-    from ..pipeline.extract import Extractor
-    from ..pipeline.process import PipelineConfig
-    from ..pipeline.temporal import RelationRules
-    from ..providers.base import ChatModel, Embedder
-    from ..settings import Settings
-    from ..store.base import Store, Txn
-
-__all__ = ["UPDATABLE_FIELDS", "LifecycleMixin"]
+__all__ = ["UPDATABLE_FIELDS", "Lifecycle"]
 
 log = logging.getLogger(__name__)
 
@@ -48,24 +45,19 @@ _PAGE = 500
 _CHAIN_LIMIT = 10_000
 
 
-class LifecycleMixin:
-    settings: Settings
-    store: Store
-    embedder: Embedder
-    extractor: Extractor
-    chat: ChatModel | None
-    config: PipelineConfig
-    rules: RelationRules
-
-    if TYPE_CHECKING:
-        def now(self) -> dt.datetime: ...  # provided by Engine
+class Lifecycle:
+    def __init__(
+        self, settings: Settings, store: Store, embedder: Embedder, extractor: Extractor,
+        chat: ChatModel | None, now: Callable[[], dt.datetime],
+    ) -> None:
+        self.settings, self.store, self.embedder, self.extractor, self.chat = settings, store, embedder, extractor, chat
+        self.now = now
+        self.rules = RelationRules(settings.single_valued_relations)
+        self.config = PipelineConfig(settings.chunk_size, settings.chunk_overlap, settings.entity_similarity)
 
     # -- helpers -----------------------------------------------------------------------------
     def _memory(self, memory_id: str) -> Memory:
-        found = self.store.get_memories([check_text(memory_id, "memory id", max_chars=200)])
-        if not found:
-            raise NotFoundError(f"no memory {memory_id!r}")
-        return found[0]
+        return get_memory(self.store, memory_id)
 
     def _pages(self, flt: MemoryFilter) -> Iterator[list[Memory]]:
         """Every memory matching ``flt``, a page at a time (never all of them at once)."""
@@ -84,46 +76,7 @@ class LifecycleMixin:
         found = self.store.memory_by_hash(dataset, digest)
         return found.id if found is not None and found.id != exclude else None
 
-    # -- supersession ------------------------------------------------------------------------
-    def _check_supersedes(self, memories: Sequence[Memory]) -> None:
-        """Validate every ``supersedes`` list of a batch before anything is stored."""
-        claimed: dict[str, str] = {}
-        for memory in memories:
-            if not memory.supersedes:
-                continue
-            found = {m.id: m for m in self.store.get_memories(list(dict.fromkeys(memory.supersedes)))}
-            for old_id in memory.supersedes:
-                old = found.get(old_id)
-                if old is None or old.dataset != memory.dataset:
-                    raise ValidationError(
-                        f"supersedes names unknown memory {old_id!r} in dataset {memory.dataset!r}"
-                    )
-                if old.superseded_by is not None:
-                    raise ValidationError(
-                        f"memory {old_id!r} is already superseded by {old.superseded_by!r}; "
-                        "supersede the newest memory of its chain"
-                    )
-                if old.status == "processing":
-                    raise ConflictError(f"memory {old_id!r} is being processed; try again when it is done")
-                if claimed.setdefault(old_id, memory.id) != memory.id:
-                    raise ValidationError(f"memory {old_id!r} is superseded twice in one batch")
-
-    def _apply_supersession(self, memory: Memory) -> None:
-        """Mark the memories ``memory`` supersedes (one transaction)."""
-        if not memory.supersedes:
-            return
-        now = self.now()
-
-        def mark(txn: Txn) -> None:
-            for old_id in dict.fromkeys(memory.supersedes):
-                txn.update_memory(
-                    old_id, {"status": "superseded", "superseded_by": memory.id, "updated_at": now}
-                )
-
-        self.store.atomic(mark)
-        log.info("memories superseded", extra={"memory_id": memory.id, "dataset": memory.dataset,
-                                               "superseded_ids": list(memory.supersedes)})
-
+    # -- supersession chains ----------------------------------------------------------------
     def chain(self, memory_id: str) -> list[Memory]:
         """The memory's supersession chain (everything connected to it by ``supersedes`` /
         ``superseded_by``), oldest to newest."""
@@ -338,6 +291,20 @@ class LifecycleMixin:
         # Decide again inside the transaction: a memory pinned meanwhile stays.
         batch = [m for m in self.store.get_memories(ids) if prune_reason(m, criteria, self.settings, now) is not None]
         return batch, remove_memories(self.store, txn, batch, now)
+
+
+    # -- feedback ----------------------------------------------------------------------------
+    def feedback(self, fact_id: str, *, helpful: bool) -> float:
+        """Make a fact rank higher (helpful) or lower in recall; returns its new weight."""
+        if not isinstance(helpful, bool):
+            raise ValidationError("helpful must be true or false")
+        rows = self.store.get_facts([check_text(fact_id, "fact id", max_chars=200)])
+        if not rows:
+            raise NotFoundError(f"no fact {fact_id!r}")
+        weight = feedback_weight(rows[0].weight, helpful)
+        self.store.set_fact_weight(fact_id, weight)
+        log.info("feedback", extra={"fact_id": fact_id, "helpful": helpful, "weight": weight})
+        return weight
 
 
 def _changed_fields(memory: Memory, changes: dict[str, Any], now: dt.datetime) -> dict[str, Any]:
