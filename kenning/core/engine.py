@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from .._time import as_utc, utcnow
+from ..errors import ConfigurationError
 from ..pipeline.extract import Extractor
 from ..providers.base import ChatModel, Embedder
 from ..providers.rerank import Reranker
@@ -50,6 +51,10 @@ class Engine:
         verify_embedder: bool = True,
         reranker: Reranker | None = None,
     ) -> None:
+        if not isinstance(extractor, Extractor):
+            raise ConfigurationError(
+                f"extractor must extend kenning.pipeline.extract.Extractor, not {type(extractor).__name__}"
+            )
         self.settings, self.store, self.embedder, self.chat, self.reranker = settings, store, embedder, chat, reranker
         self.clock = clock
         self.writing = Writing(settings, store, embedder, extractor, chat, self.now)

@@ -273,7 +273,7 @@ class Writing:
                                     metadata=fields["metadata"]) for i in items]
         unique = list({m.content_hash: m for m in reversed(memories)}.values())[::-1]
         usage = estimate_usage(unique, config=self.config, extractor=self.extractor, store=self.store,
-                               chat=self.chat, remote_embedder=not self.embedder.name.startswith("hashing"))
+                               chat=self.chat, remote_embedder=self.embedder.makes_calls)
         return RememberResult(dry_run=True, memory_ids=[], usage=usage)
 
     def cognify(

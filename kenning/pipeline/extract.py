@@ -1,15 +1,19 @@
-"""What an extractor returns, and the interface both extractors (offline, LLM) implement."""
+"""What an extractor returns, and the base class both extractors (offline, LLM) extend."""
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Protocol
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from ..errors import ModelResponseError
 from ..models import Usage
+from .llm_resolve import CandidateFact
 
 __all__ = [
+    "Document",
     "ENTITY_TYPES",
     "ExtractedEntity",
     "ExtractedFact",
@@ -48,11 +52,56 @@ class Extraction(BaseModel):
     facts: list[ExtractedFact] = Field(default_factory=list)
 
 
-class Extractor(Protocol):
+class Document(BaseModel):
+    """One memory's chunks and reference time, as one of several extracted together."""
+
+    chunks: list[str]
+    reference_time: dt.datetime
+
+
+Known = Sequence[CandidateFact]
+
+
+class Extractor(ABC):
     """Turns chunks of one memory into entities and facts.
 
     ``reference_time`` is the memory's reference time: relative dates ("last year") are resolved
-    against it. Model calls and tokens spent are added to ``usage``.
+    against it. Model calls and tokens spent are added to ``usage``. An extractor that
+    ``judges`` is shown the live stored facts a text names (``known``) and says which of them
+    each new fact repeats or ends; one that does not is never given them. The batch methods
+    loop over the single ones unless an extractor can do better.
     """
 
-    def extract(self, chunks: list[str], *, reference_time: dt.datetime, usage: Usage) -> Extraction: ...
+    #: shown the stored facts a text names, it judges new facts against them
+    judges: bool = False
+
+    @abstractmethod
+    def extract(self, chunks: list[str], *, reference_time: dt.datetime, usage: Usage) -> Extraction:
+        """The entities and facts of one memory's chunks."""
+
+    def extract_many(
+        self, documents: list[Document], *, usage: Usage, known: Known = ()
+    ) -> list[Extraction | ModelResponseError]:
+        """One result per document, in order; a document whose answer was unreadable gets its error."""
+        out: list[Extraction | ModelResponseError] = []
+        for document in documents:
+            try:
+                out.append(self.extract(document.chunks, reference_time=document.reference_time, usage=usage))
+            except ModelResponseError as exc:
+                out.append(exc)
+        return out
+
+    def groupable(self, chunks: list[str]) -> int | None:
+        """Tokens a memory adds to a call shared with others, or None when it goes alone."""
+        return None
+
+    def estimate(self, chunks: list[str], reference_time: dt.datetime | None = None, known: Known = ()) -> Usage:
+        """Calls and tokens an ``extract`` would spend, without calling anything (none here)."""
+        return Usage()
+
+    def estimate_many(self, documents: list[Document], known: Known = ()) -> Usage:
+        """What one ``extract_many`` would spend, without calling anything."""
+        usage = Usage()
+        for document in documents:
+            usage.add(self.estimate(document.chunks, document.reference_time, known))
+        return usage

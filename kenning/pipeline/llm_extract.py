@@ -34,13 +34,15 @@ from ..providers.jsonparse import parse_model
 from ..text import normalize_name, normalize_relation
 from .extract import (
     ENTITY_TYPES,
+    Document,
+    Extractor,
     ExtractedEntity,
     ExtractedFact,
     Extraction,
 )
 from .llm_resolve import CandidateFact, fact_line
 
-__all__ = ["EXTRACTION_SCHEMA", "Document", "JudgedFact", "LLMExtractor", "model_date"]
+__all__ = ["EXTRACTION_SCHEMA", "JudgedFact", "LLMExtractor", "model_date"]
 
 _DATE = {"type": ["string", "null"]}
 EXTRACTION_SCHEMA: dict[str, Any] = {
@@ -179,19 +181,14 @@ class JudgedFact(ExtractedFact):
     contradicts: list[str] = Field(default_factory=list)
 
 
-class Document(BaseModel):
-    """One memory as ``extract_many`` sees it."""
-
-    chunks: list[str]
-    reference_time: dt.datetime
-
-
-class LLMExtractor:
-    """Implements the ``Extractor`` protocol with any ``ChatModel``.
+class LLMExtractor(Extractor):
+    """An ``Extractor`` over any ``ChatModel``; it judges new facts against stored ones.
 
     ``graph_model`` is JSON ``{"entity_types": [...], "relation_types": [...]}`` (items are names,
     or objects with ``name`` and ``description``); ``prompt`` is appended to the instructions.
     """
+
+    judges = True
 
     def __init__(
         self,

@@ -46,7 +46,7 @@ from dataclasses import dataclass
 from ..models import Usage
 from ..dates import find_dates
 from ..text import normalize_name
-from .extract import ExtractedEntity, ExtractedFact, Extraction
+from .extract import ExtractedEntity, ExtractedFact, Extraction, Extractor
 
 __all__ = ["OfflineExtractor"]
 
@@ -711,7 +711,7 @@ def _role_facts(
     return facts
 
 
-class OfflineExtractor:
+class OfflineExtractor(Extractor):
     """Pattern-based ``Extractor``: no model calls, so ``usage`` is left untouched."""
 
     def extract(

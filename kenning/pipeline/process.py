@@ -31,7 +31,7 @@ from ..store.base import ChunkRow, Store
 from .chunk import Chunk, chunk_text
 from .commit import EntityDraft, FactDraft, WritePlan, new_id
 from ..text import normalize_name, normalize_relation
-from .extract import Extraction, Extractor
+from .extract import Document, Extraction, Extractor
 
 __all__ = [
     "BATCH_MEMORIES", "Drafted", "PipelineConfig", "build_plan", "build_plans", "draft_group", "drafts_from_extraction",
@@ -115,13 +115,11 @@ class Prepared:
 def group_memories(memories: list[Memory], extractor: Extractor, config: PipelineConfig) -> list[list[Memory]]:
     """Short memories of one dataset share an extraction call (an extractor that supports
     it); long ones go alone. Input order is kept inside and across groups."""
-    if not hasattr(extractor, "extract_many"):
-        return [[m] for m in memories]
     groups: list[list[Memory]] = []
     open_groups: dict[str, tuple[list[Memory], list[int]]] = {}
     for memory in memories:
         chunks = [c.text for c in chunk_text(memory.content, config.chunk_size, config.chunk_overlap)]
-        size = extractor.groupable(chunks)  # type: ignore[attr-defined]
+        size = extractor.groupable(chunks)
         if size is None or size > GROUP_TOKENS // 2:
             groups.append([memory])
             continue
@@ -222,7 +220,7 @@ def draft_group(
     """Chunk and extract memories that share one extraction call (a group); a memory whose
     extraction failed gets its error. Calls and tokens of a shared call are split between the
     memories by the size of their text, so totals stay exact."""
-    judged = chat is not None and hasattr(extractor, "extract_many")
+    judged = chat is not None and extractor.judges
     prepared = [_prepare(m, config, store, scan=judged) for m in memories]
     shared = Usage() if len(memories) > 1 else usages[0]
     try:
@@ -299,20 +297,18 @@ def estimate_usage(
     one embedding call per ``BATCH_MEMORIES`` memories, and (for an extractor that judges
     nothing) one resolution call per memory when the dataset already has facts."""
     usage = Usage()
-    judged = chat is not None and hasattr(extractor, "estimate_many")
+    judged = chat is not None and extractor.judges
     has_facts = chat is not None and not judged and any(store.stats(m.dataset).facts for m in memories[:1])
     for group in group_memories(memories, extractor, config):
         prepared = [_prepare(m, config, store, scan=judged) for m in group]
         texts = [[c.text for c in p.chunks] for p in prepared]
         if judged:
-            from .llm_extract import Document
-
             known = list({f.id: f for p in prepared for f in p.known}.values())  # type: ignore[attr-defined]
             documents = [Document(chunks=t, reference_time=p.memory.valid_at) for t, p in zip(texts, prepared)]
-            usage.add(extractor.estimate_many(documents, known))  # type: ignore[attr-defined]
-        elif chat is not None and hasattr(extractor, "estimate"):
+            usage.add(extractor.estimate_many(documents, known))
+        elif chat is not None:
             for t, p in zip(texts, prepared):
-                usage.add(extractor.estimate(t, p.memory.valid_at))  # type: ignore[attr-defined]
+                usage.add(extractor.estimate(t, p.memory.valid_at))
                 usage.chat_calls += 1 if has_facts else 0
         usage.embedded_texts += sum(len(t) for t in texts)
     usage.embedding_calls += -(-len(memories) // BATCH_MEMORIES) if remote_embedder else 0
@@ -376,11 +372,9 @@ def _extract(
                     for p in prepared]
         except KenningError as exc:
             return [exc] * len(prepared)
-    from .llm_extract import Document
-
     known = list({fact.id: fact for p in prepared for fact in p.known}.values())  # type: ignore[attr-defined]
     documents = [Document(chunks=[c.text for c in p.chunks], reference_time=p.memory.valid_at) for p in prepared]
-    return extractor.extract_many(documents, usage=usage, known=known)  # type: ignore[attr-defined]
+    return extractor.extract_many(documents, usage=usage, known=known)
 
 
 def _split(total: Usage, weights: list[int], usages: list[Usage]) -> None:
