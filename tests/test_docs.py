@@ -19,7 +19,7 @@ def test_every_setting_is_documented() -> None:
 
 def test_init_only_reexports_and_all_is_complete() -> None:
     public = {name for name in dir(kenning) if not name.startswith("_")}
-    modules = {"client", "engine", "errors", "models", "settings", "pipeline", "providers", "store",
+    modules = {"client", "core", "dates", "text", "errors", "models", "settings", "pipeline", "providers", "store",
                "search", "lifecycle", "cli", "demo", "server", "mcp", "eval", "_time"}
     assert public - modules - set(kenning.__all__) == set()
     for name in kenning.__all__:
