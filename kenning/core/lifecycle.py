@@ -56,9 +56,6 @@ class Lifecycle:
         self.config = PipelineConfig(settings.chunk_size, settings.chunk_overlap, settings.entity_similarity)
 
     # -- helpers -----------------------------------------------------------------------------
-    def _memory(self, memory_id: str) -> Memory:
-        return get_memory(self.store, memory_id)
-
     def _pages(self, flt: MemoryFilter) -> Iterator[list[Memory]]:
         """Every memory matching ``flt``, a page at a time (never all of them at once)."""
         offset = 0
@@ -80,7 +77,7 @@ class Lifecycle:
     def chain(self, memory_id: str) -> list[Memory]:
         """The memory's supersession chain (everything connected to it by ``supersedes`` /
         ``superseded_by``), oldest to newest."""
-        start = self._memory(memory_id)
+        start = get_memory(self.store, memory_id)
         seen = {start.id: start}
         frontier = [start]
         while frontier and len(seen) < _CHAIN_LIMIT:
@@ -94,7 +91,7 @@ class Lifecycle:
         """Change only the given fields; changed content is re-extracted atomically."""
 
         started = time.perf_counter()
-        memory = self._memory(memory_id)
+        memory = get_memory(self.store, memory_id)
         unknown = sorted(set(changes) - UPDATABLE_FIELDS)
         if unknown:
             raise ValidationError(
@@ -119,7 +116,7 @@ class Lifecycle:
             "reprocessed": reprocess and memory.status != "pending",
             "seconds": round(time.perf_counter() - started, 6),
         })
-        return self._memory(memory_id)
+        return get_memory(self.store, memory_id)
 
     def _reprocess(self, memory: Memory, fields: dict[str, Any], now: dt.datetime) -> None:
         """Extract the new version first (model calls outside any transaction), then swap the
@@ -162,7 +159,7 @@ class Lifecycle:
     def delete(self, memory_id: str) -> ForgetResult:
         """Hard-delete one memory; entities and facts another memory states survive."""
         started = time.perf_counter()
-        memory = self._memory(memory_id)
+        memory = get_memory(self.store, memory_id)
         entity_ids, fact_ids = self._remove([memory])
         self.store.scrub()
         log.info("memory deleted", extra={
@@ -205,7 +202,7 @@ class Lifecycle:
 
     # -- provenance and pinning --------------------------------------------------------------
     def provenance(self, memory_id: str) -> Provenance:
-        self._memory(memory_id)
+        get_memory(self.store, memory_id)
         entity_ids, fact_ids = self.store.memory_graph(memory_id)
         chunks = [Chunk(id=c.id, position=c.position, text=c.text, token_count=c.token_count)
                   for c in self.store.memory_chunks(memory_id)]
@@ -214,17 +211,17 @@ class Lifecycle:
 
     def pin(self, memory_id: str, reason: str | None = None) -> Memory:
         check_text(reason, "pin reason", optional=True, empty=True, max_chars=2000)
-        self._memory(memory_id)
+        get_memory(self.store, memory_id)
         self.store.update_memory(memory_id, {"pinned": True, "pin_reason": reason or None,
                                              "updated_at": self.now()})
         log.info("memory pinned", extra={"memory_id": memory_id})
-        return self._memory(memory_id)
+        return get_memory(self.store, memory_id)
 
     def unpin(self, memory_id: str) -> Memory:
-        self._memory(memory_id)
+        get_memory(self.store, memory_id)
         self.store.update_memory(memory_id, {"pinned": False, "pin_reason": None, "updated_at": self.now()})
         log.info("memory unpinned", extra={"memory_id": memory_id})
-        return self._memory(memory_id)
+        return get_memory(self.store, memory_id)
 
     # -- prune -------------------------------------------------------------------------------
     def prune(

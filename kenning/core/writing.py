@@ -157,21 +157,8 @@ class Writing:
 
         ``remember`` stores them directly as ``processing`` (it processes them at once): one
         write fewer per memory, and a crash still leaves them visible and reclaimable."""
-        check_dataset(dataset)
-        items = content_items(content)
-        if not items:
-            raise ValidationError("nothing to remember: content is an empty list")
-        check_text(kind, "kind", max_chars=64)
-        check_text(source, "source", optional=True, max_chars=2000)
-        check_metadata(metadata)
-        now = self.now()
-        reference = parse_when(valid_at, now, "valid_at")
-        # Validate every item before storing any, so a bad batch stores nothing.
-        memories = [
-            self._to_memory(i, dataset=dataset, kind=kind, source=source, valid_at=reference,
-                            metadata=metadata, now=now, status=status)
-            for i in items
-        ]
+        memories = self._memories(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
+                                  metadata=metadata, status=status)
         if len(memories) > 1:  # one call of several items is an episode: its turns, in order
             episode = new_id("ep")
             for position, memory in enumerate(memories):
@@ -201,7 +188,7 @@ class Writing:
         check_flag(force, "force")
         if check_flag(dry_run, "dry_run"):
             return self._estimate(content, dataset=dataset, kind=kind, source=source,
-                                  valid_at=valid_at, metadata=metadata, force=force)
+                                  valid_at=valid_at, metadata=metadata)
         with self._heartbeat:
             added = self.add(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
                              metadata=metadata, status="processing")
@@ -256,21 +243,27 @@ class Writing:
         flt.dead_owners = dead_owners(self.store.claim_owners(flt.dataset))
         return self.store.claim(self.owner, self.now(), flt)
 
-    def _estimate(self, content: ContentInput | Sequence[ContentInput], *, dataset: str,
-                  force: bool, **fields: Any) -> RememberResult:
-        """What ``remember`` would spend, without storing anything or calling any model: the
-        memories grouped as ``remember`` would group them, each group estimated by the pipeline."""
+    def _memories(self, content: ContentInput | Sequence[ContentInput], *, dataset: str, kind: str,
+                  source: str | None, valid_at: dt.datetime | str | None, metadata: dict[str, Any] | None,
+                  status: str = "pending") -> list[Memory]:
+        """Every input of a call checked and made a Memory before any is stored, so a bad
+        batch stores nothing."""
         check_dataset(dataset)
         items = content_items(content)
         if not items:
             raise ValidationError("nothing to remember: content is an empty list")
-        check_text(fields["kind"], "kind", max_chars=64)
-        check_text(fields["source"], "source", optional=True, max_chars=2000)
-        check_metadata(fields["metadata"])
+        check_text(kind, "kind", max_chars=64)
+        check_text(source, "source", optional=True, max_chars=2000)
+        check_metadata(metadata)
         now = self.now()
-        memories = [self._to_memory(i, dataset=dataset, now=now, kind=fields["kind"],
-                                    source=fields["source"], valid_at=parse_when(fields["valid_at"], now, "valid_at"),
-                                    metadata=fields["metadata"]) for i in items]
+        reference = parse_when(valid_at, now, "valid_at")
+        return [self._to_memory(i, dataset=dataset, kind=kind, source=source, valid_at=reference,
+                                metadata=metadata, now=now, status=status) for i in items]
+
+    def _estimate(self, content: ContentInput | Sequence[ContentInput], **fields: Any) -> RememberResult:
+        """What ``remember`` would spend, without storing anything or calling any model: the
+        memories grouped as ``remember`` would group them, each group estimated by the pipeline."""
+        memories = self._memories(content, **fields)
         unique = list({m.content_hash: m for m in reversed(memories)}.values())[::-1]
         usage = estimate_usage(unique, config=self.config, extractor=self.extractor, store=self.store,
                                chat=self.chat, remote_embedder=self.embedder.makes_calls)
@@ -296,14 +289,10 @@ class Writing:
         # (reclaimed at once, its owner being dead), and parallel workers share the backlog.
         with self._heartbeat:
             while batch := self._claim(ClaimFilter(statuses, self._stale_before(), dataset=dataset,
-                                                   after=after, limit=self._claim_batch)):
+                                                   after=after, limit=GROUP_DOCS * self.settings.llm_concurrency)):
                 after = (batch[-1].created_at, batch[-1].id)
                 self._process(batch, result, progress)
         return result
-
-    @property
-    def _claim_batch(self) -> int:
-        return GROUP_DOCS * self.settings.llm_concurrency
 
     # -- processing --------------------------------------------------------------------------
     def _process(self, memories: list[Memory], out: CognifyResult,

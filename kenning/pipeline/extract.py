@@ -59,9 +59,6 @@ class Document(BaseModel):
     reference_time: dt.datetime
 
 
-Known = Sequence[CandidateFact]
-
-
 class Extractor(ABC):
     """Turns chunks of one memory into entities and facts.
 
@@ -80,7 +77,7 @@ class Extractor(ABC):
         """The entities and facts of one memory's chunks."""
 
     def extract_many(
-        self, documents: list[Document], *, usage: Usage, known: Known = ()
+        self, documents: list[Document], *, usage: Usage, known: Sequence[CandidateFact] = ()
     ) -> list[Extraction | ModelResponseError]:
         """One result per document, in order; a document whose answer was unreadable gets its error."""
         out: list[Extraction | ModelResponseError] = []
@@ -95,13 +92,6 @@ class Extractor(ABC):
         """Tokens a memory adds to a call shared with others, or None when it goes alone."""
         return None
 
-    def estimate(self, chunks: list[str], reference_time: dt.datetime | None = None, known: Known = ()) -> Usage:
-        """Calls and tokens an ``extract`` would spend, without calling anything (none here)."""
+    def estimate_many(self, documents: list[Document], known: Sequence[CandidateFact] = ()) -> Usage:
+        """What ``extract_many`` would spend, without calling anything (nothing, here)."""
         return Usage()
-
-    def estimate_many(self, documents: list[Document], known: Known = ()) -> Usage:
-        """What one ``extract_many`` would spend, without calling anything."""
-        usage = Usage()
-        for document in documents:
-            usage.add(self.estimate(document.chunks, document.reference_time, known))
-        return usage

@@ -224,7 +224,7 @@ def draft_group(
     prepared = [_prepare(m, config, store, scan=judged) for m in memories]
     shared = Usage() if len(memories) > 1 else usages[0]
     try:
-        extractions = _extract(prepared, extractor, shared, judged)
+        extractions = _extract(prepared, extractor, shared)
     finally:
         if len(memories) > 1:
             _split(shared, [len(m.content) for m in memories], usages)
@@ -302,14 +302,11 @@ def estimate_usage(
     for group in group_memories(memories, extractor, config):
         prepared = [_prepare(m, config, store, scan=judged) for m in group]
         texts = [[c.text for c in p.chunks] for p in prepared]
-        if judged:
+        if chat is not None:  # an extractor shown nothing is given no known facts
             known = list({f.id: f for p in prepared for f in p.known}.values())  # type: ignore[attr-defined]
             documents = [Document(chunks=t, reference_time=p.memory.valid_at) for t, p in zip(texts, prepared)]
             usage.add(extractor.estimate_many(documents, known))
-        elif chat is not None:
-            for t, p in zip(texts, prepared):
-                usage.add(extractor.estimate(t, p.memory.valid_at))
-                usage.chat_calls += 1 if has_facts else 0
+            usage.chat_calls += len(group) if has_facts else 0
         usage.embedded_texts += sum(len(t) for t in texts)
     usage.embedding_calls += -(-len(memories) // BATCH_MEMORIES) if remote_embedder else 0
     return usage
@@ -363,18 +360,11 @@ def _known_facts(memory: Memory, store: Store) -> tuple[list[object], set[str]]:
     return known, scanned
 
 
-def _extract(
-    prepared: list[Prepared], extractor: Extractor, usage: Usage, judged: bool
-) -> list[Extraction | KenningError]:
-    if not judged:
-        try:
-            return [extractor.extract([c.text for c in p.chunks], reference_time=p.memory.valid_at, usage=usage)
-                    for p in prepared]
-        except KenningError as exc:
-            return [exc] * len(prepared)
+def _extract(prepared: list[Prepared], extractor: Extractor, usage: Usage) -> list[Extraction | KenningError]:
+    """One extraction per memory; only an extractor that judges was given known facts."""
     known = list({fact.id: fact for p in prepared for fact in p.known}.values())  # type: ignore[attr-defined]
     documents = [Document(chunks=[c.text for c in p.chunks], reference_time=p.memory.valid_at) for p in prepared]
-    return extractor.extract_many(documents, usage=usage, known=known)
+    return list(extractor.extract_many(documents, usage=usage, known=known))
 
 
 def _split(total: Usage, weights: list[int], usages: list[Usage]) -> None:
