@@ -59,7 +59,7 @@ class Engine:
         self.clock = clock
         self.writing = Writing(settings, store, embedder, extractor, chat, self.now)
         self.reading = Reading(settings, store, embedder, chat, reranker, self.now)
-        self.lifecycle = Lifecycle(settings, store, embedder, extractor, chat, self.now)
+        self.lifecycle = Lifecycle(settings, store, self.writing, self.now)
         if verify_embedder:
             store.check_embedder(embedder.name, embedder.dimension)
 

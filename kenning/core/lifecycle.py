@@ -2,7 +2,8 @@
 ``prune`` and ``feedback``.
 
 The rules (what prune selects, what a removal takes with it) live in ``lifecycle/``; this part
-applies them to the store. Every write is one store transaction.
+applies them to the store, and has ``Writing`` re-extract changed content. Every write is one
+store transaction.
 """
 
 from __future__ import annotations
@@ -17,19 +18,15 @@ from typing import Any, get_args
 from .._checks import check_choice, check_flag, check_metadata, check_number, check_text
 from .._identity import check_dataset, content_hash
 from ..dates import parse_user_datetime
-from ..errors import ConflictError, KenningError, NotFoundError, ValidationError
+from ..errors import ConflictError, NotFoundError, ValidationError
 from ..lifecycle.improve import feedback_weight
 from ..lifecycle.prune import PruneCriteria, prune_reason
-from ..lifecycle.remove import removal_preview, remove_memories, scrub_entities
-from ..models import Chunk, ForgetResult, Memory, MemoryInput, MemoryKind, Provenance, PruneResult, Usage
-from ..pipeline.commit import apply_plan
-from ..pipeline.extract import Extractor
-from ..pipeline.process import PipelineConfig, build_plan
-from ..pipeline.temporal import RelationRules
-from ..providers.base import ChatModel, Embedder
+from ..lifecycle.remove import removal_preview, remove_memories
+from ..models import Chunk, ForgetResult, Memory, MemoryInput, MemoryKind, Provenance, PruneResult
 from ..settings import Settings
 from ..store.base import MemoryFilter, Store, Txn
 from .reading import get_memory
+from .writing import Writing
 
 __all__ = ["UPDATABLE_FIELDS", "Lifecycle"]
 
@@ -46,14 +43,8 @@ _CHAIN_LIMIT = 10_000
 
 
 class Lifecycle:
-    def __init__(
-        self, settings: Settings, store: Store, embedder: Embedder, extractor: Extractor,
-        chat: ChatModel | None, now: Callable[[], dt.datetime],
-    ) -> None:
-        self.settings, self.store, self.embedder, self.extractor, self.chat = settings, store, embedder, extractor, chat
-        self.now = now
-        self.rules = RelationRules(settings.single_valued_relations)
-        self.config = PipelineConfig(settings.chunk_size, settings.chunk_overlap, settings.entity_similarity)
+    def __init__(self, settings: Settings, store: Store, writing: Writing, now: Callable[[], dt.datetime]) -> None:
+        self.settings, self.store, self.writing, self.now = settings, store, writing, now
 
     # -- helpers -----------------------------------------------------------------------------
     def _pages(self, flt: MemoryFilter) -> Iterator[list[Memory]]:
@@ -108,7 +99,7 @@ class Lifecycle:
         if reprocess and memory.status == "processing":
             raise ConflictError(f"memory {memory_id!r} is being processed; try again when it is done")
         if reprocess and memory.status != "pending":
-            self._reprocess(memory, fields, now)
+            self.writing.reprocess(memory, fields, now)
         elif fields:
             self.store.update_memory(memory_id, {**fields, "updated_at": now})
         log.info("memory updated", extra={
@@ -117,34 +108,6 @@ class Lifecycle:
             "seconds": round(time.perf_counter() - started, 6),
         })
         return get_memory(self.store, memory_id)
-
-    def _reprocess(self, memory: Memory, fields: dict[str, Any], now: dt.datetime) -> None:
-        """Extract the new version first (model calls outside any transaction), then swap the
-        graph in one transaction. A failure changes nothing and is raised."""
-        new = memory.model_copy(update=fields)
-        spent = Usage()
-        started = time.perf_counter()
-        try:
-            plan = build_plan(
-                new, config=self.config, extractor=self.extractor, embedder=self.embedder,
-                store=self.store, chat=self.chat, now=now, replace=memory.processed_at is not None,
-                usage=spent,
-            )
-        except KenningError:
-            log.warning("update failed", extra={"memory_id": memory.id, "dataset": memory.dataset})
-            raise
-        spent.seconds = round(time.perf_counter() - started, 6)
-        plan.memory_fields = {
-            **fields, "status": "superseded" if memory.superseded_by else "active", "error": None,
-            "processed_at": now, "updated_at": now, "usage": spent.model_dump(),
-        }
-        old_entities = set(self.store.memory_graph(memory.id)[0])
-
-        def swap(txn: Txn) -> None:
-            apply_plan(txn, plan, self.rules)
-            scrub_entities(self.store, txn, old_entities, gone=set(), replaced={memory.id: new.content})
-
-        self.store.atomic(swap)
 
     # -- delete and forget -------------------------------------------------------------------
     def _remove(self, memories: list[Memory]) -> tuple[list[str], list[str]]:

@@ -22,10 +22,9 @@ from ..providers.rerank import Reranker
 from ..search.answer import AnswerFact, answer_question
 from ..search.recall import ANSWER_MODES, SEARCH_TYPES, Query, route, search
 from ..search.rerank import rerank_hits
-from ..search.text import terms_of
 from ..settings import Settings
 from ..store.base import MemoryFilter, Store
-from ..text import normalize_name, normalize_relation
+from ..text import normalize_name, normalize_relation, terms_of
 
 __all__ = ["Reading", "get_memory"]
 

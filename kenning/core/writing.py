@@ -22,6 +22,7 @@ from .._lease import Heartbeat, dead_owners, new_owner
 from ..dates import parse_when
 from ..errors import ConflictError, KenningError, ValidationError
 from ..lifecycle.improve import ImproveResult, duplicate_pairs
+from ..lifecycle.remove import scrub_entities
 from ..models import CognifyResult, Memory, MemoryInput, MemoryKind, RememberResult, Usage
 from ..pipeline.commit import CommitOutcome, apply_plan, new_id
 from ..pipeline.extract import Extractor
@@ -30,6 +31,7 @@ from ..pipeline.process import (
     GROUP_DOCS,
     Drafted,
     PipelineConfig,
+    build_plan,
     draft_group,
     embed_drafts,
     estimate_usage,
@@ -61,6 +63,12 @@ def content_items(content: Any) -> list[Any]:
     raise ValidationError(
         f"content must be a string, a structured memory or a list of them, not {type(content).__name__}"
     )
+
+
+def _processed(memory: Memory, now: dt.datetime, spent: Usage) -> dict[str, Any]:
+    """The fields a memory's processing sets when it commits."""
+    return {"status": "superseded" if memory.superseded_by else "active", "error": None,
+            "processed_at": now, "updated_at": now, "usage": spent.model_dump()}
 
 
 class _LostClaim(ConflictError):
@@ -375,11 +383,34 @@ class Writing:
             raise _LostClaim("another worker took it over", forgotten=False)
         now = self.now()
         plan.now = now
-        plan.memory_fields = {
-            "status": "superseded" if memory.superseded_by else "active", "claimed_by": None,
-            "error": None, "processed_at": now, "updated_at": now, "usage": spent.model_dump(),
-        }
+        plan.memory_fields = {**_processed(memory, now, spent), "claimed_by": None}
         return apply_plan(txn, plan, self.rules)
+
+    def reprocess(self, memory: Memory, fields: dict[str, Any], now: dt.datetime) -> None:
+        """``update``'s new version of a processed memory: extracted first (model calls outside
+        any transaction), then its graph swapped in one transaction. A failure changes nothing
+        and is raised."""
+        new = memory.model_copy(update=fields)
+        spent = Usage()
+        started = time.perf_counter()
+        try:
+            plan = build_plan(
+                new, config=self.config, extractor=self.extractor, embedder=self.embedder,
+                store=self.store, chat=self.chat, now=now, replace=memory.processed_at is not None,
+                usage=spent,
+            )
+        except KenningError:
+            log.warning("update failed", extra={"memory_id": memory.id, "dataset": memory.dataset})
+            raise
+        spent.seconds = round(time.perf_counter() - started, 6)
+        plan.memory_fields = {**fields, **_processed(memory, now, spent)}
+        old_entities = set(self.store.memory_graph(memory.id)[0])
+
+        def swap(txn: Txn) -> None:
+            apply_plan(txn, plan, self.rules)
+            scrub_entities(self.store, txn, old_entities, gone=set(), replaced={memory.id: new.content})
+
+        self.store.atomic(swap)
 
     def _lost(self, memory: Memory, lost: _LostClaim, spent: Usage, usage: Usage, out: CognifyResult) -> None:
         """Nothing was written: the memory was forgotten meanwhile (reported as failed: it is not
