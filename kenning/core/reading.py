@@ -16,7 +16,7 @@ from .._checks import check_choice, check_flag, check_int, check_text
 from .._identity import check_dataset
 from ..dates import find_dates, parse_when
 from ..errors import KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
-from ..models import Hit, Memory, MemoryKind, RecallResult, Stats, Timeline, Usage
+from ..models import Hit, Memory, MemoryKind, MemoryStatus, RecallResult, Retention, Stats, Timeline, Usage
 from ..providers.base import ChatModel, Embedder
 from ..providers.rerank import Reranker
 from ..search.answer import AnswerFact, answer_question
@@ -32,8 +32,6 @@ log = logging.getLogger(__name__)
 
 #: the limits of the Python verbs' arguments (HTTP narrows some: see ``server.schemas``)
 MAX_LIST = 10_000
-MEMORY_STATUSES = ("pending", "processing", "active", "failed", "superseded")
-RETENTIONS = ("permanent", "decision", "standard", "ephemeral", "session")
 ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
 
 
@@ -83,8 +81,8 @@ class Reading:
         if flt.dataset is not None:
             self._readable(flt.dataset)
         check_choice(flt.kind, "kind", get_args(MemoryKind))
-        check_choice(flt.status, "status", MEMORY_STATUSES)
-        check_choice(flt.retention, "retention", RETENTIONS)
+        check_choice(flt.status, "status", get_args(MemoryStatus))
+        check_choice(flt.retention, "retention", get_args(Retention))
         check_flag(flt.pinned, "pinned", optional=True)
         check_choice(flt.order_by, "order_by", ORDERS)
         check_flag(flt.descending, "descending")

@@ -2,7 +2,7 @@
 
 The steps are separate functions (``draft_group``, ``embed_drafts``, ``finish_plan``) so a
 caller can extract groups apart, embed a whole batch in one call, and resolve each memory right
-before it commits; ``build_plans`` runs them in a row for one group.
+before it commits; ``build_plan`` runs them in a row for one memory.
 
 Every function here does I/O only through the collaborators it is given (extractor, embedder,
 chat model, store reads). Nothing is written: the caller applies each plan in one transaction.
@@ -34,7 +34,7 @@ from ..text import normalize_name, normalize_relation
 from .extract import Document, Extraction, Extractor
 
 __all__ = [
-    "BATCH_MEMORIES", "Drafted", "PipelineConfig", "build_plan", "build_plans", "draft_group", "drafts_from_extraction",
+    "BATCH_MEMORIES", "Drafted", "PipelineConfig", "build_plan", "draft_group", "drafts_from_extraction",
     "embed_drafts", "estimate_usage", "finish_plan", "group_memories",
 ]
 
@@ -169,43 +169,12 @@ def build_plan(
     replace: bool,
     usage: Usage,
 ) -> WritePlan:
-    """One memory's plan; raises what failed."""
-    plan = build_plans(
-        [memory], config=config, extractor=extractor, embedder=embedder, store=store, chat=chat,
-        now=now, replace=[replace], usages=[usage],
-    )[0]
-    if isinstance(plan, BaseException):
-        raise plan
-    return plan
-
-
-def build_plans(
-    memories: list[Memory],
-    *,
-    config: PipelineConfig,
-    extractor: Extractor,
-    embedder: Embedder,
-    store: Store,
-    chat: ChatModel | None,
-    now: dt.datetime,
-    replace: list[bool],
-    usages: list[Usage],
-) -> list[WritePlan | KenningError]:
-    """Plans for memories that share one extraction call and one embedding call: the three
-    steps below, in a row. A memory whose extraction or resolution failed gets its error
-    instead of a plan; a failure of the shared embedding call is raised (it concerns all)."""
-    drafted = draft_group(memories, config=config, extractor=extractor, store=store, chat=chat, usages=usages)
-    embed_drafts([d for d in drafted if isinstance(d, Drafted)], embedder)
-    out: list[WritePlan | KenningError] = []
-    for item, again in zip(drafted, replace):
-        if isinstance(item, KenningError):
-            out.append(item)
-            continue
-        try:
-            out.append(finish_plan(item, config=config, store=store, chat=chat, now=now, replace=again))
-        except KenningError as exc:
-            out.append(exc)
-    return out
+    """One memory's plan, the three steps below in a row; raises what failed."""
+    drafted = draft_group([memory], config=config, extractor=extractor, store=store, chat=chat, usages=[usage])[0]
+    if isinstance(drafted, BaseException):
+        raise drafted
+    embed_drafts([drafted], embedder)
+    return finish_plan(drafted, config=config, store=store, chat=chat, now=now, replace=replace)
 
 
 def draft_group(
