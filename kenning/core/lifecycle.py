@@ -59,11 +59,6 @@ class Lifecycle:
             yield page
             offset += len(page)
 
-    def _holder_of(self, dataset: str, digest: str, exclude: str) -> str | None:
-        """The id of another memory in ``dataset`` with this content hash."""
-        found = self.store.memory_by_hash(dataset, digest)
-        return found.id if found is not None and found.id != exclude else None
-
     # -- supersession chains ----------------------------------------------------------------
     def chain(self, memory_id: str) -> list[Memory]:
         """The memory's supersession chain (everything connected to it by ``supersedes`` /
@@ -93,9 +88,9 @@ class Lifecycle:
         reprocess = "content" in fields or "valid_at" in fields
         if "content" in fields:
             fields["content_hash"] = content_hash(fields["content"])
-            holder = self._holder_of(memory.dataset, fields["content_hash"], memory.id)
-            if holder is not None:
-                raise ConflictError(f"memory {holder!r} already has this content", memory_id=holder)
+            holder = self.store.memory_by_hash(memory.dataset, fields["content_hash"])
+            if holder is not None and holder.id != memory.id:
+                raise ConflictError(f"memory {holder.id!r} already has this content", memory_id=holder.id)
         if reprocess and memory.status == "processing":
             raise ConflictError(f"memory {memory_id!r} is being processed; try again when it is done")
         if reprocess and memory.status != "pending":
