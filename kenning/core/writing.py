@@ -349,7 +349,6 @@ class Writing:
 
     def _finish(self, memory: Memory, drafted: Drafted | Exception, part: Usage, out: CognifyResult) -> None:
         """Resolve one drafted memory against the store as it is now, and commit it."""
-        usage = out.usage
         try:
             if isinstance(drafted, Exception):
                 raise drafted
@@ -359,12 +358,12 @@ class Writing:
             part.seconds = round(part.seconds + time.perf_counter() - started, 6)
             committed = self.store.atomic(lambda txn: self._commit(txn, memory, plan, part))
         except _LostClaim as lost:
-            self._lost(memory, lost, part, usage, out)
+            self._lost(memory, lost, part, out)
             return
         except Exception as exc:  # noqa: BLE001 - any failure must leave the memory visible as failed
-            self._fail(memory, self._reason(exc, memory.id), part, usage, out)
+            self._fail(memory, self._reason(exc, memory.id), part, out)
             return
-        self._record(memory, committed, part, usage, out)
+        self._record(memory, committed, part, out)
 
     @staticmethod
     def _reason(exc: Exception, memory_id: str) -> str:
@@ -412,7 +411,7 @@ class Writing:
 
         self.store.atomic(swap)
 
-    def _lost(self, memory: Memory, lost: _LostClaim, spent: Usage, usage: Usage, out: CognifyResult) -> None:
+    def _lost(self, memory: Memory, lost: _LostClaim, spent: Usage, out: CognifyResult) -> None:
         """Nothing was written: the memory was forgotten meanwhile (reported as failed: it is not
         stored) or another worker holds it now (skipped: that worker reports it)."""
         with self._result_lock:
@@ -420,10 +419,10 @@ class Writing:
                 out.failed[memory.id] = lost.message
             else:
                 out.skipped.append(memory.id)
-            usage.add(spent)
+            out.usage.add(spent)
         log.warning("claim lost", extra={"memory_id": memory.id, "forgotten": lost.forgotten})
 
-    def _fail(self, memory: Memory, reason: str, spent: Usage, usage: Usage, out: CognifyResult) -> None:
+    def _fail(self, memory: Memory, reason: str, spent: Usage, out: CognifyResult) -> None:
         fields: dict[str, Any] = {"status": "failed", "error": reason, "claimed_by": None, "updated_at": self.now()}
         if spent.chat_calls or spent.embedding_calls:  # money spent on a failure still counts
             fields["usage"] = spent.model_dump()
@@ -433,12 +432,10 @@ class Writing:
             log.error("could not record failure", extra={"memory_id": memory.id, "error_type": type(exc).__name__})
         with self._result_lock:
             out.failed[memory.id] = reason
-            usage.add(spent)
+            out.usage.add(spent)
         log.warning("memory failed", extra={"memory_id": memory.id, "dataset": memory.dataset})
 
-    def _record(
-        self, memory: Memory, committed: CommitOutcome, spent: Usage, usage: Usage, out: CognifyResult
-    ) -> None:
+    def _record(self, memory: Memory, committed: CommitOutcome, spent: Usage, out: CognifyResult) -> None:
         with self._result_lock:
             out.processed.append(memory.id)
             if not (committed.facts_created or committed.facts_merged or committed.facts_invalidated):
@@ -446,7 +443,7 @@ class Writing:
             out.entities_created += len(committed.entities_created)
             out.facts_created += len(committed.facts_created)
             out.facts_invalidated.extend(committed.facts_invalidated)
-            usage.add(spent)
+            out.usage.add(spent)
         log.info(
             "memory processed",
             extra={
