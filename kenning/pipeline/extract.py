@@ -53,27 +53,34 @@ class Extraction(BaseModel):
 
 
 class Document(BaseModel):
-    """One memory's chunks and reference time, as one of several extracted together."""
+    """One memory as ``extract_many`` sees it: who said it ("I") and to whom ("you"), if known."""
 
     chunks: list[str]
     reference_time: dt.datetime
+    speaker: str | None = None
+    addressee: str | None = None
 
 
 class Extractor(ABC):
     """Turns chunks of one memory into entities and facts.
 
     ``reference_time`` is the memory's reference time: relative dates ("last year") are resolved
-    against it. Model calls and tokens spent are added to ``usage``. An extractor that
-    ``judges`` is shown the live stored facts a text names (``known``) and says which of them
-    each new fact repeats or ends; one that does not is never given them. The batch methods
-    loop over the single ones unless an extractor can do better.
+    against it. Model calls and tokens spent are added to ``usage``. ``speaker`` is who said the
+    text ("I", "me", "my"), ``addressee`` who was spoken to ("you"); the pipeline passes them
+    only when the memory names them (``process.speakers_of``). An extractor that ``judges`` is
+    shown the live stored facts a text names (``known``) and says which of them each new fact
+    repeats or ends; one that does not is never given them. The batch methods loop over the
+    single ones unless an extractor can do better.
     """
 
     #: shown the stored facts a text names, it judges new facts against them
     judges: bool = False
 
     @abstractmethod
-    def extract(self, chunks: list[str], *, reference_time: dt.datetime, usage: Usage) -> Extraction:
+    def extract(
+        self, chunks: list[str], *, reference_time: dt.datetime, usage: Usage,
+        speaker: str | None = None, addressee: str | None = None,
+    ) -> Extraction:
         """The entities and facts of one memory's chunks."""
 
     def extract_many(
@@ -83,7 +90,9 @@ class Extractor(ABC):
         out: list[Extraction | ModelResponseError] = []
         for document in documents:
             try:
-                out.append(self.extract(document.chunks, reference_time=document.reference_time, usage=usage))
+                voices = {k: v for k in ("speaker", "addressee") if (v := getattr(document, k)) is not None}
+                out.append(self.extract(document.chunks, reference_time=document.reference_time, usage=usage,
+                                        **voices))
             except ModelResponseError as exc:
                 out.append(exc)
         return out
