@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any
 
 from ._time import utcnow
-from .engine import Engine
+from .core.engine import Engine
 from .errors import EmbedderMismatchError
 from .pipeline.extract import Extractor
 from .providers.base import ChatModel, Embedder

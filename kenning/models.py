@@ -63,7 +63,7 @@ class MemoryInput(_Model):
     metadata: dict[str, Any] = Field(default_factory=dict)
     source: str | None = None
     retention: Retention = "standard"
-    #: any form the date parser reads (kenning.pipeline.dates.ACCEPTED_FORMS)
+    #: any form the date parser reads (kenning.dates.ACCEPTED_FORMS)
     retention_until: dt.datetime | Annotated[str, Field(max_length=100)] | None = None
     supersedes: list[str] = Field(default_factory=list)
     supersession_reason: str | None = None
