@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from ._time import utcnow
@@ -31,6 +33,7 @@ from .providers.rerank import Reranker
 from .settings import Settings
 from .store import open_store
 from .store.base import MemoryFilter, Store
+from .store.portable import PortableReport
 
 __all__ = ["AsyncKenning", "Kenning"]
 
@@ -139,9 +142,10 @@ class Kenning:
         ``Kenning.reembed("memory.db", embedder="local:all-MiniLM-L6-v2")``."""
         self = cls.__new__(cls)
         known = {k: kwargs.pop(k, None) for k in ("store", "embedder", "chat", "extractor", "clock", "reranker")}
+        progress = kwargs.pop("progress", None)  # called with the number of rows just embedded
         self._engine = _build_engine(path_or_url, settings=kwargs, verify_embedder=False, **known)
         with self:
-            return self._engine.reembed()
+            return self._engine.reembed(progress=progress)
 
     def __enter__(self) -> Kenning:
         return self
@@ -186,10 +190,12 @@ class Kenning:
         return [memory_id for memory_id, _ in added]
 
     def cognify(
-        self, *, dataset: str | None = None, force: bool = False, retry_failed: bool = False
+        self, *, dataset: str | None = None, force: bool = False, retry_failed: bool = False,
+        progress: Callable[[int], None] | None = None,
     ) -> CognifyResult:
-        """Process every pending memory (failed ones too with ``retry_failed``)."""
-        return self._engine.cognify(dataset=dataset, force=force, retry_failed=retry_failed)
+        """Process every pending memory (failed ones too with ``retry_failed``); ``progress(n)``
+        is called as memories are done."""
+        return self._engine.cognify(dataset=dataset, force=force, retry_failed=retry_failed, progress=progress)
 
     def recall(
         self,
@@ -296,6 +302,41 @@ class Kenning:
         merge duplicate entities, and fill missing embeddings."""
         return self._engine.improve(dataset=dataset)
 
+    # -- export / import (kenning/store/portable.py) -------------------------------------------
+    def export(self, path: str | os.PathLike[str], *, datasets: Sequence[str] | None = None,
+               format: str = "jsonl", vectors: bool = True,
+               progress: Callable[[int], None] | None = None) -> PortableReport:
+        """Write ``datasets`` (default: all) to ``path``: ``format="jsonl"`` everything, sorted
+        and versioned, for :meth:`import_`; ``"graphml"`` or ``"json"`` the graph (entities and
+        facts) for graph tools. ``vectors=False`` leaves vectors out. The file is replaced only
+        once complete. ``progress(n)`` is called as rows are written."""
+        from .store.portable import export_graph, export_store
+
+        target = Path(path)
+        part = target.with_name(target.name + ".part")
+        try:
+            with part.open("w", encoding="utf-8", newline="\n") as out:
+                if format == "jsonl":
+                    report = export_store(self.store, out, datasets=datasets, vectors=vectors, progress=progress)
+                else:
+                    report = export_graph(self.store, out, datasets=datasets, format=format)
+            part.replace(target)
+        finally:
+            part.unlink(missing_ok=True)
+        return report
+
+    def import_(self, path: str | os.PathLike[str], *,
+                progress: Callable[[int], None] | None = None) -> PortableReport:
+        """Load a file written by :meth:`export` (``import`` is a Python keyword, hence the
+        underscore) with the same ids, in one transaction; identical rows already held are
+        skipped, differing ones refused. A file without vectors is embedded here."""
+        from .store.portable import import_store
+
+        report = import_store(self.store, path, progress=progress)
+        if not report.vectors:
+            self._engine.reembed(missing_only=True)
+        return report
+
 
 class AsyncKenning:
     """The async facade: the same verbs as ``Kenning``, awaited."""
@@ -375,3 +416,9 @@ class AsyncKenning:
 
     async def improve(self, *, dataset: str = "main") -> ImproveResult:
         return await self._run(self._sync.improve, dataset=dataset)
+
+    async def export(self, path: str | os.PathLike[str], **kwargs: Any) -> PortableReport:
+        return await self._run(self._sync.export, path, **kwargs)
+
+    async def import_(self, path: str | os.PathLike[str], **kwargs: Any) -> PortableReport:
+        return await self._run(self._sync.import_, path, **kwargs)

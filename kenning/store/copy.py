@@ -52,6 +52,8 @@ class CopyReport:
 
 # -- the two backends, seen as tables of rows ---------------------------------------------------
 class _SQLiteSide:
+    mark, collate = "?", ""  # a parameter; how text keys sort bytewise (BINARY is the default)
+
     def __init__(self, store: Any) -> None:
         self.store, self.db = store, store._db
         self.types: dict[str, dict[str, str]] = {}
@@ -68,6 +70,14 @@ class _SQLiteSide:
     def depends_on(self, table: str) -> set[str]:
         return {r["table"] for r in self.db.execute(f'PRAGMA foreign_key_list("{table}")')} - {table}
 
+    def primary_key(self, table: str) -> list[str]:
+        rows = sorted((r["pk"], r["name"]) for r in self.db.execute(f'PRAGMA table_info("{table}")') if r["pk"])
+        return [name for _, name in rows]
+
+    def select(self, query: str, args: Sequence[Any] = ()) -> list[tuple]:
+        with self.store._lock:
+            return [tuple(r) for r in self.db.execute(query, args).fetchall()]
+
     def count(self, table: str, where: str = "") -> int:
         return self.db.execute(f'SELECT count(*) FROM "{table}" {where}').fetchone()[0]
 
@@ -75,10 +85,11 @@ class _SQLiteSide:
         rows = dict(self.db.execute("SELECT key, value FROM meta WHERE key LIKE 'embedder%'").fetchall())
         return (rows["embedder"], int(rows["embedder_dimension"])) if len(rows) == 2 else None
 
-    def read(self, table: str, columns: Sequence[str], batch: int) -> Iterator[list[tuple]]:
+    def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
+             args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
         names = ", ".join(f'"{c}"' for c in columns)
         with self.store._lock:
-            cursor = self.db.execute(f'SELECT {names} FROM "{table}"')
+            cursor = self.db.execute(f'SELECT {names} FROM "{table}" {where}', args)
             while rows := cursor.fetchmany(batch):
                 yield [tuple(r) for r in rows]
 
@@ -100,20 +111,28 @@ class _SQLiteSide:
         )
 
     def _rebuild_fulltext(self) -> None:
-        from .sqlite.store import _entity_text
+        from .sqlite.store import _entity_text, dataset_token
 
+        # Every row gets its dataset token too: searching a store of several datasets matches
+        # on it inside the index.
         for table, column in (("chunks", "text"), ("facts", "description")):
             self.db.execute(f"DELETE FROM {table}_fts")
-            self.db.execute(f"INSERT INTO {table}_fts (rowid, text) SELECT rowid, {column} FROM {table}")
+            self.db.executemany(
+                f"INSERT INTO {table}_fts (rowid, ds, text) VALUES (?, ?, ?)",
+                [(r[0], dataset_token(r[1]), r[2])
+                 for r in self.db.execute(f"SELECT rowid, dataset, {column} FROM {table}")],
+            )
         self.db.execute("DELETE FROM entities_fts")
         self.db.executemany(
-            "INSERT INTO entities_fts (rowid, text) VALUES (?, ?)",
-            [(r[0], _entity_text(r[1], json.loads(r[2]), r[3]))
-             for r in self.db.execute("SELECT rowid, name, aliases, description FROM entities")],
+            "INSERT INTO entities_fts (rowid, ds, text) VALUES (?, ?, ?)",
+            [(r[0], dataset_token(r[1]), _entity_text(r[2], json.loads(r[3]), r[4]))
+             for r in self.db.execute("SELECT rowid, dataset, name, aliases, description FROM entities")],
         )
 
 
 class _PostgresSide:
+    mark, collate = "%s", ' COLLATE "C"'
+
     def __init__(self, store: Any) -> None:
         self.store = store
         self._conn: Any = None
@@ -155,6 +174,19 @@ class _PostgresSide:
         )
         return {r["t"] for r in rows} - {table}
 
+    def primary_key(self, table: str) -> list[str]:
+        rows = self._all(
+            "SELECT a.attname AS c FROM pg_index i JOIN pg_attribute a"
+            " ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)"
+            " WHERE i.indrelid = to_regclass(%s) AND i.indisprimary"
+            " ORDER BY array_position(i.indkey::int2[], a.attnum)",
+            (table,),
+        )
+        return [r["c"] for r in rows]
+
+    def select(self, query: str, args: Sequence[Any] = ()) -> list[tuple]:
+        return [tuple(r.values()) for r in self._all(query, args)]
+
     def count(self, table: str, where: str = "") -> int:
         return self._all(f'SELECT count(*) AS n FROM "{table}" {where}')[0]["n"]
 
@@ -162,10 +194,11 @@ class _PostgresSide:
         with self._connection() as conn:
             return self.store._read_embedder(conn)
 
-    def read(self, table: str, columns: Sequence[str], batch: int) -> Iterator[list[tuple]]:
+    def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
+             args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
         names = ", ".join(f'"{c}"' for c in columns)
         with self.store._conn() as conn, conn.transaction(), conn.cursor(name=f"kenning_copy_{table}") as cursor:
-            cursor.execute(f'SELECT {names} FROM "{table}"')
+            cursor.execute(f'SELECT {names} FROM "{table}" {where}', args)
             while rows := cursor.fetchmany(batch):
                 yield [tuple(r[c] for c in columns) for r in rows]
 
