@@ -319,7 +319,7 @@ class Kenning:
                 if format == "jsonl":
                     report = export_store(self.store, out, datasets=datasets, vectors=vectors, progress=progress)
                 else:
-                    report = export_graph(self.store, out, datasets=datasets, format=format)
+                    report = export_graph(self.store, out, datasets=datasets, format=format, progress=progress)
             part.replace(target)
         finally:
             part.unlink(missing_ok=True)

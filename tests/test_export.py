@@ -292,3 +292,51 @@ def test_cli_shows_a_bar_on_a_terminal(tmp_path, clock) -> None:  # noqa: ANN001
     os.close(main)
     assert proc.returncode == 0
     assert b"exporting:" in shown and b"rows/s" in shown, shown
+
+
+def test_long_commands_end_with_one_summary_line_off_a_terminal(tmp_path, clock) -> None:  # noqa: ANN001
+    db = str(tmp_path / "a.db")
+    _fill(db, clock)
+    runner = CliRunner()
+
+    def summary(*args: str) -> str:
+        result = runner.invoke(cli, ["--db", db, *args])
+        assert result.exit_code == 0, result.output
+        lines = [line for line in result.stderr.splitlines() if " in " in line and "/s)" in line]
+        assert len(lines) == 1, result.stderr
+        return lines[0]
+
+    assert summary("cognify").startswith("cognifying: 1 memories in ")
+    assert summary("remember", "Erin works at Hooli.", "Frank lives in Oslo.").startswith(
+        "remembering: 2 memories in ")
+    with Kenning(db) as kn:
+        texts = sum(kn.stats().model_dump()[k] for k in ("chunks", "entities", "facts"))
+    assert summary("reembed").startswith(f"re-embedding: {texts} texts in ")
+    assert summary("migrate", "--from", db, "--to", str(tmp_path / "b.db")).startswith("copying: ")
+    fixture = Path(__file__).parent / "fixtures" / "hotpotqa_tiny.json"
+    assert summary("eval", "hotpotqa", str(fixture)).startswith("evaluating: ")
+    quiet = runner.invoke(cli, ["--db", db, "cognify", "--json"])
+    assert quiet.exit_code == 0 and quiet.stderr == ""
+
+
+def test_an_export_reads_one_snapshot_while_others_write(store_url, tmp_path, clock) -> None:  # noqa: ANN001
+    _fill(store_url, clock)
+    with Kenning(store_url) as reader, Kenning(store_url) as writer:
+        written = []
+
+        def write_meanwhile(n: int) -> None:
+            if not written:  # after the first table (datasets), before the memories are read
+                written.append(writer.remember("Zed works at Zeta.").memory_ids[0])
+
+        reader.export(tmp_path / "a.jsonl", progress=write_meanwhile)
+        assert written and writer.get(written[0]).status == "active"
+    data = (tmp_path / "a.jsonl").read_bytes()
+    assert b"Zeta" not in data
+    assert b"Zeta" in _export(store_url, tmp_path / "b.jsonl")  # the next export sees it
+
+
+def test_an_in_memory_store_exports_too(tmp_path) -> None:  # noqa: ANN001
+    with Kenning(":memory:") as kn:
+        kn.remember("Alice works at Acme.")
+        report = kn.export(tmp_path / "a.jsonl")
+    assert report.rows["memories"] == 1 and report.datasets == ["main"]

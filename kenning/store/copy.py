@@ -17,6 +17,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -92,6 +93,25 @@ class _SQLiteSide:
             cursor = self.db.execute(f'SELECT {names} FROM "{table}" {where}', args)
             while rows := cursor.fetchmany(batch):
                 yield [tuple(r) for r in rows]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads see one state of the database: a read transaction on a second connection (WAL
+        lets writers go on meanwhile); an in-memory database has only its one connection."""
+        path = self.db.execute("PRAGMA database_list").fetchone()[2]
+        if not path:
+            yield
+            return
+        conn = sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute("BEGIN")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the snapshot starts here
+            self.db = conn
+            yield
+        finally:
+            self.db = self.store._db
+            conn.close()
 
     @contextmanager
     def writing(self) -> Iterator[None]:
@@ -197,10 +217,21 @@ class _PostgresSide:
     def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
              args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
         names = ", ".join(f'"{c}"' for c in columns)
-        with self.store._conn() as conn, conn.transaction(), conn.cursor(name=f"kenning_copy_{table}") as cursor:
+        with self._connection() as conn, conn.transaction(), conn.cursor(name=f"kenning_copy_{table}") as cursor:
             cursor.execute(f'SELECT {names} FROM "{table}" {where}', args)
             while rows := cursor.fetchmany(batch):
                 yield [tuple(r[c] for c in columns) for r in rows]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads see one state of the database (one repeatable-read transaction)."""
+        with self.store._conn() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            self._conn = conn
+            try:
+                yield
+            finally:
+                self._conn = None
 
     @contextmanager
     def writing(self) -> Iterator[None]:

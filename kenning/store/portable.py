@@ -150,6 +150,16 @@ def _all_datasets(side: Side) -> list[str]:
     return sorted(names)
 
 
+def _chosen(side: Side, datasets: Iterable[str] | None) -> list[str]:
+    existing = _all_datasets(side)
+    if isinstance(datasets, str):
+        datasets = [datasets]
+    chosen = existing if datasets is None else sorted(set(datasets))
+    if missing := [d for d in chosen if d not in existing]:
+        raise NotFoundError(f"no dataset {missing[0]!r}; datasets: {', '.join(existing) or 'none yet'}")
+    return chosen
+
+
 def _rows(side: Side, table: str, datasets: list[str], batch: int) -> Iterator[list[dict[str, Any]]]:
     columns = list(side.columns(table))
     kinds = [KINDS.get((table, c)) for c in columns]
@@ -164,15 +174,18 @@ def _rows(side: Side, table: str, datasets: list[str], batch: int) -> Iterator[l
 # -- export ----------------------------------------------------------------------------------
 def export_store(store: Store, out: IO[str], *, datasets: Iterable[str] | None = None,
                  vectors: bool = True, batch: int = 1000, progress: Progress = None) -> PortableReport:
-    """Write the rows of ``datasets`` (all of them by default) to ``out`` as JSON Lines."""
+    """Write the rows of ``datasets`` (all of them by default) to ``out`` as JSON Lines, all
+    read in one snapshot of the store."""
+    side = _side(store)
+    with side.snapshot():
+        return _export(side, out, datasets, vectors, batch, progress)
+
+
+def _export(side: Side, out: IO[str], datasets: Iterable[str] | None, vectors: bool, batch: int,
+            progress: Progress) -> PortableReport:
     from .. import __version__
 
-    side = _side(store)
-    existing = _all_datasets(side)
-    chosen = existing if datasets is None else sorted(set(datasets))
-    missing = [d for d in chosen if d not in existing]
-    if missing:
-        raise NotFoundError(f"no dataset {missing[0]!r}; datasets: {', '.join(existing) or 'none yet'}")
+    chosen = _chosen(side, datasets)
     embedder = side.embedder()
     report = PortableReport(chosen, vectors, embedder)
     out.write(_line({"format": FORMAT, "version": VERSION, "kenning": __version__, "datasets": chosen,
@@ -191,22 +204,20 @@ def export_store(store: Store, out: IO[str], *, datasets: Iterable[str] | None =
 
 
 def export_graph(store: Store, out: IO[str], *, datasets: Iterable[str] | None = None,
-                 format: str = "graphml") -> PortableReport:
+                 format: str = "graphml", progress: Progress = None) -> PortableReport:
     """Entities as nodes and facts as edges (closed ones too, with both timelines), as GraphML
     or as a JSON node-link graph (``{"nodes": […], "edges": […]}``)."""
     if format not in _GRAPH_FORMATS:
         raise ValidationError(f"format must be one of {', '.join(_GRAPH_FORMATS)}, not {format!r}")
     side = _side(store)
-    existing = _all_datasets(side)
-    chosen = existing if datasets is None else sorted(set(datasets))
-    if missing := [d for d in chosen if d not in existing]:
-        raise NotFoundError(f"no dataset {missing[0]!r}; datasets: {', '.join(existing) or 'none yet'}")
-    drop = {"embedding"}
-    nodes = [{k: v for k, v in r.items() if k not in drop}
-             for rows in _rows(side, "entities", chosen, 1000) for r in rows] if chosen else []
-    edges = [{k: v for k, v in r.items() if k not in drop}
-             for rows in _rows(side, "facts", chosen, 1000) for r in rows] if chosen else []
+    with side.snapshot():
+        chosen = _chosen(side, datasets)
+        nodes, edges = ([{k: v for k, v in r.items() if k != "embedding"}
+                         for rows in _rows(side, table, chosen, 1000) for r in rows] if chosen else []
+                        for table in ("entities", "facts"))
     _GRAPH_FORMATS[format](out, nodes, edges)
+    if progress:
+        progress(len(nodes) + len(edges))
     return PortableReport(chosen, False, side.embedder(), {"entities": len(nodes), "facts": len(edges)})
 
 
