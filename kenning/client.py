@@ -9,7 +9,6 @@ import asyncio
 import datetime as dt
 import os
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import Any
 
 from ._time import utcnow
@@ -310,29 +309,19 @@ class Kenning:
         and versioned, for :meth:`import_`; ``"graphml"`` or ``"json"`` the graph (entities and
         facts) for graph tools. ``vectors=False`` leaves vectors out. The file is replaced only
         once complete. ``progress(n)`` is called as rows are written."""
-        from .store.portable import export_graph, export_store
+        from .store.portable import export_file
 
-        target = Path(path)
-        part = target.with_name(target.name + ".part")
-        try:
-            with part.open("w", encoding="utf-8", newline="\n") as out:
-                if format == "jsonl":
-                    report = export_store(self.store, out, datasets=datasets, vectors=vectors, progress=progress)
-                else:
-                    report = export_graph(self.store, out, datasets=datasets, format=format, progress=progress)
-            part.replace(target)
-        finally:
-            part.unlink(missing_ok=True)
-        return report
+        return export_file(self.store, path, datasets=datasets, format=format, vectors=vectors,
+                           progress=progress)
 
     def import_(self, path: str | os.PathLike[str], *,
                 progress: Callable[[int], None] | None = None) -> PortableReport:
         """Load a file written by :meth:`export` (``import`` is a Python keyword, hence the
         underscore) with the same ids, in one transaction; identical rows already held are
         skipped, differing ones refused. A file without vectors is embedded here."""
-        from .store.portable import import_store
+        from .store.portable import import_file
 
-        report = import_store(self.store, path, progress=progress)
+        report = import_file(self.store, path, progress=progress)
         if not report.vectors:
             self._engine.reembed(missing_only=True)
         return report

@@ -3,6 +3,7 @@ stores; the rules for rows already held; bad files; the graph formats; progress 
 
 from __future__ import annotations
 
+import base64
 import fcntl
 import json
 import os
@@ -340,3 +341,36 @@ def test_an_in_memory_store_exports_too(tmp_path) -> None:  # noqa: ANN001
         kn.remember("Alice works at Acme.")
         report = kn.export(tmp_path / "a.jsonl")
     assert report.rows["memories"] == 1 and report.datasets == ["main"]
+
+
+def test_a_vector_of_the_wrong_size_and_an_unwritable_path_are_errors(tmp_path, clock) -> None:  # noqa: ANN001
+    source, target = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    _fill(source, clock)
+    lines = _lines(_export(source, tmp_path / "a.jsonl"))
+    chunk = next(item["row"] for item in lines if item.get("table") == "chunks")
+    chunk["embedding"] = base64.b64encode(bytes(12)).decode()  # three float32 zeros
+    (tmp_path / "bad.jsonl").write_text("".join(json.dumps(item) + "\n" for item in lines))
+    with Kenning(target) as kn:
+        with pytest.raises(ValidationError, match=r"chunks: an embedding has 3 dimensions, the header says \d+"):
+            kn.import_(tmp_path / "bad.jsonl")
+        assert kn.list(dataset=None) == []
+        with pytest.raises(ValidationError, match="cannot write"):
+            kn.export(tmp_path / "missing" / "a.jsonl")
+
+
+def test_the_async_twins(tmp_path, clock) -> None:  # noqa: ANN001
+    import asyncio
+
+    from kenning import AsyncKenning
+
+    source, target = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
+    _fill(source, clock)
+
+    async def go() -> tuple:
+        async with AsyncKenning(source) as a, AsyncKenning(target) as b:
+            exported = await a.export(tmp_path / "a.jsonl", datasets=["other"])
+            imported = await b.import_(tmp_path / "a.jsonl")
+            return exported, imported
+
+    exported, imported = asyncio.run(go())
+    assert exported.rows == imported.rows and exported.rows["memories"] == 1

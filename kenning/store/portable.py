@@ -49,7 +49,7 @@ from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
 from .base import Store
 from .copy import _driver_error, _in_order, _PostgresSide, _side, _SQLiteSide, _vector
 
-__all__ = ["FORMAT", "VERSION", "PortableReport", "export_graph", "export_store", "import_store"]
+__all__ = ["FORMAT", "VERSION", "PortableReport", "export_file", "export_graph", "export_store", "import_file"]
 
 FORMAT, VERSION = "kenning-export", 1
 Side = _SQLiteSide | _PostgresSide
@@ -114,14 +114,17 @@ def _out(kind: str | None, value: Any) -> Any:
     return value
 
 
-def _in(kind: str | None, value: Any, where: str) -> Any:
+def _in(kind: str | None, value: Any, where: str, dimension: int | None) -> Any:
     """A value from the file, ready for ``copy``'s converters."""
     if value is None or kind != "vector":
         return value
     try:
-        return np.frombuffer(base64.b64decode(value, validate=True), dtype="<f4").astype(np.float32)
+        vector = np.frombuffer(base64.b64decode(value, validate=True), dtype="<f4").astype(np.float32)
     except (TypeError, ValueError) as exc:
-        raise ValidationError(f"{where}: the embedding is not base64 float32 ({exc})") from exc
+        raise ValidationError(f"{where}: an embedding is not base64 float32 ({exc})") from exc
+    if len(vector) != dimension:
+        raise ValidationError(f"{where}: an embedding has {len(vector)} dimensions, the header says {dimension}")
+    return vector
 
 
 def _line(value: dict[str, Any]) -> str:
@@ -172,6 +175,26 @@ def _rows(side: Side, table: str, datasets: list[str], batch: int) -> Iterator[l
 
 
 # -- export ----------------------------------------------------------------------------------
+def export_file(store: Store, path: str | Path, *, datasets: Iterable[str] | None = None,
+                format: str = "jsonl", vectors: bool = True, progress: Progress = None) -> PortableReport:
+    """Write ``path`` (through ``path.part``, renamed over it once complete): ``"jsonl"`` with
+    :func:`export_store`, ``"graphml"`` or ``"json"`` with :func:`export_graph`."""
+    target = Path(path)
+    part = target.with_name(target.name + ".part")
+    try:
+        with part.open("w", encoding="utf-8", newline="\n") as out:
+            if format == "jsonl":
+                report = export_store(store, out, datasets=datasets, vectors=vectors, progress=progress)
+            else:
+                report = export_graph(store, out, datasets=datasets, format=format, progress=progress)
+        part.replace(target)
+    except OSError as exc:
+        raise ValidationError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    finally:
+        part.unlink(missing_ok=True)
+    return report
+
+
 def export_store(store: Store, out: IO[str], *, datasets: Iterable[str] | None = None,
                  vectors: bool = True, batch: int = 1000, progress: Progress = None) -> PortableReport:
     """Write the rows of ``datasets`` (all of them by default) to ``out`` as JSON Lines, all
@@ -307,7 +330,7 @@ def _check_header(item: dict[str, Any], where: str) -> dict[str, Any]:
     return item
 
 
-def import_store(store: Store, path: str | Path, *, batch: int = 1000, progress: Progress = None) -> PortableReport:
+def import_file(store: Store, path: str | Path, *, batch: int = 1000, progress: Progress = None) -> PortableReport:
     """Load an export file into ``store`` (see the module's rules), in one transaction."""
     path = Path(path)
     try:
@@ -394,8 +417,9 @@ def _write(side: Side, table: str, rows: list[dict[str, Any]], report: PortableR
                 raise ConflictError(f"the store already holds {table} {ident} with other values"
                                     f" ({', '.join(differ)}); nothing was imported")
         if fresh:
-            side.write(table, columns, [tuple(_in(kinds[c], r[c], table) for c in columns) for r in fresh],
-                       source)
+            dimension = report.embedder[1] if report.embedder else None
+            side.write(table, columns, [tuple(_in(kinds[c], r[c], table, dimension) for c in columns)
+                                        for r in fresh], source)
         report.rows[table] = report.rows.get(table, 0) + len(fresh)
         report.skipped[table] = report.skipped.get(table, 0) + len(part) - len(fresh)
         if progress:
