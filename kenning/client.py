@@ -314,14 +314,15 @@ class Kenning:
         return export_file(self.store, path, datasets=datasets, format=format, vectors=vectors,
                            progress=progress)
 
-    def import_(self, path: str | os.PathLike[str], *,
+    def import_(self, path: str | os.PathLike[str], *, vectors: bool = True,
                 progress: Callable[[int], None] | None = None) -> PortableReport:
         """Load a file written by :meth:`export` (``import`` is a Python keyword, hence the
         underscore) with the same ids, in one transaction; identical rows already held are
-        skipped, differing ones refused. A file without vectors is embedded here."""
+        skipped, differing ones refused. A file without vectors (or ``vectors=False``, which
+        ignores the file's: for a store with another embedder) is embedded here."""
         from .store.portable import import_file
 
-        report = import_file(self.store, path, progress=progress)
+        report = import_file(self.store, path, vectors=vectors, progress=progress)
         if not report.vectors:
             self._engine.reembed(missing_only=True)
         return report

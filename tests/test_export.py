@@ -203,6 +203,13 @@ def test_vectors_of_another_embedder_are_refused_and_a_file_without_them_is_embe
         kn.import_(tmp_path / "plain.jsonl")
         assert not kn.store.texts_to_embed("chunk", None, 100, True)  # all embedded here
         assert kn.recall("Where does Alice work?").hits[0].text == "Alice works at Globex."
+    # the file with vectors, its vectors ignored: the same, and identical rows are skipped
+    other = f"sqlite:///{tmp_path / 'c.db'}"
+    with Kenning(other, embedder=HashingEmbedder(dimension=64)) as kn:
+        assert kn.import_(tmp_path / "a.jsonl", vectors=False).rows["chunks"] > 0
+        assert not kn.store.texts_to_embed("chunk", None, 100, True)
+        assert sum(kn.import_(tmp_path / "a.jsonl", vectors=False).rows.values()) == 0
+
 
 
 def test_graphml_and_json_graph(tmp_path, clock) -> None:  # noqa: ANN001
@@ -262,9 +269,9 @@ def test_cli_export_import_and_summary_lines(tmp_path, clock) -> None:  # noqa: 
     assert result.stderr.startswith("exporting: ") and "rows in" in result.stderr and "/s)" in result.stderr
     result = runner.invoke(cli, ["--db", target, "import", str(out)])
     assert result.exit_code == 0 and "imported main:" in result.stdout and "importing: " in result.stderr
-    result = runner.invoke(cli, ["--db", target, "import", str(out), "--json"])
+    result = runner.invoke(cli, ["--db", target, "import", str(out), "--json", "--no-vectors"])
     assert result.exit_code == 0 and result.stderr == ""
-    assert json.loads(result.stdout)["rows"]["memories"] == 0
+    assert json.loads(result.stdout)["rows"]["memories"] == 0 and not json.loads(result.stdout)["vectors"]
     out.write_text("garbage\n")
     result = runner.invoke(cli, ["--db", target, "import", str(out)])
     assert result.exit_code == 1 and "error: a.jsonl line 1 is not JSON" in result.stderr

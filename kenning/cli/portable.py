@@ -45,9 +45,11 @@ def export(ctx, out, datasets, fmt, no_vectors, as_json) -> None:  # noqa: ANN00
 
 @click.command("import")
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
+@click.option("--no-vectors", is_flag=True, help="Ignore the file's vectors and embed the rows with this"
+              " store's embedder (for a store whose embedder differs from the file's).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def import_(ctx, path, as_json) -> None:  # noqa: ANN001
+def import_(ctx, path, no_vectors, as_json) -> None:  # noqa: ANN001
     """Load a file written by `kenning export` into this store (SQLite or PostgreSQL), with the
     same ids, in one transaction. Rows the store already holds identically are skipped; a row
     held with other values is an error and nothing is imported.
@@ -55,7 +57,7 @@ def import_(ctx, path, as_json) -> None:  # noqa: ANN001
     Example: kenning --db postgresql://localhost/kenning import backup.jsonl
     """
     with open_kenning(ctx, create=True) as kn, progress("importing", "rows", quiet=as_json) as advance:
-        report = call(kn.import_, path, progress=advance)
+        report = call(kn.import_, path, vectors=not no_vectors, progress=advance)
     if as_json:
         dump_json(report.as_dict())
         return

@@ -7,6 +7,9 @@ are derived, not copied: the SQLite full-text tables are rebuilt from the rows, 
 generated columns, and the HNSW indexes are built once the vectors are in. The embedder record
 goes along, and the row and vector counts of both stores are compared at the end.
 
+The two sides (``_SQLiteSide``, ``_PostgresSide``) are shared with ``portable.py``, which writes
+the same rows to a file and reads them back (``kenning export`` / ``kenning import``).
+
 This module reads both backends' tables directly, which only code inside ``kenning.store`` may.
 """
 

@@ -14,7 +14,8 @@ JSON, vectors as base64 of little-endian float32, keys sorted), so exporting the
 gives the same bytes, and export → import → export is byte-identical across SQLite and
 PostgreSQL. Vectors are included unless asked otherwise: they are derived, but re-embedding a
 store costs model calls, and the header records the embedder that made them. A file without
-vectors imports into a store with any embedder (the facade then embeds what is missing).
+vectors, or imported without its vectors, goes into a store with any embedder (the facade then
+embeds what is missing).
 
 What is exported for a set of datasets: the datasets, their memories, chunks, entities, facts,
 both provenance tables, the dataset owners and grants of the auth tables, and the users those
@@ -330,8 +331,11 @@ def _check_header(item: dict[str, Any], where: str) -> dict[str, Any]:
     return item
 
 
-def import_file(store: Store, path: str | Path, *, batch: int = 1000, progress: Progress = None) -> PortableReport:
-    """Load an export file into ``store`` (see the module's rules), in one transaction."""
+def import_file(store: Store, path: str | Path, *, vectors: bool = True, batch: int = 1000,
+                progress: Progress = None) -> PortableReport:
+    """Load an export file into ``store`` (see the module's rules), in one transaction.
+    ``vectors=False`` ignores the file's vectors (for a store with another embedder; the
+    facade then embeds the rows here)."""
     path = Path(path)
     try:
         with path.open(encoding="utf-8") as handle:
@@ -344,8 +348,9 @@ def import_file(store: Store, path: str | Path, *, batch: int = 1000, progress: 
     embedder = header.get("embedder")
     embedder = (embedder["name"], int(embedder["dimension"])) if embedder else None
     side = _side(store)
-    _check_embedder(side, embedder, bool(header.get("vectors")))
-    report = PortableReport(list(header.get("datasets", [])), bool(header.get("vectors")), embedder)
+    vectors = vectors and bool(header.get("vectors"))
+    _check_embedder(side, embedder, vectors)
+    report = PortableReport(list(header.get("datasets", [])), vectors, embedder)
     _check_tables(side, store, parsed)
     try:
         with side.writing():
@@ -375,8 +380,8 @@ def _check_embedder(side: Side, embedder: tuple[str, int] | None, vectors: bool)
     if vectors and embedder and stored and stored != embedder:
         raise ConflictError(
             f"the file's vectors were made by {embedder[0]!r} ({embedder[1]} dimensions), this store"
-            f" uses {stored[0]!r} ({stored[1]}): import into a store with that embedder, or export"
-            " again without vectors (kenning export --no-vectors) to embed them here")
+            f" uses {stored[0]!r} ({stored[1]}): import into a store with that embedder, or import"
+            " without the file's vectors (kenning import --no-vectors) to embed the rows here")
 
 
 def _check_tables(side: Side, store: Store, parsed: _File) -> None:
@@ -402,13 +407,16 @@ def _write(side: Side, table: str, rows: list[dict[str, Any]], report: PortableR
     key = side.primary_key(table)
     kinds = {c: KINDS.get((table, c)) for c in columns}
     source = {c: "ARRAY" for c, k in kinds.items() if k == "list"}
+    ignored = {} if report.vectors else {c: None for c, k in kinds.items() if k == "vector"}
     for start in range(0, len(rows), batch):
         part = rows[start:start + batch]
         held = _held(side, table, columns, key, part)
         fresh = []
         for row in part:
-            full = {c: row.get(c) for c in columns}
+            full = {c: row.get(c) for c in columns} | ignored
             old = held.get(tuple(full[k] for k in key))
+            if old is not None:
+                old |= ignored  # a held row's own vector is not compared when the file's are ignored
             if old is None:
                 fresh.append(full)
             elif old != full and table not in KEEP:
