@@ -215,6 +215,8 @@ def test_vectors_of_another_embedder_are_refused_and_a_file_without_them_is_embe
 def test_graphml_and_json_graph(tmp_path, clock) -> None:  # noqa: ANN001
     url = f"sqlite:///{tmp_path / 'a.db'}"
     _fill(url, clock)
+    with Kenning(url) as kn:
+        kn.remember("Dana works at Tab <&> Co.", dataset="odd")
     data = _export(url, tmp_path / "all.jsonl")
     _export(url, tmp_path / "g.graphml", format="graphml")
     ns = {"g": "http://graphml.graphdrawing.org/xmlns"}
@@ -225,6 +227,15 @@ def test_graphml_and_json_graph(tmp_path, clock) -> None:  # noqa: ANN001
     names = {n.get("id"): n.find("g:data[@key='n_name']", ns).text for n in nodes}
     works = [e for e in edges if e.find("g:data[@key='e_relation']", ns).text == "works_at"]
     assert {names[e.get("target")] for e in works} >= {"Acme", "Globex"}
+    assert any("<&>" in (e.find("g:data[@key='e_description']", ns).text or "") for e in edges)
+    # characters no XML document may hold are left out rather than making the file unreadable
+    from io import StringIO
+
+    from kenning.store.portable import _graphml
+
+    out = StringIO()
+    _graphml(out, [{"id": "e1", "name": "Tab\x0bCo\x00"}], [])
+    assert ET.fromstring(out.getvalue().split("\n", 1)[1]).find(".//g:data", ns).text == "TabCo"
     assert any(e.find("g:data[@key='e_expired_at']", ns) is not None for e in works)
     _export(url, tmp_path / "g.json", format="json", datasets=["other"])
     graph = json.loads((tmp_path / "g.json").read_text())

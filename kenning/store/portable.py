@@ -37,6 +37,7 @@ import base64
 import dataclasses
 import datetime as dt
 import json
+import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
@@ -245,6 +246,7 @@ def export_graph(store: Store, out: IO[str], *, datasets: Iterable[str] | None =
     return PortableReport(chosen, False, side.embedder(), {"entities": len(nodes), "facts": len(edges)})
 
 
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # no XML 1.0 document may hold these
 _NODE = ("name", "type", "description", "dataset", "aliases", "created_at")
 _EDGE = ("relation", "description", "dataset", "valid_at", "invalid_at", "created_at", "expired_at",
          "superseded_by", "memory_id", "weight")
@@ -270,7 +272,7 @@ def _graphml(out: IO[str], nodes: list[dict[str, Any]], edges: list[dict[str, An
                 value = item.get(name)
                 if value is not None and value != []:
                     text = "; ".join(value) if isinstance(value, list) else str(value)
-                    ET.SubElement(element, "data", key=f"{scope[0]}_{name}").text = text
+                    ET.SubElement(element, "data", key=f"{scope[0]}_{name}").text = _XML_INVALID.sub("", text)
     ET.indent(root)
     out.write(ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n")
 
