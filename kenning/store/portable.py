@@ -390,7 +390,7 @@ def _check_tables(side: Side, store: Store, parsed: _File) -> None:
     tables = side.tables()
     wanted = set(parsed.tables)
     if wanted - set(tables):
-        create_auth = getattr(store, "_auth", None) or getattr(store, "_auth_migrate", None)
+        create_auth = getattr(store, "_auth_migrate", None)
         if create_auth is not None:
             create_auth()  # tables a store creates on first use (users, grants)
             tables = side.tables()
