@@ -32,6 +32,7 @@ from .models import (
     RememberResult,
     Stats,
     Timeline,
+    TransferResult,
     Usage,
 )
 from .settings import Settings
@@ -71,6 +72,7 @@ __all__ = [
     "Stats",
     "StoreError",
     "Timeline",
+    "TransferResult",
     "Usage",
     "ValidationError",
     "__version__",

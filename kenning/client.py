@@ -25,6 +25,7 @@ from .models import (
     RememberResult,
     Stats,
     Timeline,
+    TransferResult,
 )
 from .pipeline.extract import Extractor
 from .providers.base import ChatModel, Embedder
@@ -32,7 +33,6 @@ from .providers.rerank import Reranker
 from .settings import Settings
 from .store import open_store
 from .store.base import MemoryFilter, Store
-from .store.portable import PortableReport
 
 __all__ = ["AsyncKenning", "Kenning"]
 
@@ -304,7 +304,7 @@ class Kenning:
     # -- export / import (kenning/store/portable.py) -------------------------------------------
     def export(self, path: str | os.PathLike[str], *, datasets: Sequence[str] | None = None,
                format: str = "jsonl", vectors: bool = True,
-               progress: Callable[[int], None] | None = None) -> PortableReport:
+               progress: Callable[[int], None] | None = None) -> TransferResult:
         """Write ``datasets`` (default: all) to ``path``: ``format="jsonl"`` everything, sorted
         and versioned, for :meth:`import_`; ``"graphml"`` or ``"json"`` the graph (entities and
         facts) for graph tools. ``vectors=False`` leaves vectors out. The file is replaced only
@@ -315,7 +315,7 @@ class Kenning:
                            progress=progress)
 
     def import_(self, path: str | os.PathLike[str], *, vectors: bool = True,
-                progress: Callable[[int], None] | None = None) -> PortableReport:
+                progress: Callable[[int], None] | None = None) -> TransferResult:
         """Load a file written by :meth:`export` (``import`` is a Python keyword, hence the
         underscore) with the same ids, in one transaction; identical rows already held are
         skipped, differing ones refused. A file without vectors (or ``vectors=False``, which
@@ -407,8 +407,8 @@ class AsyncKenning:
     async def improve(self, *, dataset: str = "main") -> ImproveResult:
         return await self._run(self._sync.improve, dataset=dataset)
 
-    async def export(self, path: str | os.PathLike[str], **kwargs: Any) -> PortableReport:
+    async def export(self, path: str | os.PathLike[str], **kwargs: Any) -> TransferResult:
         return await self._run(self._sync.export, path, **kwargs)
 
-    async def import_(self, path: str | os.PathLike[str], **kwargs: Any) -> PortableReport:
+    async def import_(self, path: str | os.PathLike[str], **kwargs: Any) -> TransferResult:
         return await self._run(self._sync.import_, path, **kwargs)

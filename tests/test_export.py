@@ -170,6 +170,7 @@ def test_the_same_content_under_another_id_is_a_conflict(tmp_path, clock) -> Non
     (lambda text: "\n".join(text.splitlines()[:-1]) + "\n", "truncated"),
     (lambda text: text[: len(text) // 2], "truncated|not JSON"),
     (lambda text: "", "empty"),
+    (lambda text: text.replace('"datasets":["main","other"]', '"datasets":"main"', 1), "malformed"),
     (lambda text: text.replace('"chunks"', '"auth_keys"'), "auth_keys"),
 ])
 def test_bad_files_are_validation_errors_and_write_nothing(tmp_path, clock, damage, message) -> None:  # noqa: ANN001

@@ -37,7 +37,7 @@ def export(ctx, out, datasets, fmt, no_vectors, as_json) -> None:  # noqa: ANN00
         report = call(kn.export, out, datasets=list(datasets) or None, format=fmt, vectors=not no_vectors,
                            progress=advance)
     if as_json:
-        dump_json(report.as_dict())
+        dump_json(report)
     else:
         rows = ", ".join(f"{n} {table}" for table, n in report.rows.items())
         click.echo(f"exported {', '.join(report.datasets) or 'nothing'} to {out}: {rows or 'no rows'}")
@@ -59,7 +59,7 @@ def import_(ctx, path, no_vectors, as_json) -> None:  # noqa: ANN001
     with open_kenning(ctx, create=True) as kn, progress("importing", "rows", quiet=as_json) as advance:
         report = call(kn.import_, path, vectors=not no_vectors, progress=advance)
     if as_json:
-        dump_json(report.as_dict())
+        dump_json(report)
         return
     rows = ", ".join(f"{n} {table}" for table, n in report.rows.items() if n)
     skipped = sum(report.skipped.values())

@@ -34,13 +34,12 @@ This module reads both backends' tables directly, which only code inside ``kenni
 from __future__ import annotations
 
 import base64
-import dataclasses
 import datetime as dt
 import json
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -48,10 +47,11 @@ import numpy as np
 
 from .._time import to_text
 from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
+from ..models import TransferResult
 from .base import Store
 from .copy import _driver_error, _in_order, _PostgresSide, _side, _SQLiteSide, _vector
 
-__all__ = ["FORMAT", "VERSION", "PortableReport", "export_file", "export_graph", "export_store", "import_file"]
+__all__ = ["FORMAT", "VERSION", "export_file", "export_graph", "export_store", "import_file"]
 
 FORMAT, VERSION = "kenning-export", 1
 Side = _SQLiteSide | _PostgresSide
@@ -82,20 +82,6 @@ NEVER = {"auth_keys"}
 #: tables whose rows, when the target holds the key already, are kept as the target has them:
 #: importing into a dataset that exists merges into it
 KEEP = {"datasets"}
-
-
-@dataclass
-class PortableReport:
-    datasets: list[str]
-    vectors: bool
-    embedder: tuple[str, int] | None
-    #: table -> rows written (export) or inserted (import)
-    rows: dict[str, int] = field(default_factory=dict)
-    #: table -> rows the target already held, identical (import only)
-    skipped: dict[str, int] = field(default_factory=dict)
-
-    def as_dict(self) -> dict[str, Any]:
-        return dataclasses.asdict(self)
 
 
 # -- one form for every value ----------------------------------------------------------------
@@ -178,7 +164,7 @@ def _rows(side: Side, table: str, datasets: list[str], batch: int) -> Iterator[l
 
 # -- export ----------------------------------------------------------------------------------
 def export_file(store: Store, path: str | Path, *, datasets: Iterable[str] | None = None,
-                format: str = "jsonl", vectors: bool = True, progress: Progress = None) -> PortableReport:
+                format: str = "jsonl", vectors: bool = True, progress: Progress = None) -> TransferResult:
     """Write ``path`` (through ``path.part``, renamed over it once complete): ``"jsonl"`` with
     :func:`export_store`, ``"graphml"`` or ``"json"`` with :func:`export_graph`."""
     target = Path(path)
@@ -198,7 +184,7 @@ def export_file(store: Store, path: str | Path, *, datasets: Iterable[str] | Non
 
 
 def export_store(store: Store, out: IO[str], *, datasets: Iterable[str] | None = None,
-                 vectors: bool = True, batch: int = 1000, progress: Progress = None) -> PortableReport:
+                 vectors: bool = True, batch: int = 1000, progress: Progress = None) -> TransferResult:
     """Write the rows of ``datasets`` (all of them by default) to ``out`` as JSON Lines, all
     read in one snapshot of the store."""
     side = _side(store)
@@ -207,12 +193,12 @@ def export_store(store: Store, out: IO[str], *, datasets: Iterable[str] | None =
 
 
 def _export(side: Side, out: IO[str], datasets: Iterable[str] | None, vectors: bool, batch: int,
-            progress: Progress) -> PortableReport:
+            progress: Progress) -> TransferResult:
     from .. import __version__
 
     chosen = _chosen(side, datasets)
     embedder = side.embedder()
-    report = PortableReport(chosen, vectors, embedder)
+    report = TransferResult(datasets=chosen, vectors=vectors, embedder=embedder)
     out.write(_line({"format": FORMAT, "version": VERSION, "kenning": __version__, "datasets": chosen,
                      "vectors": vectors, "embedder": embedder and {"name": embedder[0], "dimension": embedder[1]}}))
     for table in _tables(side) if chosen else []:
@@ -229,7 +215,7 @@ def _export(side: Side, out: IO[str], datasets: Iterable[str] | None, vectors: b
 
 
 def export_graph(store: Store, out: IO[str], *, datasets: Iterable[str] | None = None,
-                 format: str = "graphml", progress: Progress = None) -> PortableReport:
+                 format: str = "graphml", progress: Progress = None) -> TransferResult:
     """Entities as nodes and facts as edges (closed ones too, with both timelines), as GraphML
     or as a JSON node-link graph (``{"nodes": […], "edges": […]}``)."""
     if format not in _GRAPH_FORMATS:
@@ -243,7 +229,8 @@ def export_graph(store: Store, out: IO[str], *, datasets: Iterable[str] | None =
     _GRAPH_FORMATS[format](out, nodes, edges)
     if progress:
         progress(len(nodes) + len(edges))
-    return PortableReport(chosen, False, side.embedder(), {"entities": len(nodes), "facts": len(edges)})
+    return TransferResult(datasets=chosen, vectors=False, embedder=side.embedder(),
+                          rows={"entities": len(nodes), "facts": len(edges)})
 
 
 _XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # no XML 1.0 document may hold these
@@ -330,11 +317,17 @@ def _check_header(item: dict[str, Any], where: str) -> dict[str, Any]:
     if item.get("version") != VERSION:
         raise ValidationError(f"{where}: export format version {item.get('version')!r}; this kenning"
                               f" reads version {VERSION} (upgrade kenning to import it)")
+    embedder = item.get("embedder")
+    if not (isinstance(item.get("datasets"), list) and all(isinstance(d, str) for d in item["datasets"])
+            and isinstance(item.get("vectors"), bool)
+            and (embedder is None or (isinstance(embedder, dict) and isinstance(embedder.get("name"), str)
+                                      and isinstance(embedder.get("dimension"), int)))):
+        raise ValidationError(f"{where}: the header's datasets, vectors or embedder are malformed")
     return item
 
 
 def import_file(store: Store, path: str | Path, *, vectors: bool = True, batch: int = 1000,
-                progress: Progress = None) -> PortableReport:
+                progress: Progress = None) -> TransferResult:
     """Load an export file into ``store`` (see the module's rules), in one transaction.
     ``vectors=False`` ignores the file's vectors (for a store with another embedder; the
     facade then embeds the rows here)."""
@@ -350,9 +343,9 @@ def import_file(store: Store, path: str | Path, *, vectors: bool = True, batch: 
     embedder = header.get("embedder")
     embedder = (embedder["name"], int(embedder["dimension"])) if embedder else None
     side = _side(store)
-    vectors = vectors and bool(header.get("vectors"))
+    vectors = vectors and header["vectors"]
     _check_embedder(side, embedder, vectors)
-    report = PortableReport(list(header.get("datasets", [])), vectors, embedder)
+    report = TransferResult(datasets=header["datasets"], vectors=vectors, embedder=embedder)
     _check_tables(side, store, parsed)
     try:
         with side.writing():
@@ -403,7 +396,7 @@ def _check_tables(side: Side, store: Store, parsed: _File) -> None:
                              " upgrade kenning here first")
 
 
-def _write(side: Side, table: str, rows: list[dict[str, Any]], report: PortableReport, batch: int,
+def _write(side: Side, table: str, rows: list[dict[str, Any]], report: TransferResult, batch: int,
            progress: Progress) -> None:
     columns = list(side.columns(table))
     key = side.primary_key(table)
