@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..errors import StoreError
-from ..models import Entity, Fact, Memory, Stats
+from ..models import Entity, Fact, Location, Memory, Stats
 
 __all__ = [
     "ChunkRow",
@@ -64,6 +64,20 @@ class ChunkRow:
     text: str
     token_count: int
     embedding: np.ndarray | None = None
+    #: where the chunk sits in its file (a document read by kenning.files); None for plain text
+    location: Location | None = None
+
+
+def location_json(location: Location | None) -> str | None:
+    """A chunk's location as stored (a JSON object, or NULL)."""
+    return location.model_dump_json(exclude_defaults=True) if location is not None else None
+
+
+def location_from(value: Any) -> Location | None:
+    """A stored location (JSON text, or the dict a JSONB column reads as) as a ``Location``."""
+    if value is None:
+        return None
+    return Location.model_validate_json(value) if isinstance(value, str) else Location.model_validate(value)
 
 
 @dataclass
@@ -324,6 +338,12 @@ class Store(ABC):
 
     @abstractmethod
     def count_memories(self, flt: MemoryFilter) -> int: ...
+
+    @abstractmethod
+    def file_memories(self, dataset: str, prefix: str = "") -> list[tuple[str, str, str]]:
+        """(source, memory id, content hash) of the memories read from files (``metadata``
+        has a ``format``) whose source starts with ``prefix``, superseded ones left out, by
+        source: what folder sync (kenning.files.plan_sync) compares a folder with."""
 
     @abstractmethod
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
