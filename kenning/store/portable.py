@@ -62,6 +62,7 @@ Progress = Callable[[int], None] | None
 KINDS: dict[tuple[str, str], str] = {
     **{("memories", c): "json" for c in ("decisions", "rationale", "metadata", "supersedes", "usage")},
     ("entities", "aliases"): "json",
+    ("chunks", "location"): "json",
     ("memories", "pinned"): "bool",
     ("auth_users", "admin"): "bool",
     ("auth_grants", "permissions"): "list",
