@@ -35,6 +35,8 @@ def _fill(url: str, clock) -> None:  # noqa: ANN001
         kn.remember("Alice works at Globex.")
         kn.remember("Carol works at Initech.", dataset="other")
         kn.add("Not processed yet.")
+        kn.remember("# Notes\n\n## Games\n\nDave plays go on Sundays.", source="notes.md",
+                    metadata={"format": "markdown"})  # a chunk with a location
         memory = kn.remember({"topic": "Storage", "decisions": ["Use PostgreSQL"],
                               "rationale": ["many writers"]}).memory_ids[0]
         kn.pin(memory, "keep")
@@ -90,6 +92,7 @@ def test_export_import_export_is_byte_identical_across_stores(store_url, tmp_pat
     assert any(f["expired_at"] and f["superseded_by"] and f["invalid_at"] for f in _rows(first, "facts"))
     assert _rows(first, "fact_memories") and _rows(first, "entity_memories")
     assert all(c["embedding"] for c in _rows(first, "chunks"))
+    assert [c["location"] for c in _rows(first, "chunks") if c["location"]] == [{"headings": ["Notes", "Games"]}]
     assert _rows(first, "auth_grants") == [{"dataset": "other", "permissions": ["read", "write"],
                                             "user_id": _rows(first, "auth_users")[0]["id"]}]
     assert [u["name"] for u in _rows(first, "auth_users")] == ["ann"]  # bob holds nothing exported
