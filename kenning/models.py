@@ -308,3 +308,16 @@ class Provenance(_Model):
     chunks: list[Chunk] = Field(default_factory=list)
     entities: list[Entity] = Field(default_factory=list)
     facts: list[Fact] = Field(default_factory=list)
+
+
+class TransferResult(_Model):
+    """What ``export`` wrote or ``import_`` loaded (docs/export.md)."""
+
+    datasets: list[str]
+    vectors: bool
+    #: the embedder (name, dimension) the file's vectors came from
+    embedder: tuple[str, int] | None = None
+    #: table -> rows written (export) or inserted (import)
+    rows: dict[str, int] = Field(default_factory=dict)
+    #: table -> rows the store held already, identical, so skipped (import)
+    skipped: dict[str, int] = Field(default_factory=dict)

@@ -456,7 +456,8 @@ class Writing:
             },
         )
 
-    def reembed(self, *, missing_only: bool = False, page: int = 512) -> dict[str, int]:
+    def reembed(self, *, missing_only: bool = False, page: int = 512,
+                progress: Callable[[int], None] | None = None) -> dict[str, int]:
         """Rewrite every stored vector with this engine's embedder, then record it as the
         store's embedder. While it runs the store names no valid embedder, so an interrupted
         run is noticed (and simply run again) rather than leaving mixed vectors in use."""
@@ -469,6 +470,8 @@ class Writing:
                 vectors = self.embedder.embed([text for _, text in rows])
                 self.store.set_embeddings(kind, [(i, v) for (i, _), v in zip(rows, vectors)])
                 after, done = rows[-1][0], done + len(rows)
+                if progress:
+                    progress(len(rows))
             counts[kind] = done
         self.store.set_embedder(self.embedder.name, self.embedder.dimension)
         log.info("re-embedded store", extra={"embedder_dimension": self.embedder.dimension, **counts})
