@@ -122,7 +122,7 @@ def index_recall(kn: Kenning, corpus: Corpus, top_k: int) -> dict[str, Any]:
             ms["exact"].append((time.perf_counter() - started) * 1000)
             worst = np.partition(scores, len(scores) - k)[len(scores) - k] - 2e-3  # f16 storage
             found += sum(scores[by_id[i]] >= worst for i in got)
-            base = store._anns[(kind, DATASET)].base
+            base = store._anns[(kind, DATASET)].index
             for ef in graph if base is not None else ():
                 base.expansion_search = ef
                 keys = base.search(q, k, threads=1).keys

@@ -29,15 +29,17 @@ from ...models import Entity, Fact, Memory, Stats, Usage
 from ..base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
 from .schema import SQLITE_MIGRATIONS
 from .auth import SQLiteAuthMixin
-from ..vectors import EXACT_ROWS, FORMAT, AnnIndex, IndexFiles, build, calibrate, from_blob, to_blob
+from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate, from_blob, to_blob
 
 __all__ = ["SQLiteStore"]
 
 log = logging.getLogger(__name__)
 
 _KIND_TABLE = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
-#: a vector index is merged into a new saved file when this many rows changed (or 1/16 of it)
-_MERGE_ROWS = 1024
+#: a vector index is saved when this many of its rows changed (or a quarter of it)
+_SAVE_ROWS = 20_000
+#: vectors logged between two maintenance passes at ingest
+_MAINTAIN_ROWS = 1024
 _ACCESS_FLUSH_CALLS = 64
 _ACCESS_FLUSH_SECONDS = 5.0
 #: a search term in more rows than this is dropped while a rarer term remains
@@ -315,6 +317,11 @@ class _SQLiteTxn(Txn):
         self.db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
 
 
+def _trim_key(kind: str, dataset: str) -> str:
+    """The meta key holding how far ``vector_log`` was trimmed for one kind and dataset."""
+    return f"vector_log_trimmed {kind} {dataset}"
+
+
 def dataset_token(dataset: str) -> str:
     """One full-text token that names a dataset, whatever characters its name has."""
     return "ds" + hashlib.sha1(dataset.encode()).hexdigest()[:16]
@@ -355,6 +362,7 @@ class SQLiteStore(SQLiteAuthMixin, Store):
         self._dimension: int | None = None
         self._fingerprint: str | None = None
         self._anns: dict[tuple[str, str], AnnIndex] = {}
+        self._maintained = self._head()  # log position the indexes were last maintained to
         self._files = IndexFiles(path) if path != ":memory:" else None
         self._access: dict[tuple[str, str], tuple[int, dt.datetime]] = {}
         self._access_calls, self._access_since = 0, time.monotonic()
@@ -449,6 +457,7 @@ class SQLiteStore(SQLiteAuthMixin, Store):
             txn = _SQLiteTxn(self)
             with self._write():
                 yield txn
+            self._maintain()
 
     # -- memories ----------------------------------------------------------------------------
     def insert_memory(self, memory: Memory, owner: str | None = None) -> tuple[str, bool]:
@@ -847,6 +856,7 @@ class SQLiteStore(SQLiteAuthMixin, Store):
             self._db.executemany(
                 f"UPDATE {table} SET embedding = ? WHERE id = ?", [(to_blob(v), i) for i, v in rows]
             )
+        self._maintain()
 
     # -- vector index ------------------------------------------------------------------------
     def forget_vector_indexes(self) -> None:
@@ -872,33 +882,80 @@ class SQLiteStore(SQLiteAuthMixin, Store):
             self._fingerprint = self._read_fingerprint()
             if self._fingerprint is None:
                 return None
-        head = self._db.execute("SELECT coalesce(max(seq), 0) FROM vector_log").fetchone()[0]
-        index = self._anns.get((kind, dataset))
-        if index is None:
-            index = self._open_ann(kind, dataset, head)
-        if index.stamp > head:  # the database is older than the index: a restored backup
-            index = self._build_ann(kind, dataset, head, "index newer than the database")
-        elif index.stamp < head:
-            self._catch_up(index, kind, dataset, head)
-        added, hidden = index.pending
-        if added > max(_MERGE_ROWS, min(index.base_rows // 16, EXACT_ROWS)) or hidden > _MERGE_ROWS // 4:
-            index = self._install(kind, dataset, index.merged(self._loaded(index)), index.stamp)
+        with self._snapshot():  # the trim mark and the log rows read together
+            head = self._head()
+            index = self._anns.get((kind, dataset))
+            if index is None:
+                index = self._open_ann(kind, dataset, head)
+            if index.stamp > head:  # the database is older than the index: a restored backup
+                index = self._build_ann(kind, dataset, head, "index newer than the database")
+            elif index.stamp < head:
+                if index.stamp < self._trimmed(kind, dataset):  # the log no longer holds our gap
+                    index = self._reload_ann(kind, dataset, head)
+                self._catch_up(index, kind, dataset, head)
         self._anns[(kind, dataset)] = index
+        if index.unsaved >= max(_SAVE_ROWS, len(index) // 4) or (
+                index.unsaved and index.path is None and self._files is not None):
+            self._save(kind, dataset, index)
         return index
 
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """One read transaction (outside a write): every read inside sees the same commit."""
+        if self._db.in_transaction:
+            yield
+            return
+        self._db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._db.execute("COMMIT")
+
+    def _head(self) -> int:
+        """The last log position ever given (kept by AUTOINCREMENT when the log is trimmed)."""
+        row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'vector_log'").fetchone()
+        return row[0] if row else 0
+
+    def _maintain(self) -> None:
+        """After a commit: once ``_MAINTAIN_ROWS`` vectors were logged since the last time, add
+        them to the indexes of their kind and dataset, so the first query after an ingest does
+        not build a graph. The rest is caught up by the next search. The write has committed:
+        an index that fails here is logged and left to the next search."""
+        with self._lock:
+            try:
+                self._maintain_indexes()
+            except (OSError, RuntimeError, sqlite3.Error) as exc:
+                log.warning("vector index maintenance failed", extra={"error": str(exc)})
+
+    def _maintain_indexes(self) -> None:
+        head = self._head()
+        if head - self._maintained < _MAINTAIN_ROWS:
+            return
+        pairs = self._db.execute(
+            "SELECT DISTINCT kind, dataset FROM vector_log WHERE seq > ? AND seq <= ?", (self._maintained, head)
+        ).fetchall()
+        for kind, dataset in pairs:
+            self._ann(kind, dataset)
+        self._maintained = head
+
     def _save_changed_indexes(self) -> None:
-        """On close: save the indexes that have no file yet or changed by a sixteenth since,
-        so the next process replays little. Smaller changes stay in the log."""
+        """On close: catch up the indexes this process changed and save those that have no file
+        yet or changed by a sixteenth since, so the next process replays little. Smaller
+        changes stay in the log; mapped indexes are left as they are."""
         if self._files is None:
             return
-        for (kind, dataset), index in self._anns.items():
-            added, hidden = index.pending
-            if (added or hidden) and (index.path is None or added + hidden > index.base_rows // 16):
-                self._install(kind, dataset, index.merged(self._loaded(index)), index.stamp)
+        for kind, dataset in [key for key, index in self._anns.items() if not index.mapped]:
+            index = self._ann(kind, dataset)
+            if index.unsaved and (index.path is None or index.unsaved > len(index) // 16):
+                self._save(kind, dataset, index)
         self._anns.clear()
 
     def _prefix(self, kind: str, dataset: str) -> str:
         return IndexFiles.prefix(kind, dataset, self._fingerprint or "")
+
+    def _trimmed(self, kind: str, dataset: str) -> int:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_trim_key(kind, dataset),)).fetchone()
+        return int(row[0]) if row else 0
 
     def _open_ann(self, kind: str, dataset: str, head: int) -> AnnIndex:
         saved = self._files.latest(self._prefix(kind, dataset)) if self._files else None
@@ -909,7 +966,16 @@ class SQLiteStore(SQLiteAuthMixin, Store):
         if base is None:
             path.unlink(missing_ok=True)
             return self._build_ann(kind, dataset, head, "saved index unreadable")
+        if stamp < self._trimmed(kind, dataset):
+            return self._build_ann(kind, dataset, head, "log trimmed past the saved index")
         return AnnIndex(self._dimension or 0, stamp, base, breadth, path)
+
+    def _reload_ann(self, kind: str, dataset: str, head: int) -> AnnIndex:
+        """Another process saved a newer file and trimmed the log rows this index still needed:
+        map that file (or rebuild, if it is gone or unreadable)."""
+        log.info("vector index reloaded: log trimmed past it", extra={"kind": kind, "dataset": dataset})
+        self._anns.pop((kind, dataset), None)
+        return self._open_ann(kind, dataset, head)
 
     def _build_ann(self, kind: str, dataset: str, head: int, reason: str) -> AnnIndex:
         """Every stored vector of the kind in the dataset, read after ``head`` was: rows written
@@ -925,30 +991,35 @@ class SQLiteStore(SQLiteAuthMixin, Store):
             index.add(keys, np.frombuffer(b"".join(r[1] for r in batch), np.float32).reshape(-1, dim), threads=0)
         log.info("vector index built from rows",
                  extra={"kind": kind, "rows": len(index), "reason": reason, "stamp": head})
-        return self._install(kind, dataset, index, head)
+        ann = AnnIndex(dim, head, index, calibrate(index))
+        ann.unsaved = len(index)
+        return ann
 
-    def _install(self, kind: str, dataset: str, index: Any, stamp: int) -> AnnIndex:
-        """Calibrate a complete in-memory index, save it and map the saved file; a store in
-        memory, or one whose directory refuses the file, keeps it in memory."""
-        breadth = calibrate(index)
-        if self._files is not None and len(index):
-            try:
-                path = self._files.save(index, self._prefix(kind, dataset), stamp, breadth)
-            except (OSError, RuntimeError) as exc:
-                log.warning("vector index not saved", extra={"kind": kind, "error": str(exc)})
-            else:
-                view = IndexFiles.open(path, index.ndim)
-                if view is not None:
-                    return AnnIndex(index.ndim, stamp, view, breadth, path)
-        return AnnIndex(index.ndim, stamp, index, breadth)
-
-    @staticmethod
-    def _loaded(index: AnnIndex) -> Any:
-        """The base of an index, in memory and changeable (a mapped file is copied: another
-        process may have replaced and deleted it since)."""
-        if index.base is None or index.path is None:
-            return index.base
-        return index.base.copy()
+    def _save(self, kind: str, dataset: str, ann: AnnIndex) -> None:
+        """Calibrate, save atomically, then trim the log rows of this kind and dataset the file
+        covers. A store in memory, or whose directory refuses the file, keeps the index in
+        memory; a file at least as new as this index (another process's) is left as it is."""
+        ann.breadth = calibrate(ann.index)
+        if self._files is None or not len(ann):
+            ann.unsaved = 0
+            return
+        newest = self._files.latest(self._prefix(kind, dataset))
+        if newest is not None and newest[1] >= ann.stamp and newest[0] != ann.path:
+            return
+        try:
+            ann.path = self._files.save(ann.index, self._prefix(kind, dataset), ann.stamp, ann.breadth)
+        except (OSError, RuntimeError) as exc:
+            log.warning("vector index not saved", extra={"kind": kind, "error": str(exc)})
+            return
+        ann.unsaved = 0
+        if not self._db.in_transaction:
+            with self._write():
+                self._db.execute("DELETE FROM vector_log WHERE kind = ? AND dataset = ? AND seq <= ?",
+                                 (kind, dataset, ann.stamp))
+                self._db.execute(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE"
+                    " SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                    (_trim_key(kind, dataset), str(ann.stamp)))
 
     def _catch_up(self, index: AnnIndex, kind: str, dataset: str, head: int) -> None:
         """Replay the log after the index's stamp: rows that still have a vector in the dataset
