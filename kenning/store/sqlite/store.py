@@ -44,6 +44,10 @@ _ACCESS_FLUSH_CALLS = 64
 _ACCESS_FLUSH_SECONDS = 5.0
 #: a search term in more rows than this is dropped while a rarer term remains
 _COMMON_ROWS = 5000
+#: past this many matching rows, only rows holding one of the rarest terms are ranked
+_SCORED_ROWS = 1000
+#: how long a term's row count is reused
+_COUNTS_SECONDS = 60.0
 _JSON_FIELDS = ("decisions", "rationale", "metadata", "supersedes")
 _TIME_FIELDS = (
     "valid_at",
@@ -322,6 +326,30 @@ def _trim_key(kind: str, dataset: str) -> str:
     return f"vector_log_trimmed {kind} {dataset}"
 
 
+def _quoted(term: str) -> str:
+    """A term as one FTS5 string (inner quotes doubled): user text is never read as FTS5 syntax
+    (NEAR, *, column filters, parentheses)."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _any_of(terms: Sequence[str]) -> str:
+    return " OR ".join(_quoted(t) for t in terms)
+
+
+def _rarest(terms: list[str], counts: dict[str, int], limit: int) -> list[str] | None:
+    """The rarest terms whose rows, together, stay within ``_SCORED_ROWS`` but fill ``limit``;
+    None when every matching row can be ranked (or the rare rows could not fill the list)."""
+    if sum(counts[t] for t in terms) <= _SCORED_ROWS:
+        return None
+    rare, rows = [], 0
+    for term in sorted(terms, key=lambda t: counts[t]):
+        if rare and rows + counts[term] > _SCORED_ROWS:
+            break
+        rare.append(term)
+        rows += counts[term]
+    return rare if rows >= limit and len(rare) < len(terms) else None
+
+
 def dataset_token(dataset: str) -> str:
     """One full-text token that names a dataset, whatever characters its name has."""
     return "ds" + hashlib.sha1(dataset.encode()).hexdigest()[:16]
@@ -366,6 +394,8 @@ class SQLiteStore(SQLiteAuthMixin, Store):
         self._files = IndexFiles(path) if path != ":memory:" else None
         self._access: dict[tuple[str, str], tuple[int, dt.datetime]] = {}
         self._access_calls, self._access_since = 0, time.monotonic()
+        self._counts: dict[tuple[str, str], int] = {}  # (table, term) -> rows holding it
+        self._counts_since = time.monotonic()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -711,38 +741,51 @@ class SQLiteStore(SQLiteAuthMixin, Store):
 
     # -- search lanes ------------------------------------------------------------------------
     def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
+        """BM25 over the full-text rows. FTS5 computes a rank for every row the query matches,
+        which is most of a query's cost at scale; so terms in more than ``_COMMON_ROWS`` rows are
+        dropped while a rarer one remains, and when the kept terms still match more than
+        ``_SCORED_ROWS`` rows, only rows holding one of the rarest terms are ranked (each with its
+        full score: the rows that also hold a common term, then those that hold only rare ones)."""
         if not terms:
             return []
         table = _KIND_TABLE[kind]
-        terms = self._selective_terms(table, terms)
-        # Every term is a quoted FTS5 string (inner quotes doubled), so no user text is ever
-        # read as FTS5 syntax (NEAR, *, column filters, parentheses).
-        words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        match = f"text : ({words})"
-        if len(self.datasets()) > 1:
-            # Restrict inside the index; with one dataset the join below is enough and cheaper.
-            match = f'ds : "{dataset_token(dataset)}" AND {match}'
-        sql = (
-            f"SELECT r.id AS id, f.rank AS rank FROM"
-            f" (SELECT rowid, rank FROM {table}_fts WHERE {table}_fts MATCH ? ORDER BY rank LIMIT ?) f"
-            f" JOIN {table} r ON r.rowid = f.rowid WHERE r.dataset = ? ORDER BY f.rank"
-        )
         with self._lock:
-            rows = self._db.execute(sql, (match, limit, dataset)).fetchall()
-        return [Scored(kind, r["id"], -r["rank"]) for r in rows]
+            counts = self._term_counts(table, terms)
+            kept = [t for t in terms if counts[t] < _COMMON_ROWS] or list(terms)
+            rare = _rarest(kept, counts, limit)
+            if rare is None:
+                matches = [_any_of(kept)]
+            else:
+                common = [t for t in kept if t not in rare]
+                matches = [f"({_any_of(rare)}) AND ({_any_of(common)})", _any_of(rare)]
+            scope = f'ds : "{dataset_token(dataset)}" AND ' if len(self.datasets()) > 1 else ""
+            sql = (
+                f"SELECT r.id AS id, f.rank AS rank FROM"
+                f" (SELECT rowid, rank FROM {table}_fts WHERE {table}_fts MATCH ? ORDER BY rank LIMIT ?) f"
+                f" JOIN {table} r ON r.rowid = f.rowid WHERE r.dataset = ? ORDER BY f.rank"
+            )
+            best: dict[str, float] = {}
+            for match in matches:
+                for r in self._db.execute(sql, (f"{scope}text : ({match})", limit, dataset)):
+                    best[r["id"]] = max(best.get(r["id"], 0.0), -r["rank"])
+        ranked = sorted(best.items(), key=lambda pair: -pair[1])[:limit]
+        return [Scored(kind, item_id, score) for item_id, score in ranked]
 
-    def _selective_terms(self, table: str, terms: Sequence[str]) -> list[str]:
-        """Drop terms found in more than _COMMON_ROWS rows while a rarer one remains: ranking
-        every row that contains a very common word is most of a query's cost and adds little."""
-        if len(terms) < 2:
-            return list(terms)
+    def _term_counts(self, table: str, terms: Sequence[str]) -> dict[str, int]:
+        """Rows holding each term, counted up to ``_COMMON_ROWS``, over every dataset (as BM25's
+        idf counts them). Kept for ``_COUNTS_SECONDS``: a count only chooses which terms are
+        ranked, never a score."""
+        now = time.monotonic()
+        if now - self._counts_since > _COUNTS_SECONDS or len(self._counts) > 50_000:
+            self._counts, self._counts_since = {}, now
         sql = f"SELECT count(*) FROM (SELECT rowid FROM {table}_fts WHERE {table}_fts MATCH ? LIMIT ?)"
-        with self._lock:
-            counts = [
-                self._db.execute(sql, ('text : "' + t.replace('"', '""') + '"', _COMMON_ROWS)).fetchone()[0]
-                for t in terms
-            ]
-        return [t for t, n in zip(terms, counts) if n < _COMMON_ROWS] or list(terms)
+        out = {}
+        for term in terms:
+            if (table, term) not in self._counts:
+                self._counts[(table, term)] = self._db.execute(
+                    sql, ("text : " + _quoted(term), _COMMON_ROWS)).fetchone()[0]
+            out[term] = self._counts[(table, term)]
+        return out
 
     def vector(self, dataset: str, kind: str, query: np.ndarray, limit: int) -> list[Scored]:
         with self._lock:
