@@ -337,17 +337,21 @@ def _any_of(terms: Sequence[str]) -> str:
 
 
 def _rarest(terms: list[str], counts: dict[str, int], limit: int) -> list[str] | None:
-    """The rarest terms whose rows, together, stay within ``_SCORED_ROWS`` but fill ``limit``;
-    None when every matching row can be ranked (or the rare rows could not fill the list)."""
-    if sum(counts[t] for t in terms) <= _SCORED_ROWS:
+    """When the terms match more than ``_SCORED_ROWS`` rows: the rarest ones, leaving at least
+    one, up to four times ``limit`` rows (or fewer, where the next term would pass
+    ``_SCORED_ROWS``) and at least ``limit``; None when every matching row is ranked."""
+    present = sorted((t for t in terms if counts[t]), key=lambda t: counts[t])
+    if sum(counts[t] for t in present) <= _SCORED_ROWS:
         return None
     rare, rows = [], 0
-    for term in sorted(terms, key=lambda t: counts[t]):
-        if rare and rows + counts[term] > _SCORED_ROWS:
+    for term in present[:-1]:
+        if rows >= limit and rows + counts[term] > _SCORED_ROWS:
             break
         rare.append(term)
         rows += counts[term]
-    return rare if rows >= limit and len(rare) < len(terms) else None
+        if rows >= 4 * limit:
+            break
+    return rare if rows >= limit else None
 
 
 def dataset_token(dataset: str) -> str:
@@ -744,8 +748,9 @@ class SQLiteStore(SQLiteAuthMixin, Store):
         """BM25 over the full-text rows. FTS5 computes a rank for every row the query matches,
         which is most of a query's cost at scale; so terms in more than ``_COMMON_ROWS`` rows are
         dropped while a rarer one remains, and when the kept terms still match more than
-        ``_SCORED_ROWS`` rows, only rows holding one of the rarest terms are ranked (each with its
-        full score: the rows that also hold a common term, then those that hold only rare ones)."""
+        ``_SCORED_ROWS`` rows, only rows holding one of the rarest terms (enough for four times
+        ``limit`` rows) are ranked, each with its full score: the rows that also hold another
+        term, then those that hold only rare ones."""
         if not terms:
             return []
         table = _KIND_TABLE[kind]
