@@ -44,8 +44,10 @@ _ACCESS_FLUSH_CALLS = 64
 _ACCESS_FLUSH_SECONDS = 5.0
 #: a search term in more rows than this is dropped while a rarer term remains
 _COMMON_ROWS = 5000
-#: past this many matching rows, only rows holding one of the rarest terms are ranked
+#: past this many matching rows, only rows holding one of the rarest terms are ranked...
 _SCORED_ROWS = 1000
+#: ...in a table of more rows than this (a smaller one ranks every row it matches)
+_BOUNDED_FROM_ROWS = 20_000
 #: how long a term's row count is reused
 _COUNTS_SECONDS = 60.0
 _JSON_FIELDS = ("decisions", "rationale", "metadata", "supersedes")
@@ -748,7 +750,7 @@ class SQLiteStore(SQLiteAuthMixin, Store):
         """BM25 over the full-text rows. FTS5 computes a rank for every row the query matches,
         which is most of a query's cost at scale; so terms in more than ``_COMMON_ROWS`` rows are
         dropped while a rarer one remains, and when the kept terms still match more than
-        ``_SCORED_ROWS`` rows, only rows holding one of the rarest terms (enough for four times
+        ``_SCORED_ROWS`` rows of a table past ``_BOUNDED_FROM_ROWS``, only rows holding one of the rarest terms (enough for four times
         ``limit`` rows) are ranked, each with its full score: the rows that also hold another
         term, then those that hold only rare ones."""
         if not terms:
@@ -757,7 +759,7 @@ class SQLiteStore(SQLiteAuthMixin, Store):
         with self._lock:
             counts = self._term_counts(table, terms)
             kept = [t for t in terms if counts[t] < _COMMON_ROWS] or list(terms)
-            rare = _rarest(kept, counts, limit)
+            rare = _rarest(kept, counts, limit) if self._table_rows(table) > _BOUNDED_FROM_ROWS else None
             if rare is None:
                 matches = [_any_of(kept)]
             else:
@@ -775,6 +777,13 @@ class SQLiteStore(SQLiteAuthMixin, Store):
                     best[r["id"]] = max(best.get(r["id"], 0.0), -r["rank"])
         ranked = sorted(best.items(), key=lambda pair: -pair[1])[:limit]
         return [Scored(kind, item_id, score) for item_id, score in ranked]
+
+    def _table_rows(self, table: str) -> int:
+        """About how many rows the table holds (its highest rowid), reused like term counts."""
+        key = (table, "")
+        if key not in self._counts:
+            self._counts[key] = self._db.execute(f"SELECT coalesce(max(rowid), 0) FROM {table}").fetchone()[0]
+        return self._counts[key]
 
     def _term_counts(self, table: str, terms: Sequence[str]) -> dict[str, int]:
         """Rows holding each term, counted up to ``_COMMON_ROWS``, over every dataset (as BM25's
