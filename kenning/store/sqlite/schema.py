@@ -165,3 +165,12 @@ SQLITE_MIGRATIONS.append([
     *_vector_log_triggers(),
     "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))",
 ])
+
+
+# Where each chunk of a document read from a file sits in it (page, slide, sheet, headings), as
+# a JSON object; NULL for plain text (kenning.files, docs/files.md).
+SQLITE_MIGRATIONS.append([
+    "ALTER TABLE chunks ADD COLUMN location TEXT",
+    # folder sync reads a dataset's memories by source prefix (Store.file_memories)
+    "CREATE INDEX memories_source ON memories (dataset, source) WHERE source IS NOT NULL",
+])
