@@ -30,8 +30,8 @@ from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
 from . import errors as e
-from .lifecycle.improve import ImproveResult
 from .models import (
+    ImproveResult,
     CognifyResult,
     ForgetResult,
     Memory,
@@ -130,7 +130,7 @@ def _error_classes(cls: type[e.KenningError]) -> dict[str, type[e.KenningError]]
     return found
 
 
-#: the server's error codes: kenning's own, then those of the web layer (server/errors.py, guard.py)
+#: the server's error codes: kenning's own, then those of the web layer (server/errors.py, access/guard.py)
 _BY_CODE = _error_classes(e.KenningError) | {
     "invalid_json": e.ValidationError, "bad_request": e.ValidationError,
     "payload_too_large": e.ValidationError, "unsupported_media_type": e.ValidationError,

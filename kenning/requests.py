@@ -76,11 +76,14 @@ def _when(what: str) -> Any:
 
 class VerbRequest(BaseModel):
     """A verb's arguments. ``positional`` names the fields a Python call may pass by position;
-    ``partial``: only the fields given are passed on (``update``)."""
+    ``partial``: only the fields given are passed on (``update``). ``progress``: the Python verb
+    also takes ``progress``, a callback called with the number of memories just processed (no
+    request field: it never crosses a wire, and a remote call does not call it)."""
 
     model_config = ConfigDict(extra="forbid")
     positional: ClassVar[tuple[str, ...]] = ()
     partial: ClassVar[bool] = False
+    progress: ClassVar[bool] = False
 
     def arguments(self) -> dict[str, Any]:
         """The keyword arguments of the verb's call (of a partial verb: only those given)."""
@@ -114,6 +117,7 @@ class RememberRequest(_Write):
 
     force: bool = False
     dry_run: bool = False
+    progress = True
 
 
 class AddRequest(_Write):
@@ -126,6 +130,7 @@ class CognifyRequest(VerbRequest):
     dataset: Dataset | None = Field(None, description="Only this dataset (None: every dataset).")
     force: bool = False
     retry_failed: bool = False
+    progress = True
 
 
 class RecallRequest(VerbRequest):

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Depends, File, Form, Path, Query, UploadFile
 
 from ..access import Principal
 from ..errors import ValidationError
-from ..lifecycle.improve import ImproveResult
 from ..models import (
+    ImproveResult,
     CognifyResult,
     ForgetResult,
     Memory,
@@ -50,7 +50,7 @@ from .schemas import (
     WhoAmI,
     without,
 )
-from .service import Service
+from ..access.service import Service
 
 __all__ = ["build_router"]
 

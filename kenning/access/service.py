@@ -11,14 +11,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..access import Access, Accounts, DatasetLocks, Limiter, Principal
+from .accounts import Accounts, DatasetLocks
+from .limits import Limiter
+from .rules import Access, Principal
 from ..client import Kenning
 from ..errors import NotFoundError, PermissionDeniedError, ValidationError
 from ..models import (
+    AddResult,
     CognifyResult,
+    FeedbackResult,
     ForgetResult,
     Memory,
     MemoryInput,
+    MemoryPage,
     Provenance,
     PruneResult,
     RecallResult,
@@ -27,7 +32,6 @@ from ..models import (
     Timeline,
 )
 from ..requests import DEFAULT_DATASET
-from .schemas import AddResult, FeedbackResult, MemoryPage
 
 __all__ = ["Service", "build_service"]
 
