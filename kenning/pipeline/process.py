@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import KenningError
+from ..messages import memory_text
 from ..models import Memory, Usage
 from ..providers.base import ChatModel, Embedder
 from ..store.base import ChunkRow, Store
@@ -119,7 +120,7 @@ def group_memories(memories: list[Memory], extractor: Extractor, config: Pipelin
     groups: list[list[Memory]] = []
     open_groups: dict[str, tuple[list[Memory], list[int]]] = {}
     for memory in memories:
-        chunks = [c.text for c in chunk_text(memory.content, config.chunk_size, config.chunk_overlap)]
+        chunks = [c.text for c in chunk_text(memory_text(memory), config.chunk_size, config.chunk_overlap)]
         size = extractor.groupable(chunks)  # type: ignore[attr-defined]
         if size is None or size > GROUP_TOKENS // 2:
             groups.append([memory])
@@ -319,7 +320,7 @@ def estimate_usage(
 
 
 def _prepare(memory: Memory, config: PipelineConfig, store: Store, *, scan: bool) -> Prepared:
-    prep = Prepared(memory, chunk_text(memory.content, config.chunk_size, config.chunk_overlap))
+    prep = Prepared(memory, chunk_text(memory_text(memory), config.chunk_size, config.chunk_overlap))
     if scan:
         prep.known, prep.scanned = _known_facts(memory, store)
     return prep

@@ -38,6 +38,8 @@ from ...models import Entity, Fact, Memory, Stats, Usage
 from ..base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, retry_transient
 from .auth import PostgresAuthMixin
 from .lexical import bm25
+from .scope import memory_where
+from .sessions import PostgresSessionsMixin
 from .schema import (
     BOOTSTRAP,
     LOCK_DATASET,
@@ -60,7 +62,7 @@ _MEMORY_COLUMNS = (
     "id, dataset, kind, content, topic, context, decisions, rationale, metadata, source, "
     "content_hash, valid_at, status, error, retention, retention_until, pinned, pin_reason, "
     "access_count, last_accessed_at, supersedes, superseded_by, supersession_reason, "
-    "created_at, updated_at, processed_at, usage, episode, position"
+    'created_at, updated_at, processed_at, usage, episode, position, "user", agent, session, role, speaker'
 )
 _FACT_COLUMNS = (
     "id, dataset, source_id, relation, target_id, description, valid_at, invalid_at, created_at,"
@@ -440,7 +442,7 @@ def _probe(url: str, timeout: float) -> None:
         raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {reason}") from None
 
 
-class PostgresStore(PostgresAuthMixin, Store):
+class PostgresStore(PostgresAuthMixin, PostgresSessionsMixin, Store):
     def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 30.0, hnsw_ef_search: int = 100) -> None:
         self.url = url
         self._dimension: int | None = None
@@ -676,13 +678,7 @@ class PostgresStore(PostgresAuthMixin, Store):
 
     @staticmethod
     def _where(flt: MemoryFilter) -> tuple[sql.Composable, list[Any]]:
-        clauses: list[sql.Composable] = []
-        args: list[Any] = []
-        for name in ("dataset", "kind", "status", "retention", "pinned"):
-            value = getattr(flt, name)
-            if value is not None:
-                clauses.append(sql.SQL("{} = %s").format(sql.Identifier(name)))
-                args.append(value)
+        clauses, args = memory_where(flt)
         if not clauses:
             return sql.SQL(""), args
         return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(clauses), args
@@ -886,7 +882,7 @@ class PostgresStore(PostgresAuthMixin, Store):
         with self._conn() as conn:
             rows = conn.execute(
                 "SELECT m.id AS of_id, n.id AS id, n.position - m.position AS offset FROM memories m"
-                " JOIN memories n ON n.episode = m.episode"
+                " JOIN memories n ON n.episode = m.episode AND n.dataset = m.dataset"
                 " AND n.position BETWEEN m.position - %(w)s AND m.position + %(w)s AND n.id <> m.id"
                 " WHERE m.id = ANY(%(ids)s) AND m.episode IS NOT NULL",
                 {"w": window, "ids": list(memory_ids)},

@@ -28,6 +28,8 @@ from ...errors import EmbedderMismatchError, StoreError
 from ...models import Entity, Fact, Memory, Stats, Usage
 from ..base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
 from .schema import SQLITE_MIGRATIONS
+from .scope import memory_where
+from .sessions import SQLiteSessionsMixin
 from .auth import SQLiteAuthMixin
 from ..vectors import EXACT_ROWS, FORMAT, AnnIndex, IndexFiles, build, calibrate, from_blob, to_blob
 
@@ -56,7 +58,7 @@ _MEMORY_COLUMNS = (
     "id, dataset, kind, content, topic, context, decisions, rationale, metadata, source, "
     "content_hash, valid_at, status, error, retention, retention_until, pinned, pin_reason, "
     "access_count, last_accessed_at, supersedes, superseded_by, supersession_reason, "
-    "created_at, updated_at, processed_at, usage, episode, position"
+    'created_at, updated_at, processed_at, usage, episode, position, "user", agent, session, role, speaker'
 )
 
 
@@ -109,6 +111,10 @@ def _entity_row(row: sqlite3.Row) -> EntityRow:
         aliases=json.loads(row["aliases"]),
         created_at=from_text(row["created_at"]),
     )
+
+
+def _quoted(names: Sequence[str]) -> str:
+    return ", ".join(f'"{n}"' for n in names)
 
 
 def _placeholders(n: int) -> str:
@@ -324,7 +330,7 @@ def _entity_text(name: str, aliases: list[str], description: str) -> str:
     return " ".join([name, *aliases, description])
 
 
-class SQLiteStore(SQLiteAuthMixin, Store):
+class SQLiteStore(SQLiteAuthMixin, SQLiteSessionsMixin, Store):
     def __init__(self, path: str, *, timeout: float = 30.0) -> None:
         self.url = f"sqlite:///{path}"
         self.path = path
@@ -466,7 +472,7 @@ class SQLiteStore(SQLiteAuthMixin, Store):
                 (memory.dataset, to_text(memory.created_at)),
             )
             self._db.execute(
-                f"INSERT INTO memories ({', '.join(names)}) VALUES ({_placeholders(len(names))})",
+                f"INSERT INTO memories ({_quoted(names)}) VALUES ({_placeholders(len(names))})",
                 [_db_value(n, data[n]) for n in names],
             )
         return memory.id, True
@@ -499,15 +505,7 @@ class SQLiteStore(SQLiteAuthMixin, Store):
             return self._with_access([_memory(row)])[0] if row else None
 
     def _where(self, flt: MemoryFilter) -> tuple[str, list[Any]]:
-        clauses, args = [], []
-        for name in ("dataset", "kind", "status", "retention"):
-            value = getattr(flt, name)
-            if value is not None:
-                clauses.append(f"{name} = ?")
-                args.append(value)
-        if flt.pinned is not None:
-            clauses.append("pinned = ?")
-            args.append(int(flt.pinned))
+        clauses, args = memory_where(flt)
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
     def list_memories(self, flt: MemoryFilter) -> list[Memory]:
@@ -764,7 +762,7 @@ class SQLiteStore(SQLiteAuthMixin, Store):
             return []
         sql = (
             "SELECT m.id AS of_id, n.id AS id, n.position - m.position AS offset FROM memories m"
-            " JOIN memories n ON n.episode = m.episode AND n.position BETWEEN m.position - ? AND m.position + ?"
+            " JOIN memories n ON n.episode = m.episode AND n.dataset = m.dataset AND n.position BETWEEN m.position - ? AND m.position + ?"
             f" AND n.id <> m.id WHERE m.id IN ({_placeholders(len(memory_ids))}) AND m.episode IS NOT NULL"
         )
         with self._lock:

@@ -1,0 +1,142 @@
+"""The context block an agent puts in its prompt, rendered within a token budget. Pure: the
+caller reads the facts, entities, messages and evidence; this decides what fits and how it reads.
+
+Zep's ``memory.context`` is the reference: every fact carries its validity dates, and a fact is
+shown as current only if it is valid at ``as_of`` and kenning has not closed it. Closed facts,
+and facts that begin later, go under a separate heading with their periods, never as current.
+
+Sections, in the order they are written::
+
+    # Facts valid now (since when)
+    # Entities
+    # History: facts not valid now (their periods)
+    # Recent messages
+    # Relevant memories
+
+Within the budget the parts are taken by priority: current facts, then the latest messages,
+then the recalled evidence, then the entities, then history; a part that does not fit is left
+out (``Context.omitted`` counts them) and smaller ones after it may still fit. Token counts are
+the offline estimate the chunker uses (``count_tokens``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from ..models import Context, Entity, Fact, Hit, Memory
+from ..pipeline.chunk import count_tokens
+
+__all__ = ["fact_is_current", "render_context"]
+
+#: the longest a message or evidence line is shown, in characters
+_LINE_CHARS = 500
+_HEADINGS = {
+    "facts": "# Facts valid now (since when)",
+    "entities": "# Entities",
+    "history": "# History: facts not valid now (their periods)",
+    "messages": "# Recent messages",
+    "evidence": "# Relevant memories",
+}
+_PRIORITY = ("facts", "messages", "evidence", "entities", "history")
+
+
+def fact_is_current(fact: Fact, as_of: dt.datetime) -> bool:
+    """Valid at ``as_of`` and not closed by kenning by then."""
+    if fact.expired_at is not None and fact.expired_at <= as_of:
+        return False
+    return fact.valid_at <= as_of and (fact.invalid_at is None or as_of < fact.invalid_at)
+
+
+def render_context(
+    *,
+    as_of: dt.datetime,
+    max_tokens: int,
+    facts: Sequence[Fact] = (),
+    entities: Sequence[Entity] = (),
+    messages: Sequence[Memory] = (),
+    evidence: Sequence[Hit] = (),
+) -> Context:
+    """``facts`` best first (current and closed alike: they are sorted out here), ``messages``
+    oldest first, ``evidence`` best first."""
+    current = [f for f in facts if fact_is_current(f, as_of)]
+    history = [f for f in facts if not fact_is_current(f, as_of)]
+    candidates: dict[str, list[tuple[str, object]]] = {
+        "facts": [(f"- {f.description} ({_since(f)})", f) for f in current],
+        "history": [(f"- {f.description} ({_period(f)})", f) for f in history],
+        "entities": [(_entity_line(e), e) for e in entities],
+        # the latest messages matter most: taken newest first, written oldest first
+        "messages": [(_message_line(m), m) for m in reversed(messages)],
+        "evidence": [(_evidence_line(h, as_of), h) for h in evidence],
+    }
+    chosen, used, omitted = _fit(candidates, max_tokens)
+    chosen["messages"].reverse()
+    blocks = [
+        "\n".join([_HEADINGS[name], *(line for line, _ in chosen[name])])
+        for name in _HEADINGS if chosen[name]
+    ]
+    parts = {name: [item for _, item in chosen[name]] for name in _HEADINGS}
+    return Context(
+        text="\n\n".join(blocks), tokens=used, max_tokens=max_tokens, as_of=as_of, omitted=omitted,
+        facts=parts["facts"], history=parts["history"], entities=parts["entities"],
+        messages=parts["messages"], evidence=parts["evidence"],
+    )
+
+
+def _fit(
+    candidates: dict[str, list[tuple[str, object]]], budget: int
+) -> tuple[dict[str, list[tuple[str, object]]], int, int]:
+    """Lines taken by section priority while the total stays within ``budget`` tokens; a
+    section's heading counts once it has a line. Blank lines between sections cost nothing."""
+    chosen: dict[str, list[tuple[str, object]]] = {name: [] for name in _HEADINGS}
+    used = omitted = 0
+    for name in _PRIORITY:
+        heading = count_tokens(_HEADINGS[name])
+        for line, item in candidates[name]:
+            cost = count_tokens(line) + (0 if chosen[name] else heading)
+            if used + cost > budget:
+                omitted += 1
+                continue
+            chosen[name].append((line, item))
+            used += cost
+    return chosen, used, omitted
+
+
+def _day(value: dt.datetime) -> str:
+    return value.date().isoformat()
+
+
+def _since(fact: Fact) -> str:
+    return f"since {_day(fact.valid_at)}"
+
+
+def _period(fact: Fact) -> str:
+    end = fact.invalid_at or fact.expired_at
+    return f"{_day(fact.valid_at)} to {_day(end)}" if end else f"from {_day(fact.valid_at)}, not begun yet"
+
+
+def _entity_line(entity: Entity) -> str:
+    text = f"- {entity.name} ({entity.type})"
+    return f"{text}: {_short(entity.description)}" if entity.description else text
+
+
+def _message_line(memory: Memory) -> str:
+    speaker = memory.speaker or memory.role or "unknown"
+    return f"[{memory.valid_at.strftime('%Y-%m-%d %H:%M')}] {speaker}: {_short(memory.content)}"
+
+
+def _evidence_line(hit: Hit, as_of: dt.datetime) -> str:
+    """A recalled fact says whether it still holds; other evidence says when it was said."""
+    if hit.kind == "fact" and hit.valid_at is not None:
+        end = hit.invalid_at or hit.expired_at
+        if hit.current and (end is None or end > as_of) and hit.valid_at <= as_of:
+            return f"- {_short(hit.text)} (since {_day(hit.valid_at)})"
+        period = f"{_day(hit.valid_at)} to {_day(end)}" if end else f"from {_day(hit.valid_at)}"
+        return f"- {_short(hit.text)} (not valid now: {period})"
+    when = f" ({_day(hit.valid_at)})" if hit.valid_at else ""
+    return f"- {_short(hit.text)}{when}"
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _LINE_CHARS else text[: _LINE_CHARS - 1] + "…"
