@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from kenning.errors import ValidationError
-from kenning.messages import addressee, memory_text, message_memories, read_messages, transcript
+from kenning.pipeline.messages import addressee, memory_text, message_memories, read_messages, transcript
 from kenning.models import Message
 
 UTC = dt.timezone.utc

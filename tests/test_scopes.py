@@ -11,7 +11,7 @@ import pytest
 
 from kenning import Kenning
 from kenning.errors import ValidationError
-from kenning.messages import message_memories, read_messages
+from kenning.pipeline.messages import message_memories, read_messages
 from kenning.store.base import MemoryFilter, Store
 from kenning.store.filters import parse_filters
 
@@ -224,3 +224,43 @@ def test_date_bounds_read_relative_dates_against_the_callers_clock() -> None:
     now = dt.datetime(2024, 6, 10, tzinfo=UTC)
     (cond,) = parse_filters({"due": {"gte": "last week"}}, now=now)
     assert cond.value == dt.datetime(2024, 6, 3, tzinfo=UTC)  # the Monday last week began
+
+
+def test_deleting_what_a_user_scope_selects_removes_what_only_they_stated(kn: Kenning, chats) -> None:  # noqa: ANN001
+    # forget(user=...) will select with the scope and delete each memory: the usual collection.
+    store = kn.store
+    for memory in store.list_memories(MemoryFilter(dataset="main", user="alice", limit=1000)):
+        kn.delete(memory.id)
+    assert store.count_memories(MemoryFilter(dataset="main", user="alice")) == 0
+    assert store.facts_stated(MemoryFilter(dataset="main")) == store.facts_stated(MemoryFilter(user="bob"))
+    assert [f.target for f in store.facts_stated(MemoryFilter(dataset="main"))] == ["Paris"]
+    assert store.find_entities("main", ["alice", "acme", "lyon"]) == {}
+    assert store.sessions(MemoryFilter(dataset="main"))[0].id == "b1"
+    assert [s.id for s in store.sessions(MemoryFilter(dataset="other"))] == ["a1"]  # another dataset
+
+
+def test_a_store_from_before_scopes_opens_with_its_memories_unscoped(tmp_path) -> None:  # noqa: ANN001
+    import sqlite3
+
+    from kenning.store.sqlite.schema import SQLITE_MIGRATIONS
+    from kenning.store.sqlite.store import SQLiteStore
+
+    path = str(tmp_path / "old.db")
+    db = sqlite3.connect(path)
+    for statements in SQLITE_MIGRATIONS[:-1]:
+        for sql in statements:
+            db.execute(sql)
+    db.execute(f"PRAGMA user_version = {len(SQLITE_MIGRATIONS) - 1}")
+    db.execute("INSERT INTO memories (id, dataset, kind, content, content_hash, valid_at, status, created_at,"
+               " updated_at) VALUES ('m1', 'main', 'knowledge', 'x', 'h', '2024-01-01T00:00:00.000000+00:00',"
+               " 'active', '2024-01-01T00:00:00.000000+00:00', '2024-01-01T00:00:00.000000+00:00')")
+    db.commit()
+    db.close()
+    store = SQLiteStore(path)
+    try:
+        (memory,) = store.get_memories(["m1"])
+        assert (memory.user, memory.agent, memory.session, memory.role, memory.speaker) == (None,) * 5
+        assert store.count_memories(MemoryFilter(user="alice")) == 0
+        assert store.sessions(MemoryFilter()) == []
+    finally:
+        store.close()

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import KenningError
-from ..messages import memory_text
+from .messages import memory_text
 from ..models import Memory, Usage
 from ..providers.base import ChatModel, Embedder
 from ..store.base import ChunkRow, Store

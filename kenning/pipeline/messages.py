@@ -27,12 +27,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, get_args
 
-from ._checks import check_text
-from ._identity import content_hash
-from .errors import ValidationError
-from .models import Memory, Message, Role
-from .pipeline.commit import new_id
-from .pipeline.dates import parse_user_datetime
+from .._checks import check_text
+from .._identity import content_hash
+from ..errors import ValidationError
+from ..models import Memory, Message, Role
+from .commit import new_id
+from .dates import parse_user_datetime
 
 __all__ = ["ROLES", "Turn", "addressee", "memory_text", "message_memories", "read_messages", "transcript"]
 
