@@ -264,3 +264,42 @@ def test_a_store_from_before_scopes_opens_with_its_memories_unscoped(tmp_path) -
         assert store.sessions(MemoryFilter()) == []
     finally:
         store.close()
+
+
+# -- recall's lanes narrowed by a scope ---------------------------------------------------------
+
+def _recall(kn: Kenning, text: str, scope: MemoryFilter | None, search_type: str = "hybrid", top_k: int = 5):  # noqa: ANN202
+    from kenning.search.recall import Query, search
+
+    engine = kn._engine
+    q = Query(text=text, search_type=search_type, top_k=top_k, scope=scope)
+    hits, memories = search(engine.store, engine.embedder, engine.settings, q, engine.now())
+    return hits, memories
+
+
+@pytest.mark.parametrize("search_type", ["hybrid", "facts", "entities", "graph"])
+def test_a_scoped_recall_shows_only_evidence_from_the_scope(kn: Kenning, chats, search_type: str) -> None:  # noqa: ANN001
+    mine = set(chats["alice1"] + chats["alice2"])
+    hits, memories = _recall(kn, "Where do Alice and Bob live and work?", MemoryFilter(dataset="main", user="alice"),
+                             search_type)
+    assert hits and {m for h in hits for m in h.memory_ids} <= mine
+    assert {m.id for m in memories} <= mine
+    everyone, _ = _recall(kn, "Where do Alice and Bob live and work?", None, search_type)
+    assert {m for h in everyone for m in h.memory_ids} - mine  # unscoped, Bob's evidence is there
+
+
+def test_a_narrow_scope_finds_its_memory_among_many_better_matches(kn: Kenning, clock) -> None:  # noqa: ANN001
+    kn.remember([f"Paris Paris trip number {n} to Paris." for n in range(80)])
+    mine = _chat(kn.store, clock(), [{"role": "user", "content": "My trip to Paris was long."}],
+                 user="zoe", session="z")
+    kn.cognify()
+    hits, _ = _recall(kn, "trip to Paris", MemoryFilter(dataset="main", user="zoe"))
+    assert [h.memory_ids for h in hits] == [mine]
+    unscoped, _ = _recall(kn, "trip to Paris", None)
+    assert mine[0] not in {m for h in unscoped for m in h.memory_ids}  # it is not in the top 5 otherwise
+
+
+def test_a_scoped_recall_with_metadata_filters(kn: Kenning, tagged: dict[str, str]) -> None:
+    kn.cognify()
+    hits, _ = _recall(kn, "Note", MemoryFilter(dataset="main", filters={"topic": "billing"}), top_k=10)
+    assert {m for h in hits for m in h.memory_ids} == {tagged["a"], tagged["c"]}
