@@ -303,3 +303,25 @@ def test_a_scoped_recall_with_metadata_filters(kn: Kenning, tagged: dict[str, st
     kn.cognify()
     hits, _ = _recall(kn, "Note", MemoryFilter(dataset="main", filters={"topic": "billing"}), top_k=10)
     assert {m for h in hits for m in h.memory_ids} == {tagged["a"], tagged["c"]}
+
+
+# -- the context of a scope ---------------------------------------------------------------------
+
+def test_the_context_of_a_user_and_session(kn: Kenning, chats, clock) -> None:  # noqa: ANN001
+    from kenning.search.context import build_context
+
+    _chat(kn.store, clock(), [{"role": "user", "content": "Alice moved to Paris.", "created_at": "2024-03-01"}],
+          user="alice", session="a1")
+    kn.cognify()
+    ctx = build_context(kn.store, MemoryFilter(dataset="main", user="alice", session="a1"),
+                        as_of=dt.datetime(2024, 6, 1, tzinfo=UTC), max_tokens=1500, last_messages=3)
+    assert {(f.relation, f.target) for f in ctx.facts} == {("works_at", "Acme"), ("lives_in", "Paris")}
+    assert [(f.relation, f.target) for f in ctx.history] == [("lives_in", "Lyon")]  # closed by Paris
+    current = ctx.text.split("\n\n")[0]
+    assert current.startswith("# Facts valid now") and "Lyon" not in current and "(since 2024-03-01)" in current
+    assert {e.name for e in ctx.entities} == {"Alice", "Acme", "Lyon", "Paris"}
+    assert [m.content for m in ctx.messages] == ["Noted.", "Alice lives in Lyon.", "Alice moved to Paris."]
+    assert "Bob" not in ctx.text
+    bob = build_context(kn.store, MemoryFilter(dataset="main", user="bob"), as_of=dt.datetime(2024, 6, 1, tzinfo=UTC),
+                        max_tokens=1500)
+    assert [f.target for f in bob.facts] == ["Paris"] and bob.messages == []

@@ -1,5 +1,6 @@
-"""The context block an agent puts in its prompt, rendered within a token budget. Pure: the
-caller reads the facts, entities, messages and evidence; this decides what fits and how it reads.
+"""The context block an agent puts in its prompt, rendered within a token budget.
+:func:`build_context` reads a scope's parts from the store; :func:`render_context` (pure)
+decides what fits and how it reads.
 
 Zep's ``memory.context`` is the reference: every fact carries its validity dates, and a fact is
 shown as current only if it is valid at ``as_of`` and kenning has not closed it. Closed facts,
@@ -26,8 +27,12 @@ from collections.abc import Sequence
 
 from ..models import Context, Entity, Fact, Hit, Memory
 from ..pipeline.chunk import count_tokens
+from ..store.base import MemoryFilter, Store
 
-__all__ = ["fact_is_current", "render_context"]
+__all__ = ["build_context", "fact_is_current", "render_context"]
+
+#: how many facts, entities and recent messages ``build_context`` reads at most
+FACTS, ENTITIES, MESSAGES = 50, 20, 10
 
 #: the longest a message or evidence line is shown, in characters
 _LINE_CHARS = 500
@@ -39,6 +44,32 @@ _HEADINGS = {
     "evidence": "# Relevant memories",
 }
 _PRIORITY = ("facts", "messages", "evidence", "entities", "history")
+
+
+def build_context(
+    store: Store,
+    scope: MemoryFilter,
+    *,
+    as_of: dt.datetime,
+    max_tokens: int,
+    evidence: Sequence[Hit] = (),
+    last_messages: int = MESSAGES,
+) -> Context:
+    """The context of a scope (its ``dataset`` is required): the facts its memories state
+    (open ones first), the entities those facts concern, the last messages of its ``session``
+    (stored ones, processed or not) and ``evidence`` the caller recalled, rendered."""
+    facts = store.facts_stated(MemoryFilter(**{**_scope_of(scope), "limit": FACTS}))
+    ends = list(dict.fromkeys(e for f in facts for e in (f.source_id, f.target_id)))[:ENTITIES]
+    messages = store.session_messages(scope.dataset, scope.session, last_messages) if scope.session else []
+    return render_context(as_of=as_of, max_tokens=max_tokens, facts=facts, entities=store.get_entities(ends),
+                          messages=messages, evidence=evidence)
+
+
+def _scope_of(flt: MemoryFilter) -> dict[str, object]:
+    if flt.dataset is None:
+        raise ValueError("a context is built inside one dataset")
+    names = ("dataset", "kind", "user", "agent", "session", "filters")
+    return {name: getattr(flt, name) for name in names}
 
 
 def fact_is_current(fact: Fact, as_of: dt.datetime) -> bool:
@@ -116,8 +147,10 @@ def _period(fact: Fact) -> str:
 
 
 def _entity_line(entity: Entity) -> str:
-    text = f"- {entity.name} ({entity.type})"
-    return f"{text}: {_short(entity.description)}" if entity.description else text
+    """Name, type and other names. Not the description: it is undated, often the sentence that
+    first named the entity ("Alice lives in Lyon"), and would state a closed fact as current."""
+    aliases = f", also {', '.join(entity.aliases[:5])}" if entity.aliases else ""
+    return f"- {entity.name} ({entity.type}{aliases})"
 
 
 def _message_line(memory: Memory) -> str:
