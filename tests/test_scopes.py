@@ -76,6 +76,9 @@ def test_session_messages_are_the_latest_turns_in_order_across_calls(kn: Kenning
     assert [m.content for m in turns] == ["Alice works at Acme.", "Noted.", "Alice lives in Lyon."]
     assert [m.position for m in turns] == [0, 1, 2]
     assert [m.content for m in store.session_messages("main", "a1", 2)] == ["Noted.", "Alice lives in Lyon."]
+    assert [m.content for m in store.session_messages("main", "a1", 5, before=2)] == ["Alice works at Acme.", "Noted."]
+    assert [m.content for m in store.session_messages("main", "a1", 1, before=2)] == ["Noted."]
+    assert store.session_messages("main", "a1", 5, before=0) == []
     assert store.session_messages("main", "nope", 5) == []
     assert [m.content for m in store.session_messages("other", "a1", 5)] == ["Carol likes chess."]
 

@@ -291,8 +291,9 @@ class Store(ABC):
         first, then the latest valid; at most ``flt.limit``."""
 
     @abstractmethod
-    def session_messages(self, dataset: str, session: str, last: int) -> list[Memory]:
-        """The last ``last`` memories of a session (any status), oldest first."""
+    def session_messages(self, dataset: str, session: str, last: int, before: int | None = None) -> list[Memory]:
+        """The last ``last`` memories of a session (any status), oldest first; with ``before``,
+        the last ones at positions before it (the turns that precede a message)."""
 
     @abstractmethod
     def sessions(self, flt: MemoryFilter) -> list[Session]:

@@ -55,12 +55,13 @@ class PostgresSessionsMixin:
             ids = [r["id"] for r in conn.execute(query, [*args, flt.limit, flt.offset]).fetchall()]
         return self.get_facts(ids)  # type: ignore[attr-defined]
 
-    def session_messages(self, dataset: str, session: str, last: int) -> list[Memory]:
+    def session_messages(self, dataset: str, session: str, last: int, before: int | None = None) -> list[Memory]:
         with self._conn() as conn:  # type: ignore[attr-defined]
             rows = conn.execute(
-                "SELECT id FROM memories WHERE dataset = %s AND session = %s"
-                " ORDER BY position DESC NULLS LAST, valid_at DESC, created_at DESC, id DESC LIMIT %s",
-                (dataset, session, max(0, last)),
+                "SELECT id FROM memories WHERE dataset = %(d)s AND session = %(s)s"
+                + (" AND position < %(before)s" if before is not None else "")
+                + " ORDER BY position DESC NULLS LAST, valid_at DESC, created_at DESC, id DESC LIMIT %(n)s",
+                {"d": dataset, "s": session, "before": before, "n": max(0, last)},
             ).fetchall()
         return self.get_memories([r["id"] for r in rows][::-1])  # type: ignore[attr-defined]
 

@@ -54,13 +54,15 @@ class SQLiteSessionsMixin:
             ids = [r[0] for r in self._db.execute(sql, [*args, flt.limit, flt.offset])]  # type: ignore[attr-defined]
         return self.get_facts(ids)  # type: ignore[attr-defined]
 
-    def session_messages(self, dataset: str, session: str, last: int) -> list[Memory]:
+    def session_messages(self, dataset: str, session: str, last: int, before: int | None = None) -> list[Memory]:
         sql = (
             "SELECT id FROM memories WHERE dataset = ? AND session = ?"
-            " ORDER BY position DESC, valid_at DESC, created_at DESC, id DESC LIMIT ?"
+            + (" AND position < ?" if before is not None else "")
+            + " ORDER BY position DESC, valid_at DESC, created_at DESC, id DESC LIMIT ?"
         )
+        args = [dataset, session, *([before] if before is not None else []), max(0, last)]
         with self._lock:  # type: ignore[attr-defined]
-            ids = [r[0] for r in self._db.execute(sql, (dataset, session, max(0, last)))]  # type: ignore[attr-defined]
+            ids = [r[0] for r in self._db.execute(sql, args)]  # type: ignore[attr-defined]
         return self.get_memories(ids[::-1])  # type: ignore[attr-defined]
 
     def sessions(self, flt: MemoryFilter) -> list[Session]:
