@@ -38,8 +38,8 @@ from ...models import Entity, Fact, Memory, Stats, Usage
 from ..base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, retry_transient
 from .auth import PostgresAuthMixin
 from .lexical import bm25
+from ..scopes import ScopeReads
 from .scope import memory_where
-from .sessions import PostgresSessionsMixin
 from .schema import (
     BOOTSTRAP,
     LOCK_DATASET,
@@ -182,6 +182,12 @@ def _fact(row: dict[str, Any], memory_ids: list[str]) -> Fact:
         expired_at=as_utc(row["expired_at"]), superseded_by=row["superseded_by"],
         weight=row["weight"], memory_ids=memory_ids,
     )
+
+
+def _marks(query: str) -> str:
+    """SQL written with ``?`` placeholders (``ScopeReads``, ``scope.py``) in psycopg's style;
+    such SQL holds no literal ``?`` or ``%``."""
+    return query.replace("?", "%s")
 
 
 def _ordered(by_id: dict[str, Any], ids: Sequence[str]) -> list[Any]:
@@ -442,7 +448,7 @@ def _probe(url: str, timeout: float) -> None:
         raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {reason}") from None
 
 
-class PostgresStore(PostgresAuthMixin, PostgresSessionsMixin, Store):
+class PostgresStore(PostgresAuthMixin, ScopeReads, Store):
     def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 30.0, hnsw_ef_search: int = 100) -> None:
         self.url = url
         self._dimension: int | None = None
@@ -676,12 +682,19 @@ class PostgresStore(PostgresAuthMixin, PostgresSessionsMixin, Store):
             ).fetchone()
         return _memory(row) if row else None
 
+    def _scope_where(self, flt: MemoryFilter, alias: str = "") -> tuple[list[str], list[Any]]:
+        return memory_where(flt, alias)
+
+    def _scope_rows(self, query: str, args: Sequence[Any]) -> list[dict[str, Any]]:
+        with self._conn() as conn:
+            return conn.execute(_marks(query), list(args)).fetchall()
+
     @staticmethod
     def _where(flt: MemoryFilter) -> tuple[sql.Composable, list[Any]]:
         clauses, args = memory_where(flt)
         if not clauses:
             return sql.SQL(""), args
-        return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(clauses), args
+        return sql.SQL(_marks(" WHERE " + " AND ".join(clauses))), args
 
     def list_memories(self, flt: MemoryFilter) -> list[Memory]:
         if flt.order_by not in _ORDER:

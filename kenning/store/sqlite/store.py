@@ -28,8 +28,8 @@ from ...errors import EmbedderMismatchError, StoreError
 from ...models import Entity, Fact, Memory, Stats, Usage
 from ..base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
 from .schema import SQLITE_MIGRATIONS
+from ..scopes import ScopeReads
 from .scope import memory_where
-from .sessions import SQLiteSessionsMixin
 from .auth import SQLiteAuthMixin
 from ..vectors import EXACT_ROWS, FORMAT, AnnIndex, IndexFiles, build, calibrate, from_blob, to_blob
 
@@ -330,7 +330,7 @@ def _entity_text(name: str, aliases: list[str], description: str) -> str:
     return " ".join([name, *aliases, description])
 
 
-class SQLiteStore(SQLiteAuthMixin, SQLiteSessionsMixin, Store):
+class SQLiteStore(SQLiteAuthMixin, ScopeReads, Store):
     def __init__(self, path: str, *, timeout: float = 30.0) -> None:
         self.url = f"sqlite:///{path}"
         self.path = path
@@ -503,6 +503,13 @@ class SQLiteStore(SQLiteAuthMixin, SQLiteSessionsMixin, Store):
                 (dataset, content_hash),
             ).fetchone()
             return self._with_access([_memory(row)])[0] if row else None
+
+    def _scope_where(self, flt: MemoryFilter, alias: str = "") -> tuple[list[str], list[Any]]:
+        return memory_where(flt, alias)
+
+    def _scope_rows(self, sql: str, args: Sequence[Any]) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, list(args)).fetchall()
 
     def _where(self, flt: MemoryFilter) -> tuple[str, list[Any]]:
         clauses, args = memory_where(flt)
