@@ -105,7 +105,7 @@ class Message(_Model):
     role: Role
     content: str
     name: str | None = Field(default=None, max_length=200)
-    created_at: dt.datetime | Annotated[str, Field(max_length=100)] | None = None
+    created_at: dt.datetime | dt.date | Annotated[str, Field(max_length=100)] | None = None
 
 
 class Memory(_Model):

@@ -38,6 +38,8 @@ def test_created_at_is_read_by_the_date_parser_and_is_the_turns_time() -> None:
     assert turns[2].said_at is None
     relative = read_messages([{"role": "user", "content": "hi", "created_at": "yesterday"}], now=NOW)
     assert relative[0].said_at == dt.datetime(2024, 5, 31, tzinfo=UTC)
+    day = read_messages([Message(role="user", content="hi", created_at=dt.date(2024, 5, 1))], now=NOW)
+    assert day[0].said_at == dt.datetime(2024, 5, 1, tzinfo=UTC)
     memories = message_memories(turns, dataset="main", now=NOW, valid_at=dt.datetime(2024, 1, 1, tzinfo=UTC))
     assert memories[1].valid_at == turns[1].said_at
     assert memories[2].valid_at == dt.datetime(2024, 1, 1, tzinfo=UTC)  # the call's reference time
@@ -106,3 +108,13 @@ def test_bad_messages_are_typed_errors(messages: object, needle: str) -> None:
     with pytest.raises(ValidationError) as info:
         read_messages(messages, now=NOW)
     assert needle in str(info.value)
+
+
+def test_the_same_text_in_another_scope_is_another_memory() -> None:
+    from kenning._identity import content_hash
+
+    assert content_hash("I like  tea.") == content_hash("I like tea.")  # unscoped: as before
+    assert content_hash("I like tea.", None, None) == content_hash("I like tea.")
+    alice, bob = content_hash("I like tea.", "alice"), content_hash("I like tea.", "bob")
+    assert len({alice, bob, content_hash("I like tea.")}) == 3
+    assert content_hash("I like tea.", "alice", None) != content_hash("I like tea.", None, "alice")

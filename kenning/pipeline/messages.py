@@ -123,10 +123,10 @@ def message_memories(
     out = []
     for offset, turn in enumerate(turns):
         position = start + offset
-        identity = "\x1f".join(("message", episode, str(position), turn.role, turn.speaker or "", turn.content))
         out.append(Memory(
             id=new_id("mem"), dataset=dataset, kind="message", content=turn.content, source=source,
-            metadata=dict(metadata or {}), content_hash=content_hash(identity),
+            metadata=dict(metadata or {}),
+            content_hash=content_hash(turn.content, "message", episode, str(position), turn.role, turn.speaker),
             valid_at=turn.said_at or valid_at or now, status=status, created_at=now, updated_at=now,
             episode=episode, position=position, user=user, agent=agent, session=session,
             role=turn.role, speaker=turn.speaker,
