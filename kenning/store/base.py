@@ -146,11 +146,6 @@ class MemoryFilter:
         if not isinstance(self.filters, tuple):
             self.filters = parse_filters(self.filters)
 
-    @property
-    def scoped(self) -> bool:
-        """Whether it narrows a dataset by user, agent, session or metadata."""
-        return any((self.user, self.agent, self.session, self.filters))
-
 
 class Txn(ABC):
     """Primitives available inside one write transaction."""

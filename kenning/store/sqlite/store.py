@@ -769,7 +769,8 @@ class SQLiteStore(SQLiteAuthMixin, ScopeReads, Store):
             return []
         sql = (
             "SELECT m.id AS of_id, n.id AS id, n.position - m.position AS offset FROM memories m"
-            " JOIN memories n ON n.episode = m.episode AND n.dataset = m.dataset AND n.position BETWEEN m.position - ? AND m.position + ?"
+            " JOIN memories n ON n.episode = m.episode AND n.dataset = m.dataset"
+            " AND n.position BETWEEN m.position - ? AND m.position + ?"
             f" AND n.id <> m.id WHERE m.id IN ({_placeholders(len(memory_ids))}) AND m.episode IS NOT NULL"
         )
         with self._lock:
