@@ -14,7 +14,7 @@ import uvicorn
 
 from kenning import Kenning
 from kenning.server import create_app
-from kenning.server.access import auth_store
+from kenning.access import auth_store
 from kenning.store.auth import generate_key, hash_key, shown_prefix
 
 __all__ = ["add_user", "running", "serve"]

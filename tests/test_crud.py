@@ -250,3 +250,20 @@ def test_forget_a_dataset_and_everything(sqlite_kn, db) -> None:
     stats = kn.stats()
     assert (stats.memories, stats.chunks, stats.entities, stats.facts) == (0, 0, 0, 0)
     assert fts_rows(db, "rome") == 0 and fts_rows(db, "acme") == 0
+
+
+def test_delete_reopens_what_the_deleted_fact_closed(kn, clock) -> None:  # noqa: ANN001
+    first = kn.remember("Alice works at Acme. Alice likes chess.").memory_ids[0]
+    clock.advance(days=30)
+    second = kn.remember("Alice works at Globex.").memory_ids[0]
+    [closed] = [f for f in kn.timeline("Alice").facts if f.description == "Alice works at Acme."]
+    assert closed.invalid_at is not None and closed.superseded_by is not None
+    removed = kn.delete(second)
+    assert len(removed.fact_ids) == 1 and len(removed.entity_ids) == 1  # Globex went with it
+    live = {f.description: f for f in kn.timeline("Alice").facts}
+    assert set(live) == {"Alice works at Acme.", "Alice likes chess."}
+    reopened = live["Alice works at Acme."]
+    assert (reopened.invalid_at, reopened.expired_at, reopened.superseded_by) == (None, None, None)
+    kn.delete(first)
+    stats = kn.stats()
+    assert (stats.memories, stats.entities, stats.facts) == (0, 0, 0)

@@ -156,7 +156,7 @@ def test_revoked_grant_and_revoked_key(world):
     assert [g["user"] for g in alice.get("/v1/datasets/a-data/grants").json()] == ["bob"]
     alice.delete("/v1/datasets/a-data/grants/bob").raise_for_status()
     assert bob.get(f"/v1/memories/{mid}").status_code == 404
-    from kenning.server.access import auth_store
+    from kenning.access import auth_store
     from kenning.store.auth import shown_prefix
 
     auth_store(world["kn"]).revoke_key(shown_prefix(world["keys"]["alice"]))

@@ -103,7 +103,7 @@ def test_stdio_key_scopes_datasets(tmp_path):
         alice, bob = add_user(kn, "alice"), add_user(kn, "bob")
         kn.remember("Alice hid the key under the mat.", dataset="private")
     with Kenning(db) as kn:
-        from kenning.server.access import auth_store
+        from kenning.access import auth_store
 
         auth_store(kn).claim_dataset("private", auth_store(kn).find_user("alice").id)
 

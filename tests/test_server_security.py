@@ -14,7 +14,7 @@ from click.testing import CliRunner
 from kenning import Kenning, RateLimitedError
 from kenning.cli import cli
 from kenning.server import create_app
-from kenning.server.limits import Limiter
+from kenning.access import Limiter
 from tests.server_util import add_user, running, serve
 
 
@@ -204,7 +204,7 @@ def test_grants_do_not_tell_which_users_exist(shared):
     # revoking from a name nobody holds answers as for anyone, and creates nobody
     gone = alice.delete("/v1/datasets/a-data/grants/yvonne")
     assert gone.status_code == 200 and gone.json()["permissions"] == []
-    from kenning.server.access import auth_store
+    from kenning.access import auth_store
 
     assert auth_store(kn).find_user("yvonne") is None
     # admins see users anyway; to them a typo is an error
@@ -244,7 +244,7 @@ def test_admin_cli_refuses_bad_names(tmp_path):
         result = runner.invoke(cli, ["--db", path, *args])
         assert result.exit_code == 1 and result.output.startswith("error: invalid"), (args, result.output)
     with Kenning(path) as kn:
-        from kenning.server.access import auth_store
+        from kenning.access import auth_store
 
         assert auth_store(kn).list_users() == []
 

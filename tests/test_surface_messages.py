@@ -65,7 +65,7 @@ def test_docs_page_loads_its_assets_from_the_server_not_a_cdn(tmp_path):
 
 def test_an_empty_dataset_of_the_server_is_readable_and_others_names_never_leak(tmp_path):
     pytest.importorskip("fastapi")
-    from kenning.server.access import auth_store
+    from kenning.access import auth_store
     from tests.server_util import add_user, running
 
     with running(str(tmp_path / "a.db")) as (kn, base):

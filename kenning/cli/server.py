@@ -1,21 +1,23 @@
 """Server commands: ``serve``, ``mcp``, and the ``keys`` and ``datasets`` groups that manage
-who may use the server. The last two work on the store directly, as its administrator."""
+who may use the server. The last two are shells over ``kenning.access.Accounts``, acting as an
+admin (whoever holds the store administers it)."""
 
 from __future__ import annotations
 
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import get_args
 
 import click
 
-from ._common import call, dump_json, fail, open_kenning, run
+from ..access import Access, Accounts, Permission, Principal
+from ..client import Kenning
+from ._common import dump_json, fail, open_kenning, run
 
 __all__ = ["register"]
 
 LOOPBACK = frozenset({"127.0.0.1", "localhost", "::1"})
-PERMISSIONS = ("read", "write", "delete", "share")
 
 
 def register(group: click.Group) -> None:
@@ -57,13 +59,12 @@ def serve(ctx: click.Context, host: str, port: int, no_auth: bool, max_body: int
     import uvicorn
 
     from ..server import create_app
-    from ..server.access import auth_store
 
     with open_kenning(ctx, create=True) as kn:
         with run():
             app = create_app(kn, auth=not no_auth, max_body=max_body, bind=host,
                              allowed_hosts=allowed_hosts)
-            if not no_auth and not auth_store(kn).list_keys():
+            if not no_auth and not _accounts(kn).keys():
                 click.echo("no API keys yet: create one with `kenning keys create --admin`", err=True)
         uvicorn.run(app, host=host, port=port, log_level=log_level)
 
@@ -105,27 +106,22 @@ def mcp(ctx: click.Context, transport: str, host: str, port: int, no_auth: bool,
         server.run("stdio")
 
 
-def _stdio_principal(kn: Any, key: str | None) -> Any:
-    if not key:
-        return None
-    from ..server.access import Access, auth_store
+def _stdio_principal(kn: Kenning, key: str | None) -> Principal | None:
+    return Access.of(kn).authenticate(key) if key else None
 
-    return Access(auth_store(kn), kn.datasets).authenticate(key)
+
+def _accounts(kn: Kenning) -> Accounts:
+    return Accounts(kn, Access.of(kn))
+
+
+#: the CLI administers the store it holds
+ADMIN = Principal(name="cli", admin=True)
 
 
 @contextmanager
-def _auth(ctx: click.Context) -> Iterator[Any]:
-    from ..server.access import auth_store
-
+def _admin(ctx: click.Context) -> Iterator[Accounts]:
     with open_kenning(ctx, create=True) as kn, run():
-        yield kn, auth_store(kn)
-
-
-def _user(store: Any, name: str) -> Any:
-    user = store.find_user(name)
-    if user is None:
-        fail(f"no user {name!r}")
-    return user
+        yield _accounts(kn)
 
 
 # -- keys ----------------------------------------------------------------------------------
@@ -144,19 +140,9 @@ def keys_create(ctx: click.Context, user_name: str | None, admin: bool, name: st
 
     Example: kenning keys create --admin
     """
-    from .._identity import check_user_name
-    from ..store.auth import generate_key, hash_key, shown_prefix
-
     user_name = "admin" if user_name is None else user_name
-    with _auth(ctx) as (_, store):
-        user = store.find_user(user_name)
-        if user is None:
-            check_user_name(user_name)
-            user = store.create_user(user_name, admin=admin or user_name == "admin")
-        elif admin and not user.admin:
-            fail(f"user {user_name!r} exists and is not an admin")
-        key = generate_key()
-        record = store.create_key(user.id, hash_key(key), shown_prefix(key), name)
+    with _admin(ctx) as accounts:
+        key, record, user = accounts.create_key(user_name, admin=admin, name=name)
     click.echo(key)
     click.echo(f"key {record.id} for {'admin ' if user.admin else ''}user {user.name!r}: "
                "store it now, it is not shown again", err=True)
@@ -171,14 +157,13 @@ def keys_list(ctx: click.Context, user_name: str | None, as_json: bool) -> None:
 
     Example: kenning keys list --user alice
     """
-    with _auth(ctx) as (_, store):
-        users = {u.id: u for u in store.list_users()}
-        uid = _user(store, user_name).id if user_name else None
+    with _admin(ctx) as accounts:
+        users = {u.id: u for u in accounts.users()}
         rows = [
             {"id": k.id, "prefix": k.prefix + "…", "user": users[k.user_id].name,
              "admin": users[k.user_id].admin, "name": k.name, "created_at": k.created_at.isoformat(),
              "revoked_at": k.revoked_at.isoformat() if k.revoked_at else None}
-            for k in store.list_keys(uid)
+            for k in accounts.keys(user_name)
         ]
     if as_json:
         dump_json(rows)
@@ -196,8 +181,8 @@ def keys_revoke(ctx: click.Context, key_id: str) -> None:
 
     Example: kenning keys revoke key_0123456789abcdef
     """
-    with _auth(ctx) as (_, store):
-        record = call(store.revoke_key, key_id.rstrip("…"))
+    with _admin(ctx) as accounts:
+        record = accounts.revoke_key(key_id)
     click.echo(f"revoked {record.id}")
 
 
@@ -207,23 +192,9 @@ def datasets() -> None:
     """Datasets, their owners and grants (as the store's administrator)."""
 
 
-@contextmanager
-def _service(ctx: click.Context) -> Iterator[Any]:
-    from ..server.access import Access, Principal
-    from ..server.service import Service
-
-    with _auth(ctx) as (kn, store):
-        yield Service(kn, Access(store, kn.datasets)), store, Principal(name="cli", admin=True)
-
-
-def _owner(store: Any, owner: str | None) -> Any:
+def _owner(accounts: Accounts, owner: str | None) -> Principal | None:
     """The named user as a principal, or None when no owner is named."""
-    from ..server.access import Principal
-
-    if not owner:
-        return None
-    user = _user(store, owner)
-    return Principal(name=user.name, user_id=user.id, admin=user.admin)
+    return accounts.user(owner) if owner else None
 
 
 @datasets.command("create")
@@ -235,8 +206,8 @@ def datasets_create(ctx: click.Context, name: str, owner: str | None) -> None:
 
     Example: kenning datasets create projects --owner alice
     """
-    with _service(ctx) as (service, store, admin):
-        info = call(service.create_dataset, _owner(store, owner) or admin, name)
+    with _admin(ctx) as accounts:
+        info = accounts.create_dataset(_owner(accounts, owner) or ADMIN, name)
     click.echo(f"created dataset {info.name!r}" + (f" owned by {owner!r}" if owner else ""))
 
 
@@ -249,8 +220,8 @@ def datasets_adopt(ctx: click.Context, name: str, owner: str | None) -> None:
 
     Example: kenning datasets adopt notes --owner alice
     """
-    with _service(ctx) as (service, store, admin):
-        call(service.adopt, admin, name, _owner(store, owner))
+    with _admin(ctx) as accounts:
+        accounts.adopt(ADMIN, name, _owner(accounts, owner))
     click.echo(f"adopted dataset {name!r}" + (f" owned by {owner!r}" if owner else " (no owner: admins only)"))
 
 
@@ -262,11 +233,11 @@ def datasets_list(ctx: click.Context, as_json: bool) -> None:
 
     Example: kenning datasets list --json
     """
-    with _service(ctx) as (service, _, admin):
+    with _admin(ctx) as accounts:
         rows = [
             {"name": d.name, "owner": d.owner,
-             "grants": {g.user: g.permissions for g in service.grants(admin, d.name)}}
-            for d in call(service.datasets, admin)
+             "grants": {g.user: g.permissions for g in accounts.grants(ADMIN, d.name)}}
+            for d in accounts.datasets(ADMIN)
         ]
     if as_json:
         dump_json(rows)
@@ -287,23 +258,23 @@ def datasets_delete(ctx: click.Context, name: str, yes: bool) -> None:
     """
     if not yes:
         click.confirm(f"delete dataset {name!r} and all its memories?", abort=True)
-    with _service(ctx) as (service, _, admin):
-        result = call(service.delete_dataset, admin, name)
+    with _admin(ctx) as accounts:
+        result = accounts.delete_dataset(ADMIN, name)
     click.echo(f"deleted dataset {name!r}: {len(result.memory_ids)} memories")
 
 
 @datasets.command("grant")
 @click.argument("name")
 @click.argument("user")
-@click.argument("permissions", nargs=-1, required=True, type=click.Choice(PERMISSIONS))
+@click.argument("permissions", nargs=-1, required=True, type=click.Choice(get_args(Permission)))
 @click.pass_context
 def datasets_grant(ctx: click.Context, name: str, user: str, permissions: tuple[str, ...]) -> None:
     """Set USER's permissions on dataset NAME (read is always included).
 
     Example: kenning datasets grant projects bob read write
     """
-    with _service(ctx) as (service, _, admin):
-        grant = call(service.grant, admin, name, user, list(permissions))
+    with _admin(ctx) as accounts:
+        grant = accounts.grant(ADMIN, name, user, list(permissions))
     click.echo(f"{user} may {', '.join(grant.permissions)} on {name!r}")
 
 
@@ -316,6 +287,6 @@ def datasets_revoke(ctx: click.Context, name: str, user: str) -> None:
 
     Example: kenning datasets revoke projects bob
     """
-    with _service(ctx) as (service, _, admin):
-        call(service.grant, admin, name, user, [])
+    with _admin(ctx) as accounts:
+        accounts.grant(ADMIN, name, user, [])
     click.echo(f"revoked {user}'s access to {name!r}")

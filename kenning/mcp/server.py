@@ -15,8 +15,9 @@ from typing import Any
 import anyio.to_thread
 from pydantic import BaseModel
 
+from ..access import Principal
+from ..client import Kenning
 from ..errors import KenningError
-from ..server.access import Principal
 from ..server.errors import error_body
 from ..server.guard import RequestGuard
 from ..server.service import Service, build_service
@@ -108,7 +109,7 @@ class _Tools:
             raise ToolError(json.dumps(error_body(exc.code, exc.message))) from None
 
 
-def build_server(kn: Any, *, auth: bool, principal: Principal | None = None) -> MCPServer:
+def build_server(kn: Kenning, *, auth: bool, principal: Principal | None = None) -> MCPServer:
     """The MCP server over ``kn``. ``principal`` fixes the caller (stdio); otherwise, with
     ``auth``, each HTTP request is authenticated from its bearer key."""
     service = build_service(kn, auth=auth)
@@ -119,7 +120,7 @@ def build_server(kn: Any, *, auth: bool, principal: Principal | None = None) -> 
     return mcp
 
 
-def http_app(kn: Any, *, auth: bool, bind: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Any:
+def http_app(kn: Kenning, *, auth: bool, bind: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Any:
     """The streamable-HTTP app at ``/mcp`` behind the HTTP server's Host and cross-origin
     checks (``kenning.server.guard``), so it is as safe bound to any interface as on loopback."""
     app = build_server(kn, auth=auth).streamable_http_app(host=bind)

@@ -14,8 +14,9 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 
 from .. import __version__
+from ..access import Principal
+from ..client import Kenning
 from . import errors
-from .access import Principal
 from .explore import build_graph_router, mount_ui
 from .guard import RequestGuard
 from .routes import build_router
@@ -98,7 +99,7 @@ def _offline_docs(app: FastAPI) -> None:
         )
 
 
-def create_app(kn: Any, *, auth: bool = True, max_body: int | None = None, bind: str = "127.0.0.1",
+def create_app(kn: Kenning, *, auth: bool = True, max_body: int | None = None, bind: str = "127.0.0.1",
                allowed_hosts: Sequence[str] = ()) -> FastAPI:
     """The API over ``kn`` (a ``Kenning``). ``auth=False`` is the local single-user mode: every
     request acts as an admin, so serve it on loopback only (``kenning serve`` enforces that).

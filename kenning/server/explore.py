@@ -16,8 +16,8 @@ from fastapi.responses import FileResponse, RedirectResponse
 from fastapi.staticfiles import StaticFiles
 from pydantic import BaseModel, Field
 
+from ..access import Principal
 from ..models import Entity, Fact
-from .access import Principal
 from .schemas import DATASET_PATTERN, ErrorResponse
 from .service import Service
 

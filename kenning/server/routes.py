@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, File, Form, Path, Query, UploadFile
 
+from ..access import Principal
 from ..errors import ValidationError
 from ..models import (
     CognifyResult,
@@ -20,7 +21,6 @@ from ..models import (
     Timeline,
 )
 from ..lifecycle.improve import ImproveResult
-from .access import Principal
 from .schemas import (
     DATASET_PATTERN,
     AddResult,
@@ -184,24 +184,24 @@ def _memory_routes(router: APIRouter, service: Service, Caller: Any) -> None:
 def _dataset_routes(router: APIRouter, service: Service, Caller: Any) -> None:
     @router.get("/datasets", tags=["datasets"], summary="Datasets you may read.")
     def list_datasets(who: Caller) -> list[DatasetInfo]:
-        return service.datasets(who)
+        return service.accounts.datasets(who)
 
     @router.post("/datasets", tags=["datasets"], status_code=201, summary="Create a dataset you own.")
     def create_dataset(body: DatasetCreate, who: Caller) -> DatasetInfo:
-        return service.create_dataset(who, body.name)
+        return service.accounts.create_dataset(who, body.name)
 
     @router.delete("/datasets/{name}", tags=["datasets"], summary="Delete a dataset and its memories.")
     def delete_dataset(name: DatasetPath, who: Caller) -> ForgetResult:
-        return service.delete_dataset(who, name)
+        return service.accounts.delete_dataset(who, name)
 
     @router.get("/datasets/{name}/grants", tags=["datasets"], summary="Who else may use it.")
     def list_grants(name: DatasetPath, who: Caller) -> list[GrantInfo]:
-        return service.grants(who, name)
+        return service.accounts.grants(who, name)
 
     @router.put("/datasets/{name}/grants/{user}", tags=["datasets"], summary="Set a user's permissions.")
     def grant(name: DatasetPath, user: UserPath, body: GrantRequest, who: Caller) -> GrantInfo:
-        return service.grant(who, name, user, body.permissions)
+        return service.accounts.grant(who, name, user, body.permissions)
 
     @router.delete("/datasets/{name}/grants/{user}", tags=["datasets"], summary="Revoke a grant.")
     def revoke(name: DatasetPath, user: UserPath, who: Caller) -> GrantInfo:
-        return service.grant(who, name, user, [])
+        return service.accounts.grant(who, name, user, [])

@@ -10,6 +10,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from ..access import DatasetInfo, GrantInfo, Permission
 from ..models import Memory, MemoryInput
 from ..pipeline.dates import ACCEPTED_FORMS
 
@@ -37,7 +38,6 @@ __all__ = [
 DATASET_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
 Dataset = Annotated[str, Field(pattern=DATASET_PATTERN, description="Dataset name.")]
 MemoryId = Annotated[str, Field(min_length=1, max_length=200)]
-Permission = Literal["read", "write", "delete", "share"]
 #: empty text is refused by the engine, with the message every surface gives ("content is empty")
 Content = str | MemoryInput
 #: a date in any form the one date parser reads (kenning.pipeline.dates), parsed by the engine
@@ -188,20 +188,8 @@ class DatasetCreate(_Body):
     name: Dataset
 
 
-class DatasetInfo(_Body):
-    name: str
-    owner: str | None = Field(default=None, description="The owner's user name (None: no owner).")
-    permissions: list[Permission] = Field(description="What the caller may do with it.")
-
-
 class GrantRequest(_Body):
     permissions: list[Permission] = Field(
         description="The permissions to hold from now on (read is always included); "
         "an empty list revokes the grant."
     )
-
-
-class GrantInfo(_Body):
-    dataset: str
-    user: str
-    permissions: list[Permission]

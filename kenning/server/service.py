@@ -7,13 +7,11 @@ once. Each method is one facade call plus its checks.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import ExitStack, contextmanager
 from typing import Any
 
-from .._identity import check_dataset, check_user_name
-from ..errors import ConflictError, NotFoundError, PermissionDeniedError, ValidationError
+from ..access import Access, Accounts, DatasetLocks, Limiter, Principal
+from ..client import Kenning
+from ..errors import NotFoundError, PermissionDeniedError, ValidationError
 from ..models import (
     CognifyResult,
     ForgetResult,
@@ -26,31 +24,9 @@ from ..models import (
     Stats,
     Timeline,
 )
-from .access import ALL, Access, Principal, auth_store
-from .limits import Limiter
-from .schemas import DatasetInfo, GrantInfo, MemoryPage
+from .schemas import MemoryPage
 
 __all__ = ["Service", "build_service"]
-
-
-class _Locks:
-    """One lock per dataset: writes to a dataset are serialized, datasets run in parallel."""
-
-    def __init__(self) -> None:
-        self._guard = threading.Lock()
-        self._locks: dict[str, threading.Lock] = {}
-
-    def get(self, dataset: str) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(dataset, threading.Lock())
-
-    @contextmanager
-    def hold(self, datasets: Sequence[str]) -> Iterator[None]:
-        # Sorted, so two calls taking several locks never wait on each other in a cycle.
-        with ExitStack() as stack:
-            for name in sorted(set(datasets)):
-                stack.enter_context(self.get(name))
-            yield
 
 
 def _chars(content: Any) -> int:
@@ -65,11 +41,13 @@ def _chars(content: Any) -> int:
 
 
 class Service:
-    def __init__(self, kn: Any, access: Access, writes: Limiter | None = None) -> None:
+    def __init__(self, kn: Kenning, access: Access, writes: Limiter | None = None) -> None:
         self.kn = kn
         self.access = access
         self.writes = writes or Limiter(0, "characters written")
-        self.locks = _Locks()
+        self.locks = DatasetLocks()
+        #: datasets, grants, users and keys: the same checks, the same locks
+        self.accounts = Accounts(kn, access, self.locks)
 
     # -- helpers -----------------------------------------------------------------------------
     def _memory(self, who: Principal, memory_id: str, permission: str = "read") -> Memory:
@@ -209,137 +187,11 @@ class Service:
                 _add_stats(total, self.kn.stats(name))
         return total
 
-    # -- datasets ----------------------------------------------------------------------------
-    def datasets(self, who: Principal) -> list[DatasetInfo]:
-        names = self.access.readable(who)
-        owners = self._owner_names(names)
-        return [
-            DatasetInfo(name=n, owner=owners.get(n), permissions=_ordered(self.access.permissions(who, n)))
-            for n in names
-        ]
 
-    def create_dataset(self, who: Principal, name: str) -> DatasetInfo:
-        check_dataset(name)
-        if self.access.exists(name):
-            raise ConflictError(f"dataset name {name!r} is taken")
-        if self.access.store is not None:
-            record = self.access.store.claim_dataset(name, who.user_id)
-            if record.owner_id != who.user_id:
-                raise ConflictError(f"dataset name {name!r} is taken")
-        return DatasetInfo(name=name, owner=None if who.user_id is None else who.name,
-                           permissions=_ordered(ALL))
-
-    def delete_dataset(self, who: Principal, name: str) -> ForgetResult:
-        self._require_owner(who, name)
-        result = ForgetResult()
-        if name in self.kn.datasets():
-            with self.locks.hold([name]):
-                result = self.kn.forget(dataset=name)
-        if self.access.store is not None:
-            self.access.store.drop_dataset(name)
-        return result
-
-    def grants(self, who: Principal, name: str) -> list[GrantInfo]:
-        self.access.require(who, name, "share")
-        store = self.access.store
-        if store is None:
-            return []
-        users = {u.id: u.name for u in store.list_users()}
-        return [GrantInfo(dataset=name, user=users.get(g.user_id, g.user_id), permissions=_ordered(g.permissions))
-                for g in store.grants(name)]
-
-    def grant(self, who: Principal, name: str, user: str, permissions: Sequence[str]) -> GrantInfo:
-        """Set ``user``'s permissions on ``name``. Owners and admins grant anything; a holder of
-        ``share`` grants at most the ``read`` / ``write`` they hold, and changes no grant that
-        carries ``delete`` or ``share``. A name nobody holds yet is answered as any other
-        (except to admins): it becomes a user without keys who holds the grant, so the answer
-        never tells whether a user exists."""
-        check_dataset(name)
-        self.access.require(who, name, "share")
-        store = self.access.store
-        if store is None:
-            raise ValidationError("grants need auth: this server runs with --no-auth")
-        records = store.dataset_records([name])
-        if not records:
-            raise ConflictError(
-                f"dataset {name!r} was written before auth was on and has no owner record, so a "
-                f"grant would not apply: adopt it first with `kenning datasets adopt {name} "
-                "[--owner USER]`"
-            )
-        perms = set(permissions) | {"read"} if permissions else set()
-        target = store.find_user(user)
-        if not who.admin and records[0].owner_id != who.user_id:
-            held = store.user_grants(target.id).get(name, frozenset()) if target else frozenset()
-            self._check_delegation(who, name, perms | set(held))
-        if target is None:
-            if who.admin:
-                raise NotFoundError(f"no user {user!r}")
-            check_user_name(user)
-            if not perms:  # revoking what nobody holds: nothing to record
-                return GrantInfo(dataset=name, user=user, permissions=[])
-            target = _user_named(store, user)
-        grant = store.set_grant(name, target.id, sorted(perms))
-        return GrantInfo(dataset=name, user=user, permissions=_ordered(grant.permissions))
-
-    def _check_delegation(self, who: Principal, name: str, perms: set[str]) -> None:
-        """A grantor who is neither owner nor admin passes on only what they hold, never
-        ``delete`` or ``share``."""
-        passable = self.access.permissions(who, name) & {"read", "write"}
-        if not perms <= passable:
-            extra = ", ".join(_ordered(perms - passable))
-            raise PermissionDeniedError(
-                f"you may grant only the read and write you hold on {name!r}, not {extra}; "
-                "only its owner or an admin grants or changes delete and share"
-            )
-
-    def adopt(self, who: Principal, name: str, owner: Principal | None) -> DatasetInfo:
-        """Record an owner (or none: admins only, grants apply) for a dataset written before
-        auth was on, so that grants on it take effect. Admins only."""
-        check_dataset(name)
-        store = self.access.store
-        if not who.admin or store is None:
-            raise PermissionDeniedError("only an admin adopts a dataset")
-        if name not in self.kn.datasets():
-            raise NotFoundError(f"no dataset {name!r} with memories to adopt")
-        if store.dataset_records([name]):
-            raise ConflictError(f"dataset {name!r} already has an owner record")
-        store.claim_dataset(name, owner.user_id if owner else None)
-        return DatasetInfo(name=name, owner=owner.name if owner else None, permissions=_ordered(ALL))
-
-    def _require_owner(self, who: Principal, name: str) -> None:
-        self.access.require(who, name, "read")
-        if who.admin or self.access.store is None:
-            return
-        records = self.access.store.dataset_records([name])
-        if not records or records[0].owner_id != who.user_id:
-            raise PermissionDeniedError(f"only the owner of dataset {name!r} may delete it")
-
-    def _owner_names(self, names: Sequence[str]) -> dict[str, str]:
-        store = self.access.store
-        if store is None:
-            return {}
-        users = {u.id: u.name for u in store.list_users()}
-        return {r.name: users[r.owner_id] for r in store.dataset_records(names) if r.owner_id in users}
-
-
-def _user_named(store: Any, name: str) -> Any:
-    """The user called ``name``, created without keys if nobody holds the name yet."""
-    try:
-        return store.create_user(name)
-    except ConflictError:  # created meanwhile
-        return store.find_user(name)
-
-
-def build_service(kn: Any, *, auth: bool) -> Service:
+def build_service(kn: Kenning, *, auth: bool) -> Service:
     """The checked verbs over ``kn`` with the rate limits of its settings (HTTP and MCP)."""
-    settings = kn.settings
-    access = Access(auth_store(kn) if auth else None, kn.datasets,
-                    Limiter(settings.auth_failures_per_minute, "failed API keys"))
-    return Service(kn, access, Limiter(settings.write_chars_per_minute, "characters written"))
-
-
-def _ordered(perms: frozenset[str] | set[str]) -> list[str]:
-    return [p for p in ("read", "write", "delete", "share") if p in perms]
+    return Service(kn, Access.of(kn, auth=auth),
+                   Limiter(kn.settings.write_chars_per_minute, "characters written"))
 
 
 def _merge(total: CognifyResult, part: CognifyResult) -> None:

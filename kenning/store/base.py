@@ -205,16 +205,81 @@ class Txn(ABC):
     @abstractmethod
     def link_fact(self, fact_id: str, memory_id: str) -> None: ...
 
-    @abstractmethod
+    # -- rules written once over the set-based primitives below -------------------------------
     def merge_entities(self, keep_id: str, drop_id: str) -> list[str]:
         """Fold ``drop_id`` into ``keep_id``: facts, provenance, name as alias; live facts that
         became exact repeats are merged into the oldest. Returns the merged-away fact ids."""
+        names = self.entity_names([keep_id, drop_id])
+        if keep_id not in names or drop_id not in names:
+            return []
+        (keep, *aliases), dropped = names[keep_id], names[drop_id]
+        aliases += [n for n in dict.fromkeys(dropped) if n != keep and n not in aliases]
+        self.move_entity(drop_id, keep_id)
+        self.update_entity(keep_id, {"aliases": aliases})
+        # A fact closed only because its now-identical twin arrived was never contradicted.
+        self.reopen_twins(keep_id)
+        first: dict[tuple[str, str, str], str] = {}
+        repeats = []
+        for fact_id, *key in self.live_facts_of(keep_id):
+            keeper = first.setdefault(tuple(key), fact_id)  # type: ignore[arg-type]
+            if keeper != fact_id:
+                repeats.append((fact_id, keeper))
+        self.fold_facts(repeats)
+        return [fact_id for fact_id, _ in repeats]
 
-    # garbage collection
-    @abstractmethod
     def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
         """Drop a memory's provenance links; delete facts and entities nothing else states.
-        Facts closed by a deleted fact are reopened. Returns (entity_ids, fact_ids) deleted."""
+        Facts closed by a deleted fact are reopened: the knowledge that closed them is gone.
+        Returns (entity_ids, fact_ids) deleted, each sorted."""
+        fact_ids, entity_ids = self.drop_links(memory_id)
+        dead_facts = sorted(self.unstated_facts(fact_ids))
+        if dead_facts:
+            self.reopen_facts(dead_facts)
+            self.delete_facts(dead_facts)
+        return sorted(self.delete_orphans(entity_ids)), dead_facts
+
+    # -- set-based primitives of the rules above ---------------------------------------------
+    @abstractmethod
+    def entity_names(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Each existing entity's name followed by its aliases."""
+
+    @abstractmethod
+    def move_entity(self, drop_id: str, keep_id: str) -> None:
+        """Point facts and provenance of ``drop_id`` at ``keep_id``, then delete ``drop_id``."""
+
+    @abstractmethod
+    def reopen_twins(self, entity_id: str) -> None:
+        """Reopen facts touching the entity that were closed by a fact with the same source,
+        relation and target."""
+
+    @abstractmethod
+    def live_facts_of(self, entity_id: str) -> list[tuple[str, str, str, str]]:
+        """(id, source_id, relation, target_id) of open facts touching the entity, oldest first
+        (by ``created_at``, then id)."""
+
+    @abstractmethod
+    def fold_facts(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """For each (drop, keep): give ``keep`` the provenance of ``drop`` and what ``drop``
+        superseded, then delete ``drop``."""
+
+    @abstractmethod
+    def drop_links(self, memory_id: str) -> tuple[list[str], list[str]]:
+        """Delete a memory's provenance links; the (fact ids, entity ids) they named."""
+
+    @abstractmethod
+    def unstated_facts(self, fact_ids: Sequence[str]) -> list[str]:
+        """Those of the facts no memory states any more."""
+
+    @abstractmethod
+    def reopen_facts(self, closed_by: Sequence[str]) -> None:
+        """Reopen the closed facts that these facts superseded."""
+
+    @abstractmethod
+    def delete_facts(self, fact_ids: Sequence[str]) -> None: ...
+
+    @abstractmethod
+    def delete_orphans(self, entity_ids: Sequence[str]) -> list[str]:
+        """Delete those of the entities no memory names and no fact uses; their ids."""
 
     @abstractmethod
     def delete_memory(self, memory_id: str) -> None: ...

@@ -277,7 +277,7 @@ def _prepare(src: Any, dst: Any, target: Store) -> list[str]:
         raise ConflictError("the target store is not empty; migrate copies into an empty store")
     tables = src.tables()
     missing = [t for t in tables if t not in dst.tables()]
-    create_auth = getattr(target, "_auth", None) or getattr(target, "_auth_migrate", None)
+    create_auth = getattr(target, "_auth_migrate", None)
     if missing and create_auth is not None:
         create_auth()  # tables a store creates on first use (users, keys, grants)
         missing = [t for t in tables if t not in dst.tables()]

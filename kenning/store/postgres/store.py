@@ -21,7 +21,7 @@ import math
 import re
 import threading
 from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import numpy as np
@@ -35,8 +35,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ..._time import as_utc
 from ...errors import ConfigurationError, EmbedderMismatchError, StoreError
 from ...models import Entity, Fact, Memory, Stats, Usage
+from ..auth import AuthDialect, AuthStore
 from ..base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, retry_transient
-from .auth import PostgresAuthMixin
 from .lexical import bm25
 from ..scopes import ScopeReads
 from .scope import memory_where
@@ -349,77 +349,75 @@ class _PgTxn(Txn):
             (fact_id, memory_id),
         )
 
-    def merge_entities(self, keep_id: str, drop_id: str) -> list[str]:
+    def entity_names(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
+        rows = self.conn.execute("SELECT id, name, aliases FROM entities WHERE id = ANY(%s)", (list(entity_ids),))
+        return {r["id"]: [r["name"], *r["aliases"]] for r in rows}
+
+    def move_entity(self, drop_id: str, keep_id: str) -> None:
+        self._lock_row("entities", keep_id)
         q = self.conn.execute
-        rows = {r["id"]: r for r in q(
-            "SELECT id, dataset, name, aliases FROM entities WHERE id = ANY(%s)", ([keep_id, drop_id],))}
-        if keep_id not in rows or drop_id not in rows:
-            return []
-        self._lock(rows[keep_id]["dataset"])
-        keep, drop = rows[keep_id], rows[drop_id]
         q("UPDATE facts SET source_id = %s WHERE source_id = %s", (keep_id, drop_id))
         q("UPDATE facts SET target_id = %s WHERE target_id = %s", (keep_id, drop_id))
         q("INSERT INTO entity_memories (entity_id, memory_id) SELECT %s, memory_id FROM entity_memories"
           " WHERE entity_id = %s ON CONFLICT DO NOTHING", (keep_id, drop_id))
         q("DELETE FROM entity_memories WHERE entity_id = %s", (drop_id,))
-        aliases = list(keep["aliases"])
-        for name in [drop["name"], *drop["aliases"]]:
-            if name != keep["name"] and name not in aliases:
-                aliases.append(name)
-        self.update_entity(keep_id, {"aliases": aliases})
         q("DELETE FROM entities WHERE id = %s", (drop_id,))
-        return self._merge_repeats(keep_id)
 
-    def _merge_repeats(self, entity_id: str) -> list[str]:
-        """Live facts that became exact repeats of each other: the oldest keeps them all. A fact
-        that was closed only because its now-identical twin arrived was never contradicted: it is
-        opened again first."""
+    def reopen_twins(self, entity_id: str) -> None:
+        self.conn.execute(
+            "UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
+            " WHERE (source_id = %(e)s OR target_id = %(e)s) AND superseded_by IN (SELECT g.id FROM facts g"
+            " WHERE g.source_id = facts.source_id AND g.relation = facts.relation"
+            " AND g.target_id = facts.target_id)", {"e": entity_id})
+
+    def live_facts_of(self, entity_id: str) -> list[tuple[str, str, str, str]]:
+        rows = self.conn.execute(
+            "SELECT id, source_id, relation, target_id FROM facts WHERE expired_at IS NULL"
+            " AND invalid_at IS NULL AND (source_id = %(e)s OR target_id = %(e)s)"
+            " ORDER BY created_at, id", {"e": entity_id})
+        return [(r["id"], r["source_id"], r["relation"], r["target_id"]) for r in rows]
+
+    def fold_facts(self, pairs: Sequence[tuple[str, str]]) -> None:
+        if not pairs:
+            return
+        drops, keeps = [d for d, _ in pairs], [k for _, k in pairs]
         q = self.conn.execute
-        q("UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
-          " WHERE (source_id = %(e)s OR target_id = %(e)s) AND superseded_by IN (SELECT g.id FROM facts g"
-          " WHERE g.source_id = facts.source_id AND g.relation = facts.relation"
-          " AND g.target_id = facts.target_id)", {"e": entity_id})
-        rows = q("SELECT id, source_id, relation, target_id FROM facts WHERE expired_at IS NULL"
-                 " AND invalid_at IS NULL AND (source_id = %(e)s OR target_id = %(e)s)"
-                 " ORDER BY created_at, id", {"e": entity_id}).fetchall()
-        first: dict[tuple[str, str, str], str] = {}
-        merged = []
-        for row in rows:
-            key = (row["source_id"], row["relation"], row["target_id"])
-            if key not in first:
-                first[key] = row["id"]
-                continue
-            q("INSERT INTO fact_memories (fact_id, memory_id) SELECT %s, memory_id FROM fact_memories"
-              " WHERE fact_id = %s ON CONFLICT DO NOTHING", (first[key], row["id"]))
-            q("UPDATE facts SET superseded_by = %s WHERE superseded_by = %s", (first[key], row["id"]))
-            q("DELETE FROM facts WHERE id = %s", (row["id"],))
-            merged.append(row["id"])
-        return merged
+        q("INSERT INTO fact_memories (fact_id, memory_id) SELECT p.keep, m.memory_id"
+          " FROM unnest(%s::text[], %s::text[]) AS p(drop_id, keep) JOIN fact_memories m ON m.fact_id = p.drop_id"
+          " ON CONFLICT DO NOTHING", (drops, keeps))
+        q("UPDATE facts SET superseded_by = p.keep FROM unnest(%s::text[], %s::text[]) AS p(drop_id, keep)"
+          " WHERE facts.superseded_by = p.drop_id", (drops, keeps))
+        q("DELETE FROM facts WHERE id = ANY(%s)", (drops,))
 
     # -- garbage collection ------------------------------------------------------------------
-    def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
+    def drop_links(self, memory_id: str) -> tuple[list[str], list[str]]:
         self._lock_memory(memory_id)
         q = self.conn.execute
-        fact_ids = sorted(r["fact_id"] for r in q(
-            "DELETE FROM fact_memories WHERE memory_id = %s RETURNING fact_id", (memory_id,)))
-        entity_ids = sorted(r["entity_id"] for r in q(
-            "DELETE FROM entity_memories WHERE memory_id = %s RETURNING entity_id", (memory_id,)))
-        dead_facts = [r["id"] for r in q(
+        fact_ids = [r["fact_id"] for r in q(
+            "DELETE FROM fact_memories WHERE memory_id = %s RETURNING fact_id", (memory_id,))]
+        entity_ids = [r["entity_id"] for r in q(
+            "DELETE FROM entity_memories WHERE memory_id = %s RETURNING entity_id", (memory_id,))]
+        return fact_ids, entity_ids
+
+    def unstated_facts(self, fact_ids: Sequence[str]) -> list[str]:
+        return [r["id"] for r in self.conn.execute(
             "SELECT id FROM unnest(%s::text[]) AS id WHERE NOT EXISTS"
-            " (SELECT 1 FROM fact_memories WHERE fact_id = id) ORDER BY id COLLATE \"C\"", (fact_ids,))]
-        if dead_facts:
-            # A fact closed only because of a fact we delete is open again: the knowledge that
-            # closed it is gone.
-            q("UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
-              " WHERE superseded_by = ANY(%s) AND expired_at IS NOT NULL", (dead_facts,))
-            q("DELETE FROM facts WHERE id = ANY(%s)", (dead_facts,))
-        dead_entities = [r["id"] for r in q(
+            " (SELECT 1 FROM fact_memories WHERE fact_id = id)", (list(fact_ids),))]
+
+    def reopen_facts(self, closed_by: Sequence[str]) -> None:
+        self.conn.execute("UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
+                          " WHERE superseded_by = ANY(%s) AND expired_at IS NOT NULL", (list(closed_by),))
+
+    def delete_facts(self, fact_ids: Sequence[str]) -> None:
+        self.conn.execute("DELETE FROM facts WHERE id = ANY(%s)", (list(fact_ids),))
+
+    def delete_orphans(self, entity_ids: Sequence[str]) -> list[str]:
+        return [r["id"] for r in self.conn.execute(
             "DELETE FROM entities e WHERE id = ANY(%s)"
             " AND NOT EXISTS (SELECT 1 FROM entity_memories m WHERE m.entity_id = e.id)"
             " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.source_id = e.id)"
             " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.target_id = e.id) RETURNING id",
-            (entity_ids,))]
-        return sorted(dead_entities), dead_facts
+            (list(entity_ids),))]
 
     def delete_memory(self, memory_id: str) -> None:
         self._lock_memory(memory_id)
@@ -448,7 +446,16 @@ def _probe(url: str, timeout: float) -> None:
         raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {reason}") from None
 
 
-class PostgresStore(PostgresAuthMixin, ScopeReads, Store):
+_AUTH = AuthDialect(
+    mark="%s", types={"bool": "BOOLEAN", "false": "FALSE", "time": "TIMESTAMPTZ", "perms": "TEXT[]",
+                      "table_options": ""},
+    lock="SELECT pg_advisory_xact_lock(hashtext('kenning_auth_schema'))",
+)
+
+
+class PostgresStore(AuthStore, ScopeReads, Store):
+    auth_dialect = _AUTH
+
     def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 30.0, hnsw_ef_search: int = 100) -> None:
         self.url = url
         self._dimension: int | None = None
@@ -501,6 +508,12 @@ class PostgresStore(PostgresAuthMixin, ScopeReads, Store):
     def _write(self) -> Iterator[psycopg.Connection]:
         with self._conn() as conn, conn.transaction():
             yield conn
+
+    def _auth_read(self) -> AbstractContextManager[psycopg.Connection]:
+        return self._conn()
+
+    def _auth_write(self) -> AbstractContextManager[psycopg.Connection]:
+        return self._write()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _migrate(self) -> None:

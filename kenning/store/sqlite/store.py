@@ -26,11 +26,11 @@ import numpy as np
 from ..._time import from_text, to_text
 from ...errors import EmbedderMismatchError, StoreError
 from ...models import Entity, Fact, Memory, Stats, Usage
+from ..auth import AuthDialect, AuthStore
 from ..base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
 from .schema import SQLITE_MIGRATIONS
 from ..scopes import ScopeReads
 from .scope import memory_where
-from .auth import SQLiteAuthMixin
 from ..vectors import EXACT_ROWS, FORMAT, AnnIndex, IndexFiles, build, calibrate, from_blob, to_blob
 
 __all__ = ["SQLiteStore"]
@@ -224,97 +224,82 @@ class _SQLiteTxn(Txn):
             "INSERT OR IGNORE INTO fact_memories (fact_id, memory_id) VALUES (?, ?)", (fact_id, memory_id)
         )
 
-    def merge_entities(self, keep_id: str, drop_id: str) -> list[str]:
+    def _delete(self, table: str, ids: Sequence[str]) -> None:
+        """Delete rows of ``facts`` or ``entities`` with their full-text rows."""
+        marks = _placeholders(len(ids))
+        for row in self.db.execute(f"SELECT rowid FROM {table} WHERE id IN ({marks})", list(ids)).fetchall():
+            self._unindex(table, row[0])
+        self.db.execute(f"DELETE FROM {table} WHERE id IN ({marks})", list(ids))
+
+    def entity_names(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
+        marks = _placeholders(len(entity_ids))
+        rows = self.db.execute(f"SELECT id, name, aliases FROM entities WHERE id IN ({marks})", list(entity_ids))
+        return {r["id"]: [r["name"], *json.loads(r["aliases"])] for r in rows}
+
+    def move_entity(self, drop_id: str, keep_id: str) -> None:
         db = self.db
-        keep = db.execute("SELECT * FROM entities WHERE id = ?", (keep_id,)).fetchone()
-        drop = db.execute("SELECT rowid, * FROM entities WHERE id = ?", (drop_id,)).fetchone()
-        if keep is None or drop is None:
-            return []
         db.execute("UPDATE facts SET source_id = ? WHERE source_id = ?", (keep_id, drop_id))
         db.execute("UPDATE facts SET target_id = ? WHERE target_id = ?", (keep_id, drop_id))
         db.execute(
             "INSERT OR IGNORE INTO entity_memories (entity_id, memory_id)"
             " SELECT ?, memory_id FROM entity_memories WHERE entity_id = ?", (keep_id, drop_id))
         db.execute("DELETE FROM entity_memories WHERE entity_id = ?", (drop_id,))
-        aliases = json.loads(keep["aliases"])
-        for name in [drop["name"], *json.loads(drop["aliases"])]:
-            if name != keep["name"] and name not in aliases:
-                aliases.append(name)
-        self.update_entity(keep_id, {"aliases": aliases})
-        self._unindex("entities", drop["rowid"])
-        db.execute("DELETE FROM entities WHERE id = ?", (drop_id,))
-        return self._merge_repeats(keep_id)
+        self._delete("entities", [drop_id])
 
-    def _merge_repeats(self, entity_id: str) -> list[str]:
-        """Live facts that became exact repeats of each other: the oldest keeps them all. A fact
-        that was closed only because its now-identical twin arrived was never contradicted: it is
-        opened again first."""
-        db = self.db
-        db.execute(
+    def reopen_twins(self, entity_id: str) -> None:
+        self.db.execute(
             "UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
             " WHERE (source_id = ? OR target_id = ?) AND superseded_by IN (SELECT g.id FROM facts g"
             " WHERE g.source_id = facts.source_id AND g.relation = facts.relation"
             " AND g.target_id = facts.target_id)",
             (entity_id, entity_id),
         )
-        rows = db.execute(
-            "SELECT rowid, id, source_id, relation, target_id FROM facts WHERE expired_at IS NULL"
+
+    def live_facts_of(self, entity_id: str) -> list[tuple[str, str, str, str]]:
+        return [tuple(r) for r in self.db.execute(
+            "SELECT id, source_id, relation, target_id FROM facts WHERE expired_at IS NULL"
             " AND invalid_at IS NULL AND (source_id = ? OR target_id = ?) ORDER BY created_at, id",
-            (entity_id, entity_id),
-        ).fetchall()
-        first: dict[tuple[str, str, str], str] = {}
-        merged = []
-        for row in rows:
-            key = (row["source_id"], row["relation"], row["target_id"])
-            if key not in first:
-                first[key] = row["id"]
-                continue
-            db.execute(
-                "INSERT OR IGNORE INTO fact_memories (fact_id, memory_id)"
-                " SELECT ?, memory_id FROM fact_memories WHERE fact_id = ?", (first[key], row["id"]))
-            db.execute("UPDATE facts SET superseded_by = ? WHERE superseded_by = ?", (first[key], row["id"]))
-            self._unindex("facts", row["rowid"])
-            db.execute("DELETE FROM facts WHERE id = ?", (row["id"],))
-            merged.append(row["id"])
-        return merged
+            (entity_id, entity_id))]
+
+    def fold_facts(self, pairs: Sequence[tuple[str, str]]) -> None:
+        for drop, keep in pairs:
+            self.db.execute("INSERT OR IGNORE INTO fact_memories (fact_id, memory_id)"
+                            " SELECT ?, memory_id FROM fact_memories WHERE fact_id = ?", (keep, drop))
+            self.db.execute("UPDATE facts SET superseded_by = ? WHERE superseded_by = ?", (keep, drop))
+        self._delete("facts", [drop for drop, _ in pairs])
 
     # -- garbage collection ------------------------------------------------------------------
-    def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
+    def drop_links(self, memory_id: str) -> tuple[list[str], list[str]]:
         db = self.db
-        fact_ids = [r[0] for r in db.execute(
-            "SELECT fact_id FROM fact_memories WHERE memory_id = ? ORDER BY fact_id", (memory_id,))]
+        fact_ids = [r[0] for r in db.execute("SELECT fact_id FROM fact_memories WHERE memory_id = ?", (memory_id,))]
         entity_ids = [r[0] for r in db.execute(
-            "SELECT entity_id FROM entity_memories WHERE memory_id = ? ORDER BY entity_id", (memory_id,))]
+            "SELECT entity_id FROM entity_memories WHERE memory_id = ?", (memory_id,))]
         db.execute("DELETE FROM fact_memories WHERE memory_id = ?", (memory_id,))
         db.execute("DELETE FROM entity_memories WHERE memory_id = ?", (memory_id,))
-        dead_facts = [
-            fid for fid in fact_ids
-            if db.execute("SELECT 1 FROM fact_memories WHERE fact_id = ? LIMIT 1", (fid,)).fetchone() is None
-        ]
-        for fid in dead_facts:
-            # A fact closed only because of the fact we delete is open again: the knowledge
-            # that closed it is gone.
-            db.execute(
-                "UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
-                " WHERE superseded_by = ? AND expired_at IS NOT NULL",
-                (fid,),
-            )
-            row = db.execute("SELECT rowid FROM facts WHERE id = ?", (fid,)).fetchone()
-            self._unindex("facts", row["rowid"])
-            db.execute("DELETE FROM facts WHERE id = ?", (fid,))
-        dead_entities = []
-        for eid in entity_ids:
-            if db.execute("SELECT 1 FROM entity_memories WHERE entity_id = ? LIMIT 1", (eid,)).fetchone():
-                continue
-            if db.execute(
-                "SELECT 1 FROM facts WHERE source_id = ? OR target_id = ? LIMIT 1", (eid, eid)
-            ).fetchone():
-                continue
-            row = db.execute("SELECT rowid FROM entities WHERE id = ?", (eid,)).fetchone()
-            self._unindex("entities", row["rowid"])
-            db.execute("DELETE FROM entities WHERE id = ?", (eid,))
-            dead_entities.append(eid)
-        return dead_entities, dead_facts
+        return fact_ids, entity_ids
+
+    def unstated_facts(self, fact_ids: Sequence[str]) -> list[str]:
+        return [r[0] for r in self.db.execute(
+            f"SELECT id FROM facts WHERE id IN ({_placeholders(len(fact_ids))})"
+            " AND NOT EXISTS (SELECT 1 FROM fact_memories m WHERE m.fact_id = facts.id)", list(fact_ids))]
+
+    def reopen_facts(self, closed_by: Sequence[str]) -> None:
+        self.db.execute(
+            "UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
+            f" WHERE superseded_by IN ({_placeholders(len(closed_by))}) AND expired_at IS NOT NULL",
+            list(closed_by))
+
+    def delete_facts(self, fact_ids: Sequence[str]) -> None:
+        self._delete("facts", fact_ids)
+
+    def delete_orphans(self, entity_ids: Sequence[str]) -> list[str]:
+        dead = [r[0] for r in self.db.execute(
+            f"SELECT id FROM entities e WHERE id IN ({_placeholders(len(entity_ids))})"
+            " AND NOT EXISTS (SELECT 1 FROM entity_memories m WHERE m.entity_id = e.id)"
+            " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.source_id = e.id)"
+            " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.target_id = e.id)", list(entity_ids))]
+        self._delete("entities", dead)
+        return dead
 
     def delete_memory(self, memory_id: str) -> None:
         self.delete_chunks(memory_id)
@@ -330,7 +315,17 @@ def _entity_text(name: str, aliases: list[str], description: str) -> str:
     return " ".join([name, *aliases, description])
 
 
-class SQLiteStore(SQLiteAuthMixin, ScopeReads, Store):
+_AUTH = AuthDialect(
+    mark="?", types={"bool": "INTEGER", "false": "0", "time": "TEXT", "perms": "TEXT",
+                     "table_options": " WITHOUT ROWID"},
+    time_in=to_text, time_out=from_text, perms_in=",".join,
+    perms_out=lambda text: frozenset(p for p in text.split(",") if p),
+)
+
+
+class SQLiteStore(AuthStore, ScopeReads, Store):
+    auth_dialect = _AUTH
+
     def __init__(self, path: str, *, timeout: float = 30.0) -> None:
         self.url = f"sqlite:///{path}"
         self.path = path
@@ -448,6 +443,16 @@ class SQLiteStore(SQLiteAuthMixin, ScopeReads, Store):
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    @contextmanager
+    def _auth_read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
+            yield self._db
+
+    @contextmanager
+    def _auth_write(self) -> Iterator[sqlite3.Connection]:
+        with self._write():
+            yield self._db
 
     @contextmanager
     def transaction(self) -> Iterator[Txn]:

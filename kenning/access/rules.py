@@ -9,7 +9,7 @@ Rules, written once for HTTP and MCP:
   learns of another user's dataset; with ``read`` but not the needed permission, 403;
 - writing to a dataset nobody has created yet creates it, owned by the writer.
 
-No web framework here: ``kenning.server.service`` and ``kenning.mcp`` both use it.
+No web framework here: the HTTP server, the MCP server and the CLI all use it.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..client import Kenning
 from ..errors import (
     AuthenticationError,
     ConfigurationError,
@@ -26,7 +27,7 @@ from ..errors import (
 from ..store.auth import PERMISSIONS, AuthStore, hash_key
 from .limits import Limiter
 
-__all__ = ["LOCAL", "Access", "Principal", "auth_store"]
+__all__ = ["ALL", "LOCAL", "Access", "Principal", "auth_store"]
 
 ALL = frozenset(PERMISSIONS)
 
@@ -44,9 +45,9 @@ class Principal:
 LOCAL = Principal(name="local", admin=True)
 
 
-def auth_store(kn: object) -> AuthStore:
+def auth_store(kn: Kenning) -> AuthStore:
     """The facade's store as an ``AuthStore`` (both built-in stores are)."""
-    store = getattr(kn, "store", None) or kn._engine.store  # type: ignore[attr-defined]
+    store = kn.store
     if not isinstance(store, AuthStore):
         raise ConfigurationError(
             f"the store {type(store).__name__} keeps no users or keys; serve it with --no-auth"
@@ -70,6 +71,13 @@ class Access:
         self.store = store
         self._existing = existing
         self.failures = failures or Limiter(0, "failed API keys")
+
+    @classmethod
+    def of(cls, kn: Kenning, *, auth: bool = True) -> Access:
+        """The checks over ``kn``'s store (``auth=False``: everything allowed), with the limit
+        on failed keys from its settings."""
+        failures = Limiter(kn.settings.auth_failures_per_minute, "failed API keys")
+        return cls(auth_store(kn) if auth else None, kn.datasets, failures)
 
     @property
     def enabled(self) -> bool:
