@@ -4,6 +4,7 @@ KenningError
  ├── ConfigurationError        bad settings, unknown store URL, missing optional dependency
  │    └── EmbedderMismatchError the store was built with another embedder
  ├── ValidationError           bad input from the caller (empty content, bad date, bad field)
+ │    └── FileReadError         a file that cannot be read as a document (corrupt, encrypted, binary)
  ├── NotFoundError             an id that does not exist (or that the caller may not see)
  ├── PermissionDeniedError     authenticated, but not allowed on that dataset
  ├── AuthenticationError       missing or wrong API key
@@ -22,6 +23,7 @@ __all__ = [
     "ConfigurationError",
     "ConflictError",
     "EmbedderMismatchError",
+    "FileReadError",
     "KenningError",
     "ModelError",
     "ModelNotConfiguredError",
@@ -55,6 +57,12 @@ class EmbedderMismatchError(ConfigurationError):
 
 class ValidationError(KenningError):
     code = "validation_error"
+
+
+class FileReadError(ValidationError):
+    """``details["path"]``: the file; the message is one line that names it."""
+
+    code = "file_read_error"
 
 
 class NotFoundError(KenningError):

@@ -15,6 +15,7 @@ __all__ = [
     "Fact",
     "ForgetResult",
     "Hit",
+    "Location",
     "Memory",
     "MemoryInput",
     "Message",
@@ -217,6 +218,22 @@ class Neighbor(_Model):
     valid_at: dt.datetime
 
 
+class Location(_Model):
+    """Where a chunk sits in its document, read from the text itself (docs/files.md): the PDF
+    page, the slide, the spreadsheet sheet and the headings above it. ``str()`` gives the
+    citation form: ``p. 12 › Results``."""
+
+    page: int | None = None
+    slide: int | None = None
+    sheet: str | None = None
+    headings: list[str] = Field(default_factory=list)
+
+    def __str__(self) -> str:
+        parts = [f"p. {self.page}" if self.page else "", f"slide {self.slide}" if self.slide else "",
+                 f"sheet {self.sheet}" if self.sheet else "", *self.headings]
+        return " › ".join(p for p in parts if p)
+
+
 class Hit(_Model):
     """One recall result: one piece of evidence (a memory) in its best form (the fact it states
     that the query asks about, or its matching passage). Facts carry their timelines; every hit
@@ -240,6 +257,9 @@ class Hit(_Model):
     explanation: str | None = None
     support: list[str] = Field(default_factory=list)
     neighbors: list[Neighbor] = Field(default_factory=list)
+    #: where the hit's passage sits in its file (page, slide, sheet, headings); the file is the
+    #: memory's ``source``
+    location: Location | None = None
 
 
 class RecallResult(_Model):
@@ -301,6 +321,7 @@ class Chunk(_Model):
     position: int
     text: str
     token_count: int
+    location: Location | None = None
 
 
 class Provenance(_Model):

@@ -22,6 +22,7 @@ def _fill(url: str, clock) -> None:  # noqa: ANN001
         kn.remember("Alice works at Globex.", dataset="main")
         kn.remember("Carol works at Initech.", dataset="other")
         kn.add("Not processed yet.")
+        kn.remember("# Notes\n\n## Games\n\nDave plays go on Sundays.", source="notes.md", metadata={"format": "markdown"})
         turns = read_messages([{"role": "user", "content": "Dan lives in Oslo."},
                                {"role": "assistant", "content": "Noted."}], user="dan", agent="ken", now=clock())
         kn.store.insert_memories(message_memories(turns, dataset="main", now=clock(), user="dan", agent="ken",
@@ -86,6 +87,7 @@ def test_sqlite_to_postgres_to_sqlite_keeps_everything(tmp_path, clock) -> None:
     output = _migrate(first, pg)
     assert "facts.embedding" in output and "MISMATCH" not in output
     on_pg = _snapshot(pg)
+    assert [str(c["location"]) for c in on_pg["chunks"] if c["location"]] == ["Notes › Games"]
     _migrate(pg, second)
     after = _snapshot(second)
     for name in before:

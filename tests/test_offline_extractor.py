@@ -340,7 +340,7 @@ def test_speaker_prefix_maps_first_person() -> None:
 
 
 def test_first_person_without_speaker_is_the_user() -> None:
-    assert triples(extract("I prefer dark mode.")) == {("User", "likes", "dark mode")}
+    assert triples(extract("I prefer dark mode.")) == {("User", "prefers", "dark mode")}
 
 
 def test_entities_are_deduplicated_with_a_description() -> None:

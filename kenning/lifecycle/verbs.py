@@ -254,7 +254,7 @@ class LifecycleMixin:
     def provenance(self, memory_id: str) -> Provenance:
         self._memory(memory_id)
         entity_ids, fact_ids = self.store.memory_graph(memory_id)
-        chunks = [Chunk(id=c.id, position=c.position, text=c.text, token_count=c.token_count)
+        chunks = [Chunk(id=c.id, position=c.position, text=c.text, token_count=c.token_count, location=c.location)
                   for c in self.store.memory_chunks(memory_id)]
         return Provenance(memory_id=memory_id, chunks=chunks, entities=self.store.get_entities(entity_ids),
                           facts=self.store.get_facts(fact_ids))

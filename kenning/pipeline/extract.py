@@ -55,10 +55,15 @@ class Extractor(Protocol):
     """Turns chunks of one memory into entities and facts.
 
     ``reference_time`` is the memory's reference time: relative dates ("last year") are resolved
-    against it. Model calls and tokens spent are added to ``usage``.
+    against it. Model calls and tokens spent are added to ``usage``. ``speaker`` is who said the
+    text ("I", "me", "my"), ``addressee`` who was spoken to ("you"); the pipeline passes them
+    only when the memory names them (``process.speakers_of``).
     """
 
-    def extract(self, chunks: list[str], *, reference_time: dt.datetime, usage: Usage) -> Extraction: ...
+    def extract(
+        self, chunks: list[str], *, reference_time: dt.datetime, usage: Usage,
+        speaker: str | None = None, addressee: str | None = None,
+    ) -> Extraction: ...
 
 
 _POSSESSIVE = re.compile(r"['’]s\b")

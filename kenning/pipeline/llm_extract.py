@@ -121,8 +121,9 @@ sentence with full names, no pronouns; valid_at: when it became true, ISO 8601, 
 dates it, else null; invalid_at: when it stopped being true, else null; ends: true if the text \
 says it ended (left, quit, moved away): then give the relation that ended and its end date as \
 invalid_at.
-Resolve relative dates ("last year", "in May") against the reference time. State only what the \
-text says.{extra}"""
+Resolve relative dates ("last year", "in May") against the reference time. "I", "me", "my" are \
+the speaker (a "Name: text" line is said by Name), "you" the one spoken to: use their names. \
+State only what the text says.{extra}"""
 
 _SYSTEM_KNOWN = """
 Stored facts (c1, c2 …) are already known. For each fact you extract: same_as: the label of the \
@@ -181,10 +182,12 @@ class JudgedFact(ExtractedFact):
 
 
 class Document(BaseModel):
-    """One memory as ``extract_many`` sees it."""
+    """One memory as ``extract_many`` sees it: who said it ("I") and to whom ("you"), if known."""
 
     chunks: list[str]
     reference_time: dt.datetime
+    speaker: str | None = None
+    addressee: str | None = None
 
 
 class LLMExtractor:
@@ -221,10 +224,14 @@ class LLMExtractor:
         reference_time: dt.datetime,
         usage: Usage,
         known: list[CandidateFact] | tuple[CandidateFact, ...] = (),
+        speaker: str | None = None,
+        addressee: str | None = None,
     ) -> Extraction:
-        """One call per batch of chunks; ``known`` stored facts are shown for verdicts."""
+        """One call per batch of chunks; ``known`` stored facts are shown for verdicts; the
+        prompt names ``speaker`` ("I") and ``addressee`` ("you") when given."""
         labels = _KnownLabels(list(known))
-        results = [self._extract_text(text, reference_time, usage, labels) for text in self.batches(chunks)]
+        voices = _voices(speaker, addressee)
+        results = [self._extract_text(text, reference_time, usage, labels, voices) for text in self.batches(chunks)]
         return _merge(results)
 
     def extract_many(
@@ -254,7 +261,7 @@ class LLMExtractor:
     ) -> Extraction | ModelResponseError:
         try:
             return self.extract(document.chunks, reference_time=document.reference_time, usage=usage,
-                                known=known)
+                                known=known, speaker=document.speaker, addressee=document.addressee)
         except ModelResponseError as exc:
             return exc
 
@@ -276,11 +283,12 @@ class LLMExtractor:
         return texts
 
     def messages(
-        self, text: str, reference_time: dt.datetime, known: list[CandidateFact] | tuple[CandidateFact, ...] = ()
+        self, text: str, reference_time: dt.datetime, known: list[CandidateFact] | tuple[CandidateFact, ...] = (),
+        voices: str = "",
     ) -> list[dict[str, str]]:
         labels = known if isinstance(known, _KnownLabels) else _KnownLabels(list(known))
         system = self.system_prompt + (_SYSTEM_KNOWN if labels.ids else "")
-        user = f"Reference time: {_stamp(reference_time)}\n{labels.prompt()}<document>\n{text}\n</document>"
+        user = f"Reference time: {_stamp(reference_time)}\n{labels.prompt()}<document{voices}>\n{text}\n</document>"
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def _group_messages(self, documents: list[Document], labels: _KnownLabels) -> list[dict[str, str]]:
@@ -288,7 +296,9 @@ class LLMExtractor:
         parts = [labels.prompt()]
         for i, document in enumerate(documents):
             text = self.batches(document.chunks)[0] if document.chunks else ""
-            parts.append(f'<document id="{i + 1}" time="{_stamp(document.reference_time)}">\n{text}\n</document>\n')
+            voices = _voices(document.speaker, document.addressee)
+            stamp = _stamp(document.reference_time)
+            parts.append(f'<document id="{i + 1}" time="{stamp}"{voices}>\n{text}\n</document>\n')
         return [{"role": "system", "content": system}, {"role": "user", "content": "".join(parts)}]
 
     def groupable(self, chunks: list[str]) -> int | None:
@@ -301,6 +311,7 @@ class LLMExtractor:
         chunks: list[str],
         reference_time: dt.datetime | None = None,
         known: list[CandidateFact] | tuple[CandidateFact, ...] = (),
+        voices: str = "",
     ) -> Usage:
         """Calls and tokens an ``extract`` would spend (no call is made): for ``dry_run``.
 
@@ -310,7 +321,7 @@ class LLMExtractor:
         labels = _KnownLabels(list(known))
         usage = Usage()
         for text in self.batches(chunks):
-            usage.add(self._estimate(self.messages(text, when, labels), _schema(bool(labels.ids), False),
+            usage.add(self._estimate(self.messages(text, when, labels, voices), _schema(bool(labels.ids), False),
                                      _tokens(text)))
         return usage
 
@@ -319,7 +330,8 @@ class LLMExtractor:
     ) -> Usage:
         """What one ``extract_many`` call would spend (no call is made)."""
         if len(documents) == 1:
-            return self.estimate(documents[0].chunks, documents[0].reference_time, known)
+            one = documents[0]
+            return self.estimate(one.chunks, one.reference_time, known, _voices(one.speaker, one.addressee))
         labels = _KnownLabels(list(known))
         messages = self._group_messages(documents, labels)
         text = sum(_tokens(c) for d in documents for c in d.chunks)
@@ -334,9 +346,9 @@ class LLMExtractor:
                      completion_tokens=completion)
 
     def _extract_text(
-        self, text: str, reference_time: dt.datetime, usage: Usage, labels: _KnownLabels
+        self, text: str, reference_time: dt.datetime, usage: Usage, labels: _KnownLabels, voices: str
     ) -> Extraction:
-        messages = self.messages(text, reference_time, labels)
+        messages = self.messages(text, reference_time, labels, voices)
         raw = self._ask(messages, _schema(bool(labels.ids), documents=False), _RawExtraction, usage)
         return _clean(raw, self.entity_types, labels)
 
@@ -382,6 +394,12 @@ class _KnownLabels:
 def _label(value: object) -> str:
     text = str(value).strip().strip("[]()").casefold() if isinstance(value, str | int) else ""
     return text if text.startswith("c") else f"c{text}"
+
+
+def _voices(speaker: str | None, addressee: str | None) -> str:
+    """Document attributes naming who says the text ("I") and to whom ("you")."""
+    said = [(k, v) for k, v in (("speaker", speaker), ("addressee", addressee)) if v]
+    return "".join(f" {key}={json.dumps(' '.join(value.split()), ensure_ascii=False)}" for key, value in said)
 
 
 def _stamp(reference_time: dt.datetime) -> str:

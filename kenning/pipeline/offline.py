@@ -18,9 +18,18 @@ Choices worth knowing:
 
 - Pronouns: he/she/they resolve to the most recent person subject of the memory, "it" to the
   most recent non-person subject; an unresolvable pronoun drops the clause. "I"/"me"/"my" is the
-  speaker, or the entity "User" (person) when there is no speaker prefix. "we"/"our team" is the
-  entity "our team" (organization); an imperative "Use X" (as in "Decision: Use X") is
-  "our team uses X".
+  speaker: the line's "Name:" prefix, else the ``speaker`` given to ``extract``, else the name
+  "my name is X" gave earlier in the memory, else the entity "User" (person). "you"/"your" is
+  the addressee: in a dialogue of "Name:" lines the previous line's speaker, else the
+  ``addressee`` given; with neither the clause is dropped. "we" is the speaker when there is
+  one, else (and "our team" always) the entity "our team" (organization); an imperative
+  "Use X" (as in "Decision: Use X") is "our team uses X", while "please always answer in
+  French" is the speaker's ``standing_instruction``.
+- Apposition: "my brother Tom lives in Denver" states "Tom sibling_of <speaker>" and is then
+  read as "Tom lives in Denver" ("my cat Miso …" states has_pet).
+- A date is the validity by default; a rule may say it is the fact's target ("due on
+  2025-03-31", "born on …": an entity named by the date at the precision said) or when a
+  planned thing happens (kept in the sentence, not the validity).
 - Ending facts ("Alice left Acme in June 2024", "no longer works at") have ``ends=True``,
   ``valid_at=None`` and ``invalid_at`` = the stated date (None if the text states none). A fact
   whose text states only an end ("worked at Acme until 2021") also has ``ends=True``. An
@@ -41,7 +50,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..models import Usage
 from .dates import find_dates
@@ -62,7 +71,8 @@ _STOP = (
     r"where|when|while|is|am|are|was|were|be|been|will|would|has|have|had|it|them|him|her|me|us|"
     r"you|this|these|those|than|so|if|about|into|onto|over|under|after|before|during|via|per|"
     r"not|no|called|named|remotely|again|today|now|too|also|still|currently|together|here|"
-    r"there|anymore|already|yet|ever|recently|then|instead|every|each"
+    r"there|anymore|already|yet|ever|recently|then|instead|every|each|next|tomorrow|tonight|soon|"
+    r"never|how|what|why|all"
 )
 _ROLE_HEADS = (
     r"ceo|cto|cfo|coo|cio|cmo|cpo|ciso|vp|svp|evp|president|vice[\s-]president|director|"
@@ -71,11 +81,24 @@ _ROLE_HEADS = (
     r"researcher|accountant|lawyer|attorney|doctor|nurse|administrator|specialist|coordinator|"
     r"editor|writer|journalist|advisor|adviser|recruiter|executive|secretary|treasurer|chef|"
     r"associate|principal|strategist|marketer|representative|technician|physician|surgeon|"
-    r"librarian|trainee|apprentice|supervisor|tester|sre"
+    r"librarian|trainee|apprentice|supervisor|tester|sre|plumber|electrician|carpenter|pilot|"
+    r"firefighter|pharmacist|dentist|veterinarian|vet|photographer|musician|artist|painter|farmer|"
+    r"baker|mechanic|paramedic|therapist|psychologist|psychiatrist|economist|translator|"
+    r"interpreter|cashier|waiter|waitress|barista|bartender|driver|entrepreneur|freelancer|tutor|"
+    r"coach|trainer|instructor|mathematician|physicist|chemist|biologist|historian|novelist|poet|"
+    r"actor|actress|dancer|singer|composer|producer|midwife|caregiver|pediatrician|"
+    r"paediatrician|surveyor|welder|builder|contractor|realtor|broker|banker|investor|clerk|"
+    r"receptionist|salesperson|nanny|cook|butcher|tailor|hairdresser|barber|florist|gardener|"
+    r"soldier|postdoc|dietitian|nutritionist|physiotherapist|counsel(?:l)?or|detective|judge|"
+    r"paralegal|auditor|bookkeeper|statistician|veterinary\s+nurse|social\s+worker|"
+    r"police\s+officer|flight\s+attendant|software\s+developer|data\s+scientist"
 )
 _KIN_WORDS = (
     r"sister|brother|sibling|mother|father|mom|mum|dad|parent|son|daughter|child|kid|wife|"
-    r"husband|spouse|best\s+friend|friend|colleague|co-?worker|manager|boss|supervisor"
+    r"husband|spouse|best\s+friend|friend|colleague|co-?worker|manager|boss|supervisor|cousin|"
+    r"aunt|uncle|niece|nephew|grand(?:mother|father|ma|pa|mom|mum|dad|parent)|"
+    r"grand(?:son|daughter|child)|fianc[ée]e?|partner|girlfriend|boyfriend|roommate|flatmate|"
+    r"housemate|neighbou?r|mentor|step(?:mother|father|son|daughter|brother|sister)"
 )
 _KIN_RELATIONS = {
     "sister": "sibling_of", "brother": "sibling_of", "sibling": "sibling_of",
@@ -88,7 +111,49 @@ _KIN_RELATIONS = {
     "colleague": "colleague_of", "colleagues": "colleague_of", "coworker": "colleague_of",
     "co-worker": "colleague_of", "coworkers": "colleague_of", "co-workers": "colleague_of",
     "manager": "reports_to", "boss": "reports_to", "supervisor": "reports_to",
+    "cousin": "cousin_of", "cousins": "cousin_of", "aunt": "relative_of", "uncle": "relative_of",
+    "niece": "relative_of", "nephew": "relative_of",
+    **dict.fromkeys("grandmother grandfather grandma grandpa grandmom grandmum granddad "
+                    "grandparent".split(), "grandparent_of"),
+    **dict.fromkeys("grandson granddaughter grandchild".split(), "grandchild_of"),
+    **dict.fromkeys("fiance fiancé fiancee fiancée engaged".split(), "engaged_to"),
+    "partner": "partner_of", "partners": "partner_of", "girlfriend": "dating",
+    "boyfriend": "dating", "dating": "dating", "divorced": "married_to", "separated": "married_to",
+    **dict.fromkeys("roommate roommates flatmate flatmates housemate housemates".split(),
+                    "lives_with"),
+    **dict.fromkeys("neighbour neighbor neighbours neighbors".split(), "neighbour_of"),
+    "mentor": "mentor_of", "stepmother": "parent_of", "stepfather": "parent_of",
+    "stepson": "child_of", "stepdaughter": "child_of", "stepbrother": "sibling_of",
+    "stepsister": "sibling_of",
 }  # fmt: skip
+_PETS = (
+    r"cat|dog|puppy|kitten|rabbit|bunny|hamster|parrot|budgie|horse|pony|turtle|tortoise|snake|"
+    r"goldfish|fish|guinea\s+pig|lizard|gecko|bird|ferret|chinchilla|hedgehog|retriever|"
+    r"labrador|terrier|poodle|spaniel|beagle|collie|husky|bulldog|dachshund|shepherd|tabby"
+)
+# "is diabetic": the condition the adjective names.
+_CONDITION_OF = {
+    "diabetic": "diabetes", "asthmatic": "asthma", "epileptic": "epilepsy", "anemic": "anemia",
+    "anaemic": "anaemia", "celiac": "celiac disease", "coeliac": "coeliac disease",
+    "dyslexic": "dyslexia", "autistic": "autism", "colorblind": "color blindness",
+    "colourblind": "colour blindness", "color-blind": "color blindness",
+    "colour-blind": "colour blindness", "deaf": "deafness", "hypertensive": "hypertension",
+    "insomniac": "insomnia", "arthritic": "arthritis", "pregnant": "pregnancy",
+}  # fmt: skip
+_CONDITIONS = (
+    r"(?:type\s+[12]\s+)?diabetes|asthma|epilepsy|adhd|add|autism|arthritis|migraines?|"
+    r"high\s+blood\s+pressure|low\s+blood\s+pressure|hypertension|(?:celiac|coeliac|crohn['’]?s|"
+    r"lyme|heart|kidney|parkinson['’]?s|alzheimer['’]?s)\s+disease|anxiety|depression|insomnia|"
+    r"eczema|psoriasis|cancer|(?:breast|lung|skin)\s+cancer|covid(?:-19)?|long\s+covid|the\s+flu|"
+    r"flu|a\s+cold|back\s+pain|dyslexia|ibs|tinnitus|anemia|anaemia|hay\s+fever|"
+    r"a\s+(?:heart|thyroid|skin|chronic)\s+condition|sleep\s+apnea|scoliosis|multiple\s+sclerosis|"
+    r"ms|ptsd|ocd|bipolar\s+disorder|a\s+(?:bad\s+|broken\s+|sprained\s+)?(?:knee|back|ankle|"
+    r"wrist|leg|arm)(?:\s+injury)?|a\s+concussion|glaucoma|cataracts|osteoporosis|gout"
+)
+_DIETS = (
+    r"vegan|vegetarian|pescatarian|pescetarian|keto|paleo|gluten-free|dairy-free|halal|kosher|"
+    r"teetotal|sober|lactose-free|sugar-free|plant-based|low-carb|raw\s+vegan|flexitarian"
+)
 _TECHNOLOGIES = frozenset(
     "python java javascript typescript rust golang ruby php kotlin swift scala c++ c# haskell "
     "elixir erlang clojure perl sql postgresql postgres mysql mariadb sqlite redis mongodb "
@@ -127,10 +192,14 @@ _SPEAKER_LABELS = frozenset(
 )
 _FIRST_PERSON = frozenset({"i", "me", "my", "myself"})
 _WE = frozenset({"we", "us", "our team", "our company", "our org", "our organization"})
+_SECOND_PERSON = frozenset({"you", "your", "yourself"})
 _PERSON_PRONOUNS = frozenset({"he", "she", "they", "him", "her", "his", "their", "them"})
 _NON_SUBJECTS = frozenset(
     "everyone everybody nobody someone somebody anyone anybody people this that there here "
-    "what who which nothing something everything you".split()
+    "what who which nothing something everything you been must maybe perhaps just really "
+    "sounds glad thanks thank love hope wish guess seems looks definitely probably hopefully "
+    "yes yeah wow oh sure totally absolutely honestly seriously awesome congrats "
+    "congratulations cool great nice our".split()
 )
 OUR_TEAM = "our team"
 USER = "User"
@@ -147,15 +216,20 @@ _DET = r"(?i:the|our|my|his|her|their|its|a|an)\s+"
 # A common noun phrase: optional capitalised modifiers, a lower-case head ("a Python developer",
 # "the chess club", "dark mode"). Tried before a bare name so "a Python developer" is not "Python".
 _NP = rf"(?:{_DET})?(?:{_NAME_WORD}\s+){{0,3}}{_LOWER}(?:\s+{_LOWER}){{0,3}}"
+_MODIFIED_NAME = rf"(?:{_DET})?(?:{_LOWER}\s+){{1,2}}{_NAME}"
 _OBJECT = rf"(?P<o>{_NP}|(?:{_DET})?{_NAME})"
 _NAME_OBJECT = rf"(?P<o>(?:(?i:the)\s+)?{_NAME})"
-_PRONOUN = r"(?i:i|we|he|she|they|it)\b"
+_PRONOUN = r"(?i:i|we|he|she|they|it|you)\b"
 _SUBJECT = rf"(?P<s>{_PRONOUN}|(?:(?i:the)\s+)?{_NAME}|{_DET}{_LOWER}(?:\s+{_LOWER}){{0,2}})"
 _ADVERBS = (
     r"(?:\s+(?:now|still|currently|also|recently|just|actually|officially|finally|already|"
-    r"then|later|eventually|soon|previously|once|first|originally|initially))*"
+    r"then|later|eventually|soon|previously|once|first|originally|initially|really|truly|"
+    r"absolutely|genuinely|totally|definitely|usually|often|sometimes|mostly|sort\s+of|kind\s+of))*"
 )
-_AUX = r"(?:(?:has|have|had|will|is|am|are|was|were)\s+(?:been\s+)?)?"
+_AUX = (
+    r"(?:(?:has|have|had|will|is|am|are|was|were)\s+(?:been\s+)?"
+    r"(?:(?:now|still|currently|also|just|already|recently|really)\s+)?)?"
+)
 _BE = r"(?:is|am|are|was|were|has\s+been|have\s+been|had\s+been|will\s+be|became|becomes)"
 _ROLE = (
     rf"(?P<role>(?:[A-Za-z][\w-]*\s+){{0,3}}?(?i:{_ROLE_HEADS})"
@@ -165,8 +239,39 @@ _AS_ROLE = (
     rf"(?:\s+as\s+(?:(?:an?|the|our|their)\s+)?(?P<role>[A-Za-z][\w-]*"
     rf"(?:\s+(?:of\s+)?(?!(?:{_STOP})\b)[A-Za-z][\w-]*){{0,3}}))?"
 )
-_POSSESSOR = rf"(?:(?P<p>{_NAME})['’]s?|(?P<pp>(?i:my|his|her|their)))"
+_POSSESSOR = rf"(?:(?P<p>{_NAME})['’]s?|(?P<pp>(?i:my|his|her|their|your)))"
 _END = r"(?P<rest>[\s,;:(\[—–-].*)?"
+
+_PRONOUN_OR_NAME = rf"{_PRONOUN}|{_NAME}"
+# what a plan does: concrete verbs only ("I'll make sure" and "I'll reach out" plan nothing)
+_PLAN_VERBS = (
+    r"visit|travel|go|fly|move|relocate|run|attend|take|buy|learn|start|open|climb|hike|join|"
+    r"study|write|build|launch|finish|adopt|watch|apply|retire|compete|enter|participate|host|"
+    r"throw|organi[sz]e|celebrate|marry|sell|perform|play|publish|release|record|hold|spend|"
+    r"volunteer|train|teach|tour|sail|cycle|drive|walk|swim|ski|explore|renovate"
+)
+_PLANNING = (
+    r"(?:visit|travel|go|fly|relocat|mov|runn|attend|tak|buy|learn|start|open|climb|hik|join|"
+    r"study|writ|build|launch|finish|adopt|apply|retir|compet|enter|host|organi[sz]|celebrat|"
+    r"marry|sell|perform|publish|releas|record|spend|volunteer|train|teach|tour|sail|cycl|driv|"
+    r"explor|renovat|gett|switch|chang)ing"
+)
+# what a standing instruction asks the assistant to do ("please always answer in French")
+_ASKS = (
+    r"answer|reply|respond|write|use|avoid|include|format|explain|call|address|cite|list|"
+    r"summari[sz]e|refer|mention|spell|translate|sign|limit|skip|omit|double-check|round|convert|"
+    r"show\s+me|give\s+me|send\s+me|tell\s+me|keep\s+(?:it|your|answers|responses|replies)"
+)
+# "I am X" names the speaker unless X is a nationality or faith
+_NOT_A_NAME = (
+    r"(?:American|British|English|Irish|Scottish|Welsh|Canadian|Australian|German|French|Spanish|"
+    r"Italian|Portuguese|Dutch|Swiss|Swedish|Norwegian|Danish|Finnish|Polish|Russian|Ukrainian|"
+    r"Greek|Turkish|Indian|Pakistani|Chinese|Japanese|Korean|Thai|Vietnamese|Brazilian|Mexican|"
+    r"Argentinian|Chilean|Colombian|Nigerian|Kenyan|Egyptian|Moroccan|Israeli|Iranian|Lebanese|"
+    r"Filipino|Indonesian|European|African|Asian|Latino|Latina|Jewish|Muslim|Catholic|Christian|"
+    r"Hindu|Buddhist|Sikh|Protestant|Orthodox|Mormon|Atheist|Agnostic|Sorry|Glad|Happy|Fine|OK|Okay|"
+    r"Here|Back|Home|Done|Ready|Not|So|Very|Really|Just|Still|Also|Always|Never|On|In|At|From)\b"
+)
 
 _MACROS = {
     "%S": _SUBJECT,
@@ -179,6 +284,9 @@ _MACROS = {
     "%F": _AS_ROLE,
     "%P": _POSSESSOR,
     "%K": rf"(?P<kin>{_KIN_WORDS})",
+    # a thing owned: "a blue Volvo" is the Volvo, not "a blue"
+    "%M": rf"(?P<o>{_MODIFIED_NAME}|{_NP}|(?:{_DET})?{_NAME})",
+    "%D": rf"(?P<s>{_PRONOUN}|(?:(?i:the)\s+)?{_NAME}|(?:{_DET})?{_LOWER}(?:\s+{_LOWER}){{0,3}})",
     "%E": _END,
 }
 
@@ -205,9 +313,13 @@ class _Rule:
     swap: bool = False  # passive voice: the grammatical object is the fact's source
     ends: bool = False
     says_role: bool = False  # "is the CEO of Acme": the role is said, the employment implied
+    # What a stated date is: "valid" when the fact began, "object" the fact's target ("due on
+    # 2025-03-31"), "plan" when a planned thing happens (kept in the sentence, not the validity)
+    when: str = "valid"
+    speaker: bool = False  # an imperative ("please answer in French"): the speaker's
 
 
-def _rule(template: str, relation: str, source: str, target: str, **flags: bool) -> _Rule:
+def _rule(template: str, relation: str, source: str, target: str, **flags: bool | str) -> _Rule:
     return _Rule(_compile(template), relation, source, target, **flags)
 
 
@@ -221,6 +333,23 @@ _USE_VERBS = (
 # of" before "is a"; "is Alice's sister" before roles).
 _RULES: list[_Rule] = [
     # endings
+    _rule(r"%S%A\s+%X(?:quit|left|leaves|leave|lost)\s+(?:(?:my|his|her|their|your|the|a)\s+)?"
+          r"(?:(?:old|previous|former|full-time|part-time)\s+)?(?:job|position|role|post)\s+"
+          r"(?:as\s+(?:an?\s+)?(?P<role>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+)?(?:at|with|in)\s+%O%E",
+          "works_at", "person", "organization", ends=True),
+    _rule(r"%S%A\s+(?:%B\s+no\s+longer\s+(?:at|with|employed\s+(?:at|by))|used\s+to\s+work\s+"
+          r"(?:at|for)|%X(?:was\s+|got\s+|been\s+)?let\s+go\s+(?:from|by))\s+%O%E", "works_at",
+          "person", "organization", ends=True),
+    _rule(r"%S%A\s+used\s+to\s+live\s+in\s+%O%E", "lives_in", "person", "place", ends=True),
+    _rule(r"(?P<s>" + _PRONOUN_OR_NAME + r")\s+and\s+(?P<o>" + _PRONOUN_OR_NAME + r")\s+%X"
+          r"(?:got\s+|are\s+|were\s+)?(?P<kin>divorced|separated)%E", "@kin", "person", "person",
+          ends=True),
+    _rule(r"(?P<s>" + _PRONOUN_OR_NAME + r")\s+and\s+(?P<o>" + _PRONOUN_OR_NAME + r")\s+%X"
+          r"(?:broke\s+up|split\s+up|split)%E", "dating", "person", "person", ends=True),
+    _rule(r"%S%A\s+%X(?:got\s+|is\s+|was\s+)?divorced\s+from\s+%N%E", "married_to", "person",
+          "person", ends=True),
+    _rule(r"%S%A\s+%X(?:broke|broken|split)\s+up\s+with\s+%N%E", "dating", "person", "person",
+          ends=True),
     _rule(r"%S%A\s+(?:%X(?:left|leaves|leave|quit|quits)|(?:resigned|retired|was\s+fired|was\s+"
           r"laid\s+off|got\s+fired|got\s+laid\s+off)\s+from|(?:stopped|quit)\s+working\s+(?:at|for)"
           r"|no\s+longer\s+works?\s+(?:at|for))\s+%O%E", "@left", "person", "organization",
@@ -233,6 +362,30 @@ _RULES: list[_Rule] = [
           "technology", ends=True),
     _rule(r"%S%A\s+(?:%X(?:left|quit)|resigned|retired)%E", "@left_employer", "person",
           "organization", ends=True),  # "... and left in 2021": the employer named before
+    # who someone is: names, aliases, standing instructions
+    _rule(r"%P\s+(?:(?:full|first|real|given)\s+)?name\s+(?:is|was)\s+%N%E", "@named", "person",
+          "person"),
+    _rule(r"%P\s+nick-?name\s+(?:is|was)\s+%N%E", "also_known_as", "person", "person"),
+    _rule(r"(?:(?i:please)\s+)?(?i:just\s+)?(?i:call)\s+(?P<s>(?i:me))\s+%N%E", "also_known_as",
+          "person", "person"),
+    _rule(r"(?i:everyone|everybody|people|friends|they|(?:my|his|her|their)\s+friends)\s+(?:call|calls|"
+          r"called)\s+(?P<s>(?i:me|him|her|them))\s+%N%E", "also_known_as", "person", "person"),
+    _rule(r"%S%A\s+(?:%X(?:prefers?|preferred|likes?|liked|wants?|wanted|would\s+like)\s+to\s+be\s+"
+          r"(?:called|addressed\s+as|known\s+as)|%X(?:goes|go|went)\s+by|%B\s+(?:also\s+)?"
+          r"(?:known\s+as|nicknamed)|(?:am|is|are)\s+called)\s+%N%E", "also_known_as", "person",
+          "person"),
+    _rule(r"(?P<s>(?i:i))\s+am\s+(?!" + _NOT_A_NAME + r")(?P<o>" + _NAME + r")%E", "@named",
+          "person", "person"),
+    _rule(r"(?:(?i:please)\s+)?(?P<o>(?:(?i:always|never|don't|do\s+not|only)\s+)?(?i:answer|reply|"
+          r"respond|write|talk|speak|text)(?:\s+(?:to\s+)?me)?\s+in\s+" + _NAME + r")%E",
+          "standing_instruction", "person", "concept", speaker=True),
+    _rule(r"(?i:please)\s+(?P<o>(?:(?i:always|never|don't|do\s+not|only)\s+)?(?i:" + _ASKS + r")\b"
+          r"(?:\s+[\w'’-]+){0,8})%E", "standing_instruction", "person", "concept", speaker=True),
+    _rule(r"(?P<o>(?i:always|never|don't|do\s+not|only)\s+(?i:" + _ASKS + r")\b(?:\s+[\w'’-]+){0,8})%E",
+          "standing_instruction", "person", "concept", speaker=True),
+    _rule(r"(?P<o>(?i:keep|make)\s+(?:your\s+)?(?:answers|responses|replies|messages|explanations|"
+          r"summaries)\s+[a-z][\w-]*(?:\s+[\w'’-]+){0,4})%E", "standing_instruction", "person",
+          "concept", speaker=True),
     # employment and roles
     _rule(r"%S%A\s+%X(?:works?|worked|working)\s+as\s+(?:(?:an?|the)\s+)?(?P<role>[A-Za-z][\w-]*"
           r"(?:\s+[A-Za-z][\w-]*){0,3}?)\s+(?:at|for|with)\s+%O%E", "works_at", "person",
@@ -242,6 +395,26 @@ _RULES: list[_Rule] = [
     _rule(r"%S%A\s+%X(?:works?|worked|working)\s+as\s+(?:(?:an?|the)\s+)?(?P<role>[A-Za-z][\w-]*"
           r"(?:\s+[A-Za-z][\w-]*){0,3})%E", "@role", "person", "concept"),
     _rule(r"%S%A\s+%B\s+employed\s+(?:by|at)\s+%O%F%E", "works_at", "person", "organization"),
+    _rule(r"%S%A\s+(?:is|am|are)\s+(?:now\s+)?at\s+%N%E", "works_at", "person", "organization"),
+    _rule(r"%S%A\s+%X(?:got|gets|get|landed|lands|took|takes|accepted|accepts|found|started|"
+          r"starts|began|was\s+offered|got\s+offered)\s+(?:(?:an?|the|my|his|her|their)\s+)?"
+          r"(?:(?:new|first|full-time|part-time|permanent|summer|dream)\s+)*(?:job|position|role|"
+          r"internship|offer|gig|post)(?:\s+as\s+(?:an?\s+)?(?P<role>[A-Za-z][\w-]*(?:\s+[a-z][\w-]*)"
+          r"{0,2}?))?\s+(?:at|with|from|in|for)\s+%O%E", "works_at", "person", "organization"),
+    _rule(r"%S%A\s+%X(?:was\s+|got\s+|been\s+)?(?:hired|employed)\s+(?:at|by)\s+%O%F%E", "works_at",
+          "person", "organization"),
+    _rule(r"%S%A\s+%X(?:runs|run|ran|running|manages|manage|managed|managing|leads|lead|led|"
+          r"leading|heads|head|headed|heading|oversees|oversee|oversaw|directs|directed|directing|"
+          r"supervises|supervised|coordinates|coordinated|chairs|chaired)\s+(?P<unit>(?:(?:the|a|an|"
+          r"our|their|his|her|my)\s+)?(?:[A-Za-z][\w&-]*\s+){0,3}?(?i:team|department|dept|division|"
+          r"group|unit|office|lab|branch|practice|desk|program|programme|project|operations|"
+          r"function|squad|studio|clinic|ward|kitchen|store|shop|restaurant|school))\s+(?:at|for|of|"
+          r"in|with)\s+%N%E", "@manages", "person", "organization"),
+    _rule(r"%S%A\s+%X(?:works?|worked|working)\s+in\s+(?P<unit>(?:the\s+)?[A-Za-z][\w&-]*"
+          r"(?:\s+[a-z][\w&-]*){0,2}?)\s+(?:at|for)\s+%N%E", "works_at", "person", "organization"),
+    _rule(r"%S%A\s+%B\s+(?:(?:an?|the)\s+)?(?:[a-z][\w-]*\s+){0,2}?(?:student|undergraduate|"
+          r"graduate|alumn(?:us|a|i|ae)|pupil|freshman|sophomore|senior|grad\s+student|phd\s+student|"
+          r"phd\s+candidate)\s+(?:at|of|from)\s+%N%E", "studied_at", "person", "organization"),
     _rule(r"%S%A\s+%X(?:joined|joins|join|joining)\s+%O%F%E", "@joined", "person", "organization"),
     _rule(r"%S%A\s+%X(?:started|starts|start|began|begins)\s+"
           r"(?:working\s+|to\s+work\s+|a\s+(?:new\s+)?job\s+)?(?:at|for)\s+%O%F%E",
@@ -259,6 +432,22 @@ _RULES: list[_Rule] = [
     _rule(r"(?P<s>" + _NAME + r")\s+and\s+(?P<o>" + _NAME + r")\s+(?:are|were|have\s+been)\s+"
           r"(?:(?:best|good|close|old)\s+)?(?P<kin>married|friends|siblings|sisters|brothers|"
           r"colleagues|co-?workers)%E", "@kin", "person", "person"),
+    _rule(r"%S%A\s+%B\s+(?:an?|the|one\s+of)\s+(?:(?:older|younger|big|little|twin|best|old|good|"
+          r"close|new|oldest|youngest|eldest)\s+)?%K(?:s)?\s+of\s+(?P<o>" + _PRONOUN_OR_NAME + r")%E",
+          "@kin", "person", "person"),
+    _rule(r"(?P<s>" + _PRONOUN_OR_NAME + r")\s+and\s+(?P<o>" + _PRONOUN_OR_NAME + r")\s+"
+          r"(?:%X(?:got|get|gets|are|were|became|have\s+been)\s+)(?P<kin>engaged|married|dating|"
+          r"cousins|neighbou?rs|roommates|flatmates|partners)%E", "@kin", "person", "person"),
+    _rule(r"%S%A\s+%X(?:got\s+|is\s+|was\s+|became\s+)?(?P<kin>engaged|married)\s+to\s+%N%E", "@kin",
+          "person", "person"),
+    _rule(r"(?P<s>" + _PRONOUN_OR_NAME + r")\s+and\s+(?P<o>" + _PRONOUN_OR_NAME + r")\s+%X(?:tied|tie|"
+          r"ties)\s+the\s+knot%E", "married_to", "person", "person"),
+    _rule(r"%S%A\s+%X(?:tied|tie|ties)\s+the\s+knot\s+with\s+%N%E", "married_to", "person", "person"),
+    _rule(r"%S%A\s+%X(?:has|have|had)\s+(?:an?|one|two|three|four|five)\s+(?:(?:older|younger|big|"
+          r"little|twin|step)\s+)?%K(?:s)?\s*[,:]?\s+(?:(?:called|named)\s+)?(?P<o>" + _NAME + r")%E",
+          "@has_kin", "person", "person"),
+    _rule(r"%S%A\s+%X(?:is\s+|are\s+|am\s+|was\s+)?(?:dating|seeing|going\s+out\s+with|in\s+a\s+"
+          r"relationship\s+with|together\s+with)\s+%N%E", "dating", "person", "person"),
     _rule(r"%S%A\s+%B\s+(?:married|wed)\s+to\s+%N%E", "married_to", "person", "person"),
     _rule(r"%S%A\s+%X(?:married|marries|marry)\s+%N%E", "married_to", "person", "person"),
     _rule(r"%S%A\s+%B\s+(?:(?:best|good|close|old)\s+)?friends\s+with\s+%N%E", "friend_of",
@@ -267,6 +456,80 @@ _RULES: list[_Rule] = [
           "friend_of", "person", "person"),
     _rule(r"%S%A\s+%X(?:reports|reported|report|reporting)\s+to\s+%N%E", "reports_to", "person",
           "person"),
+    # the person: birth, age, health, diet, pets, languages, education, hobbies, favourites
+    _rule(r"%S%A\s+%X(?:was|were)\s+born(?:\s+and\s+(?:raised|brought\s+up|bred))?"
+          r"(?:\s+(?:in|at)\s+%O)?(?:\s+on)?%E", "born_in", "person", "place", when="birth"),
+    _rule(r"%P\s+(?:birthday|birth\s+date|date\s+of\s+birth|dob|DOB|bday)\s+(?:is|was|falls)"
+          r"(?:\s+(?:on|in))?%E", "born_on", "person", "date", when="object"),
+    _rule(r"%S%A\s+(?:%B|%X(?:turned|turns|turn)|(?:is|am|are)\s+aged)\s+(?P<o>\d{1,3})"
+          r"(?:\s*-?\s*(?:years?|yrs?)(?:\s*-?\s*old)?)?%E", "age", "person", "concept"),
+    _rule(r"%S%A\s+%B\s+(?:(?:severely|very|highly|mildly|deathly|seriously)\s+)?allergic\s+to\s+%O%E",
+          "allergic_to", "person", "concept"),
+    _rule(r"%S%A\s+%X(?:has|have|had|developed)\s+(?:an?\s+)?(?:(?:severe|serious|mild|bad|strong|"
+          r"life-threatening)\s+)?(?:allergy|allergies)\s+to\s+%O%E", "allergic_to", "person",
+          "concept"),
+    _rule(r"%S%A\s+%X(?:has|have|had|developed)\s+(?:an?\s+)?(?:(?:severe|serious|mild|bad|strong|"
+          r"life-threatening)\s+)?(?P<o>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+(?:allergy|allergies)%E",
+          "allergic_to", "person", "concept"),
+    _rule(r"%S%A\s+%B\s+(?:(?:severely|very|mildly)\s+)?(?P<o>[a-z][\w-]*)[\s-]+intolerant%E",
+          "intolerant_to", "person", "concept"),
+    _rule(r"%S%A\s+%B\s+intolerant\s+(?:to|of)\s+%O%E", "intolerant_to", "person", "concept"),
+    _rule(r"%S%A\s+%B\s+(?P<cond>(?i:" + "|".join(_CONDITION_OF) + r"))%E", "@condition", "person",
+          "concept"),
+    _rule(r"%S%A\s+(?:%X(?:suffers?|suffered|suffering)\s+from|%X(?:was\s+|got\s+|been\s+)?"
+          r"diagnosed\s+with|%X(?:lives?|living|lived)\s+with|%X(?:is\s+|am\s+|are\s+)?"
+          r"(?:recovering|recovered)\s+from|%X(?:has|have|had|got|caught)\s+(?=(?i:" + _CONDITIONS +
+          r")\b))\s*%O%E", "has_condition", "person", "concept"),
+    _rule(r"%S%A\s+(?:%X(?:been\s+)?(?:a\s+)?(?:strict\s+)?(?P<o>(?i:" + _DIETS + r"))|%B\s+on\s+an?\s+"
+          r"(?P<o2>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+diet|%X(?:keeps?|kept|eats?|ate)\s+"
+          r"(?P<o3>kosher|halal))%E", "has_diet", "person", "concept"),
+    _rule(r"%S%A\s+(?:(?:does\s+not|doesn't|do\s+not|don't|never|no\s+longer)\s+(?:eats?|drinks?|"
+          r"touch(?:es)?)|%X(?:stopped|gave\s+up|quit)\s+(?:eating|drinking))\s+%O%E", "avoids",
+          "person", "concept"),
+    _rule(r"%S%A\s+%X(?:has|have|had|got|gets|adopted|adopts|owns|own|rescued)\s+(?:an?|the|two|"
+          r"three|one)\s+(?:[a-z][\w-]*\s+){0,2}?(?:" + _PETS + r")(?:s)?\s+(?:called|named)\s+%N%E",
+          "has_pet", "person", "concept"),
+    _rule(r"%P\s+(?:[a-z][\w-]*\s+)?(?:" + _PETS + r")(?:['’]s\s+name)?\s+(?:is|was)\s+"
+          r"(?:called\s+|named\s+)?%N%E", "has_pet", "person", "concept", swap=False),
+    _rule(r"%S%A\s+%X(?:has|have|had|got|gets|adopted|adopts|owns|own|rescued)\s+(?P<o>(?:an?|the|"
+          r"two|three|one)\s+(?:[a-z][\w-]*\s+){0,2}?(?:" + _PETS + r")(?:s)?)%E", "has_pet",
+          "person", "concept"),
+    _rule(r"%S%A\s+(?:%X(?:speaks?|spoke|speaking|spoken)(?:\s+(?:fluent|some|a\s+little|basic|"
+          r"native))?|%B\s+(?:fluent|native|conversational|bilingual)\s+in|%B\s+a\s+native)\s+%O"
+          r"(?:\s+speaker)?%E", "speaks", "person", "concept"),
+    _rule(r"%P\s+(?:native|first|mother)\s+(?:language|tongue)\s+is\s+%O%E", "speaks", "person",
+          "concept"),
+    _rule(r"%S%A\s+%X(?:graduated|graduates|graduate)\s+(?:from\s+)?%O%E", "studied_at", "person",
+          "organization"),
+    _rule(r"%S%A\s+%X(?:studied|studies|study|studying|majored|majors)\s+(?:in\s+)?"
+          r"(?:[A-Za-z][\w-]*(?:\s+[A-Za-z][\w-]*){0,2}?\s+)?at\s+%N%E", "studied_at", "person",
+          "organization"),
+    _rule(r"%S%A\s+%X(?:has|have|had|got|earned|received|holds|completed)\s+(?:an?|the|her|his|my)?"
+          r"\s*(?:[\w'’-]+\s+){0,3}?(?:degree|phd|PhD|doctorate|diploma|masters?|master['’]s|"
+          r"bachelor['’]?s?|mba|MBA|BSc|MSc|BA|MA)(?:\s+(?:in|of)\s+[\w\s-]+?)?\s+(?:from|at)\s+%N%E",
+          "studied_at", "person", "organization"),
+    _rule(r"%S%A\s+%X(?:attended|attends|attend|went\s+to|goes\s+to)\s+(?P<o>(?:(?i:the)\s+)?"
+          r"(?:(?:University|College|School|Institute|Academy|Conservatory)\s+of\s+" + _NAME + r"|"
+          + _NAME + r"\s+(?:University|College|School|Institute|Academy|Polytechnic|Conservatory)))%E",
+          "studied_at", "person", "organization"),
+    _rule(r"%S%A\s+%X(?:plays?|played|playing)\s+%O%E", "plays", "person", "concept"),
+    _rule(r"%S%A\s+%X(?:practices|practises|practice|practise|practiced|practised|practicing|"
+          r"practising|took\s+up|takes\s+up|take\s+up|taken\s+up|taking\s+up)\s+%O%E", "practices",
+          "person", "concept"),
+    _rule(r"%S%A\s+%X(?:goes|go|went|going|gone)\s+(?P<o>[a-z]+ing)%E", "practices", "person",
+          "concept"),
+    _rule(r"%S%A\s+%X(?:learns|learn|learned|learnt|learning|studies|study|studied|studying)\s+%O%E",
+          "learns", "person", "concept"),
+    _rule(r"%S%A\s+%X(?:collects|collect|collected|collecting)\s+%O%E", "collects", "person",
+          "concept"),
+    _rule(r"%S%A\s+(?:has|have|had)\s+been\s+(?!(?:working|living|staying|waiting|thinking|feeling|"
+          r"trying|doing|going|getting|looking|planning|saying|talking|wondering|meaning|hoping)\b)"
+          r"(?P<o>[a-z]+ing)%E", "practices", "person", "concept", when="dated"),
+    _rule(r"%P\s+(?:all-time\s+|absolute\s+|very\s+)?(?:favou?rite|fave|favourite)\s+(?P<cat>[a-z][\w-]*"
+          r"(?:\s+[a-z][\w-]*)?)\s+(?:is|was|are|were)\s+%O%E", "@favourite", "person", "concept"),
+    _rule(r"(?P<o>" + _NAME + r")\s+(?:is|was|are)\s+%P\s+(?:all-time\s+|absolute\s+)?"
+          r"(?:favou?rite|fave)\s+(?P<cat>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)%E", "@favourite", "person",
+          "concept"),
     # membership, founding, ownership
     _rule(r"%S%A\s+%B\s+(?:(?:an?|the)\s+)?(?:[a-z]+\s+)?member\s+of\s+%O%E", "member_of",
           "person", "organization"),
@@ -283,7 +546,8 @@ _RULES: list[_Rule] = [
     _rule(r"%S%A\s+%B\s+acquired\s+by\s+%N%E", "acquired", "organization", "organization",
           swap=True),
     _rule(r"%S%A\s+(?:%B\s+the\s+(?:proud\s+)?owner\s+of|%X(?:owns|own|owned|bought|buys|buy|"
-          r"purchased|purchases))\s+%O%E", "owns", "person", "organization?"),
+          r"purchased|purchases|drives|drive|drove|driving|rides|ride|rode))\s+%M%E", "owns",
+          "person", "organization?"),
     _rule(r"%S%A\s+%B\s+owned\s+by\s+%N%E", "owns", "person", "concept", swap=True),
     # roles at an organization, then roles alone
     _rule(r"%S%A\s+%B\s+(?:(?:an?|the|our|their)\s+)?(?:new\s+)?%R\s+(?:at|of|for|with)\s+%N%E",
@@ -303,8 +567,10 @@ _RULES: list[_Rule] = [
     # tools and technology
     _rule(r"%S%A\s+%X(?:switched|switches|switch|migrated|migrates|migrate|moved|move)"
           r"\s+from\s+(?P<prev>" + _NAME + r")\s+to\s+%O%E", "uses", "organization?", "technology"),
+    _rule(r"%S%A\s+%X(?:switched|switches|switch|changed|changes|change|moved|went)\s+from\s+"
+          r"(?P<prev>[a-z][\w-]*(?:\s+[a-z][\w-]*){0,2})\s+to\s+%O%E", "prefers", "person", "concept"),
     _rule(r"%S%A\s+%X(?:switched|switches|switch|migrated|migrates|migrate)\s+to\s+%O%E",
-          "uses", "organization?", "technology"),
+          "@switched", "organization?", "technology"),
     _rule(r"%S%A\s+%X(?:replaced|replaces|replace)\s+(?P<prev>" + _NAME + r")\s+with\s+%O%E",
           "uses", "organization?", "technology"),
     _rule(r"%S%A\s+" + _USE_VERBS + r"\s+%O%E", "uses", "organization?", "technology"),
@@ -312,15 +578,59 @@ _RULES: list[_Rule] = [
           r"(?:with|in|on|using|by)\s+%O%E", "uses", "technology?", "technology"),
     _rule(r"(?i:use|adopt|switch\s+to|migrate\s+to|standardi[sz]e\s+on|go\s+with)\s+%O%E", "uses",
           "organization", "technology"),
+    # plans and deadlines: the date says when the planned thing happens, not when it was true
+    _rule(r"%S%A\s+(?:%X(?:plans?|planning|planned|intends?|intending|intended|hopes?|hoping|"
+          r"hoped|wants?|wanted|wanting|aims?|decided|expects?|(?:is|am|are)\s+going|going|"
+          r"(?:would|'d)\s+(?:like|love))\s+to|will|(?:is|am|are)\s+about\s+to)\s+(?P<verb>" + _PLAN_VERBS + r")"
+          r"(?:\s+(?:to|in|for|on|at|with|from|out|up|around|through))?\s+%O%E", "plans", "person",
+          "concept", when="plan"),
+    _rule(r"%S%A\s+(?:%X(?:is|am|are)\s+)?(?:planning|booked|booking|organi[sz]ing|scheduled|"
+          r"(?:is|am|are)\s+(?:scheduled|signed\s+up|registered|booked))\s+(?:a\s+trip\s+to|for|to|"
+          r"on|a|an|the)?\s*%O%E", "plans", "person", "concept", when="plan"),
+    _rule(r"%D\s+(?:deadline|due\s+date)\s+(?:is|was|will\s+be)(?:\s+(?:on|by|at))?%E", "due_on",
+          "concept", "date", when="object"),
+    _rule(r"(?i:the)\s+(?:deadline|due\s+date)\s+(?:for|of|on)\s+%D\s+(?:is|was|will\s+be)"
+          r"(?:\s+(?:on|by))?%E", "due_on", "concept", "date", when="object"),
+    _rule(r"%D\s+(?:is|are|was|were|will\s+be)\s+due(?:\s+(?:on|by|at|in))?%E", "due_on", "concept",
+          "date", when="object"),
+    _rule(r"%D\s+(?:must|has\s+to|have\s+to|needs\s+to|need\s+to|should)\s+be\s+(?:[a-z]+ed|done|"
+          r"sent|in|ready|out|finished)(?:\s+(?:on|by|before))?%E", "due_on", "concept", "date",
+          when="object"),
+    _rule(r"%D\s+(?:is|are|was|were|will\s+be|has\s+been)\s+(?:scheduled|planned|set|booked|slated|"
+          r"fixed|moved|rescheduled|postponed|pushed)(?:\s+(?:back|forward))?(?:\s+(?:for|to|on|at))?%E",
+          "scheduled_for", "concept", "date", when="object"),
+    _rule(r"%D\s+(?:takes\s+place|will\s+take\s+place|is\s+taking\s+place|happens|will\s+happen|"
+          r"starts|will\s+start|begins|will\s+begin|ends|will\s+end|opens|will\s+open|launches|"
+          r"will\s+launch|will\s+be\s+held|is\s+held)(?:\s+(?:on|in|at))?%E", "scheduled_for",
+          "concept", "date", when="object"),
     # preferences and acquaintance
-    _rule(r"%S%A\s+(?:%X(?:likes|like|liked|loves|love|loved|enjoys|enjoy|enjoyed|prefers|"
-          r"prefer|preferred|adores|adore)|%B\s+(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of|%B\s+into)"
-          r"\s+%O%E", "likes", "person", "concept"),
-    _rule(r"%S%A\s+(?:%X(?:dislikes|dislike|disliked|hates|hate|hated)|(?:does\s+not|doesn't|"
-          r"do\s+not|don't|did\s+not|didn't)\s+like|can(?:no|')t\s+stand)\s+%O%E", "dislikes",
+    _rule(r"%S%A\s+%X(?:prefers|prefer|preferred|prefering|preferring)\s+%M%E", "prefers",
           "person", "concept"),
+    _rule(r"%S%A\s+(?:%X(?:dislikes|dislike|disliked|hates|hate|hated|detests|detest|detested|"
+          r"loathes|loathe|loathed|despises|despise|despised|dreads|dread)|(?:does\s+not|doesn't|"
+          r"do\s+not|don't|did\s+not|didn't|never)\s+(?:like|liked|enjoy|enjoyed)|"
+          r"can(?:no|['’])t\s+(?:stand|bear|stomach)|(?:(?:is|am|are|was)\s+not|isn't|aren't|wasn't)\s+"
+          r"(?:a\s+)?(?:(?:big|huge)\s+)?fan\s+of|(?:is|am|are)\s+not\s+into)\s+%M%E",
+          "dislikes", "person", "concept"),
+    _rule(r"%S%A\s+(?:%X(?:likes|like|liked|loves|love|loved|enjoys|enjoy|enjoyed|adores|adore|"
+          r"adored)|%B\s+(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of|%B\s+(?:really\s+)?into|"
+          r"%B\s+(?:passionate|crazy|mad|obsessed|enthusiastic)\s+(?:about|with))"
+          r"\s+%M%E", "likes", "person", "concept"),
     _rule(r"%S%A\s+%X(?:knows|know|knew|known|met|meets|meet)\s+%N%E", "knows", "person",
           "person"),
+    # life events, plans told in the present ("is running the marathon in October")
+    _rule(r"%S%A\s+%X(?P<verb>started|starts|start|began|begins|begin|finished|finishes|completed|"
+          r"completes|passed|passes|won|wins|lost|loses|failed|visited|visits|attended|attends|"
+          r"celebrated|celebrates|ran|runs|climbed|organi[sz]ed|hosted|hosts)\s+%O%E", "@event",
+          "person", "concept"),
+    _rule(r"%S%A\s+(?:is|am|are)\s+(?:thinking\s+(?:about|of)|considering)\s+(?P<verb>" + _PLANNING + r")"
+          r"(?:\s+(?:to|in|for|on|at))?\s+%O%E", "plans", "person", "concept", when="plan"),
+    _rule(r"%S%A\s+%X(?:doing|does|do|did|done)\s+%O%E", "practices", "person", "concept",
+          when="dated"),
+    _rule(r"%S%A\s+%X(?:has|have|had)\s+(?:an?|the)\s+(?:[a-z][\w-]*\s+){0,2}(?P<o>" + _NAME + r")"
+          r"(?P<rest>[,;:.!?(].*)?", "owns", "person", "concept"),  # "has a red Honda", not "a Zoom call"
+    _rule(r"%S%A\s+(?:is|am|are)\s+(?P<verb>[a-z]+ing)(?:\s+(?:to|in|for|on|at))?\s+%O%E", "plans",
+          "person", "concept", when="dated plan"),
     # typing, last: anything more specific has had its chance
     _rule(r"%S%A\s+(?:is|was|are)\s+(?:an?)\s+%O%E", "is_a", "concept", "concept"),
 ]  # fmt: skip
@@ -335,13 +645,16 @@ _SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+")
 _ABBREVIATION = re.compile(
     r"(?:\b(?:Mr|Mrs|Ms|Dr|Prof|St|Inc|Corp|Ltd|Co|Jr|Sr|vs|etc|e\.g|i\.e|approx|Mt)|\b[A-Z])\.$"
 )
-_CLAUSE_BREAK = re.compile(r"\s*;\s*|,?\s+(?:and|but)\s+(?:then\s+)?(?=[a-z])")
+_CLAUSE_BREAK = re.compile(
+    r"\s*;\s*|,?\s+(?:and|but)\s+(?:then\s+)?(?=[a-z])(?!(?:raised|bred|brought\s+up)\b)"
+)
 _CONTRACTION = re.compile(
     r"\b(i|we|you|they|he|she|it|that)['’](m|re|ve|s|ll|d)\b", re.IGNORECASE
 )
 _CONTRACTED = {"m": "am", "re": "are", "ve": "have", "s": "is", "ll": "will", "d": "would"}
 _FILLER = re.compile(
-    r"(?:(?i:then|also|and|but|so|now|recently|later|finally|meanwhile|currently|however|"
+    r"(?:(?i:then|also|and|but|so|now|recently|later|finally|meanwhile|currently|however|hi|hello|"
+    r"hey|yes|yeah|ok|okay|sure|thanks|oh|wow|guess\s+what|"
     r"actually|well|oh|btw|by\s+the\s+way|fun\s+fact|anyway|plus|nowadays|lately|eventually|"
     r"in\s+fact|back\s+then|at\s+the\s+time|these\s+days)\b|[A-Z][a-z]+ly\b(?=\s*,))[\s,:]*"
 )
@@ -351,7 +664,15 @@ _SPACES = re.compile(r"\s+")
 _LEADING_DETERMINER = re.compile(r"^(?:the|a|an|our|my|his|her|their|its|this|that)\s+", re.I)
 
 
-_NEXT_CLAUSE = re.compile(r",?\s+(?:and|but)\s+(?P<clause>[A-Z].*)", re.DOTALL)
+_APPOSITION = re.compile(
+    rf"(?:(?P<p>{_NAME})['’]s?|(?P<pp>(?i:my|his|her|their|your)))\s+(?:(?:older|younger|big|"
+    rf"little|twin|best|old|eldest|oldest|youngest|baby|new|late)\s+)?(?:(?P<kin>{_KIN_WORDS})|"
+    rf"(?:[a-z][\w-]*\s+)?(?:{_PETS}))\s+(?P<name>{_NAME})(?=\s|,|$)"
+)
+_NEXT_CLAUSE = re.compile(
+    r"(?:\s+(?:now|too|also|then|again|today|anymore|already))?,?\s+(?:and|but)\s+(?P<clause>[A-Z].*)",
+    re.DOTALL,
+)
 _BARE_OBJECT = re.compile(rf"{_NP}|(?:{_DET})?{_NAME}")
 # Further names listed after an object: ", Redis and Kafka". The lookahead stops at a verb, so
 # "Acme and Bob works at Globex" does not make Bob an employer.
@@ -453,16 +774,37 @@ class _Fact:
 class _Reader:
     """State of one extraction: entities so far, facts, and the antecedents for pronouns."""
 
-    def __init__(self, reference_time: dt.datetime) -> None:
+    def __init__(self, reference_time: dt.datetime, speaker: str | None = None,
+                 addressee: str | None = None) -> None:
         self.reference_time = reference_time
+        self.speaker, self.addressee = speaker, addressee
         self.entities: dict[str, ExtractedEntity] = {}
         self.facts: list[ExtractedFact] = []
         self.fact_keys: set[tuple[object, ...]] = set()
         self.last_person: str | None = None
         self.last_thing: str | None = None
         self.employers: dict[str, str] = {}  # person key -> last employer, for a bare "left"
+        self.named = speaker is not None  # whether "I" has a name ("my name is" gives it one)
+        self.line_speaker: str | None = None  # the speaker of the last "Name:" line
+        self.other: str | None = None  # the speaker before them: whom they answer
+        self.you = addressee
+        self.current_line: str | None = None
+        self.voices = {name for name in (speaker, addressee) if name}  # speakers are people
 
-    def read(self, speaker: str | None, sentence: str) -> None:
+    def voice(self, line_speaker: str | None) -> str | None:
+        """Who "I" is in a line, and (``self.you``) who "you" is: a "Name:" line is said by Name
+        to the dialogue's previous speaker; other lines by the extraction's speaker."""
+        if line_speaker is None:
+            self.you = self.addressee
+            self.voices.update(name for name in (self.speaker, self.you) if name)
+            return self.speaker
+        self.voices.add(line_speaker)
+        if line_speaker != self.line_speaker:
+            self.other, self.line_speaker = self.line_speaker, line_speaker
+        self.you = self.other or self.addressee
+        return line_speaker
+
+    def read(self, line_speaker: str | None, sentence: str) -> None:
         if len(sentence) > _MAX_CLAUSE * 4:
             return
         previous: _Found | None = None  # the last clause that matched, for "... and left"
@@ -470,6 +812,8 @@ class _Reader:
         for clause in _CLAUSE_BREAK.split(sentence):
             if len(clause) <= _MAX_CLAUSE:
                 before = len(self.facts)
+                self.current_line = line_speaker
+                speaker = self.voice(line_speaker)  # per clause: "my name is Erin and I …"
                 previous = self.read_clause(speaker, sentence, clause, previous) or previous
                 self.date_endings(undated, before)
 
@@ -490,24 +834,98 @@ class _Reader:
     ) -> _Found | None:
         dates = find_dates(clause, self.reference_time)
         text = _tidy(dates.strip(clause) if dates.spans else clause)
+        text = self.apposition(text, speaker, sentence)
         found = _match(text) if text else None
         if found is None and previous and text[:1].islower():
             found = _continue(text, previous)
         if found is None:
             return None
         rule, groups = found
+        valid_at, invalid_at = dates.valid_at, dates.invalid_at
+        if rule.when not in {"valid", "dated"}:  # the date is what is planned or due, not when it became true
+            valid_at = invalid_at = None
+            date = _date_name(clause, dates)
+            if rule.when == "object":
+                groups = {**groups, "o": date}
+            elif rule.when == "birth":
+                valid_at = dates.valid_at
+                if date:
+                    born = _Fact(self.resolve(groups.get("s"), speaker) or "", "person", "born_on",
+                                 date, "date")
+                    if born.source:
+                        self.add(born, sentence, None, None, False)
+            elif rule.when == "dated plan" and not dates.spans:
+                return None
+        elif rule.when == "dated" and not dates.spans:
+            return None
         more = _more_objects(groups) if rule.relation != "@kin" else []
         # "uses Kafka, Redis and Postgres": one fact per object
         for variant in [groups, *({**groups, "o": name, "role": None} for name in more)]:
             for fact in self.facts_of(rule, variant, speaker):
-                self.add(fact, sentence, dates.valid_at, dates.invalid_at, rule.ends)
+                self.add(fact, sentence, valid_at, invalid_at, rule.ends)
         tail = _NEXT_CLAUSE.match(groups.get("rest") or "")
         if tail and not more:  # "Alice works at Acme and Bob works at Globex"
+            speaker = self.voice(self.current_line)  # "my name is Erin and I …" names "I"
             return self.read_clause(speaker, sentence, tail["clause"], found) or found
         return found
 
+    def apposition(self, text: str, speaker: str | None, sentence: str) -> str:
+        """"My brother Tom lives in Denver": states Tom sibling_of the speaker, reads "Tom lives
+        in Denver"; "my cat Miso" states has_pet."""
+        match = _APPOSITION.match(text)
+        if not match:
+            return text
+        owner = self.resolve(match["p"] or match["pp"], speaker)
+        name = _clean_name(match["name"])
+        if owner and match["kin"]:
+            for fact in _kin_facts(name, owner, match["kin"]):
+                self.add(fact, sentence, None, None, False)
+        elif owner:
+            self.add(_Fact(owner, "person", "has_pet", name, "concept"), sentence, None, None, False)
+        return name + text[match.end() :]
+
+    def subject_of(self, rule: _Rule, groups: _Groups, speaker: str | None) -> str | None:
+        if rule.speaker:
+            return speaker or USER
+        if "s" in groups:
+            return self.resolve(groups.get("s"), speaker)
+        if "p" in groups:
+            return self.resolve(groups.get("p") or groups.get("pp"), speaker)
+        return OUR_TEAM
+
+    def specialize(self, rule: _Rule, groups: _Groups, subject: str) -> tuple[_Rule, _Groups]:
+        """Placeholders that need the match: "favourite colour" is favourite_colour; "is
+        diabetic" has_condition diabetes; "switched to" uses (teams, tools) or prefers (people)."""
+        relation = rule.relation
+        if relation == "@favourite":
+            words = normalize_name(groups.get("cat") or "").split()
+            return replace(rule, relation="_".join(["favourite", *words][:3])), groups
+        if relation == "@condition":
+            condition = _CONDITION_OF[(groups.get("cond") or "").casefold()]
+            return replace(rule, relation="has_condition"), {**groups, "o": condition}
+        if relation == "@event":
+            verb = (groups.get("verb") or "").casefold()
+            return replace(rule, relation=_EVENTS.get(verb, verb)), groups
+        if relation == "@switched":
+            target = groups.get("o") or ""
+            tool = _vocabulary_type(target) == "technology" or target[:1].isupper()
+            team = subject == OUR_TEAM or self.type_of(subject, "person") == "organization"
+            if tool or team:
+                return replace(rule, relation="uses"), groups
+            return replace(rule, relation="prefers", source_type="person", target_type="concept"), groups
+        return replace(rule, relation="also_known_as"), groups  # @named
+
     def facts_of(self, rule: _Rule, groups: _Groups, speaker: str | None) -> list[_Fact]:
-        subject = self.resolve(groups.get("s"), speaker) if "s" in groups else OUR_TEAM
+        subject = self.subject_of(rule, groups, speaker)
+        if groups.get("o2") or groups.get("o3"):  # "is on a keto diet", "keeps kosher"
+            groups = {**groups, "o": groups.get("o2") or groups.get("o3")}
+        if subject and rule.relation in _SPECIALIZED:
+            naming = rule.relation == "@named"
+            rule, groups = self.specialize(rule, groups, subject)
+            if naming and subject == (speaker or USER) and not self.named and groups.get("o"):
+                self.speaker, self.named = _clean_name(groups["o"]), True  # "I" is named now
+        if rule.relation == "@has_kin":  # "I have two brothers, Luke and Ben"
+            return _kin_facts(self.resolve(groups.get("o"), speaker), subject, groups["kin"] or "")
         if rule.relation == "@kin":
             possessor = groups.get("p") or groups.get("pp") or groups.get("o")
             return _kin_facts(subject, self.resolve(possessor, speaker), groups["kin"] or "")
@@ -535,7 +953,7 @@ class _Reader:
         """The source type a rule implies, refined by the target where the rule alone can't tell."""
         if rule.relation == "is_a" and target:
             return _KIND_OF_THING.get(normalize_name(target).rsplit(" ", 1)[-1], rule.source_type)
-        if rule.relation == "owns" and target and target[:1].isupper():
+        if rule.relation == "owns" and rule.target_type == "organization?" and target and target[:1].isupper():
             return "organization"  # "Acme owns Initech": owners of named things are companies
         return rule.source_type
 
@@ -548,6 +966,9 @@ class _Reader:
         if relation == "located_in" and rule.relation == "@location":
             target_type = "place"
         facts = [_Fact(subject, source_type, relation, target, target_type)]
+        unit = _clean_name(groups.get("unit") or "")
+        if unit:  # "manages the data team at Acme": works at Acme, manages the data team
+            facts.append(_Fact(subject, source_type, "manages", unit, "concept", implied=True))
         previous = _clean_name(groups.get("prev") or "")
         if previous:
             facts.append(
@@ -563,7 +984,7 @@ class _Reader:
             return "member_of" if last in _GROUP_WORDS else "works_at"
         if relation == "@left":
             return "lives_in" if target_type == "place" else "works_at"
-        if relation in {"@role", "@left_employer"}:
+        if relation in {"@role", "@left_employer", "@manages"}:
             return "works_at"  # "promoted to CTO at Acme"; "joined Acme and left in 2021"
         return relation
 
@@ -574,8 +995,10 @@ class _Reader:
         key = _SPACES.sub(" ", raw.strip()).casefold()
         if key in _FIRST_PERSON:
             return speaker or USER
-        if key in _WE:
-            return OUR_TEAM
+        if key in _WE:  # a speaker's "we" includes the speaker ("we're moving to Lisbon")
+            return (speaker if key in {"we", "us"} else None) or OUR_TEAM
+        if key in _SECOND_PERSON:
+            return self.you
         if key in _PERSON_PRONOUNS:
             return self.last_person
         if key in {"it", "its"}:
@@ -590,7 +1013,7 @@ class _Reader:
         known = self.entities.get(normalize_name(name))
         if known is not None and known.type != "concept":
             return known.type
-        if name == USER or name.casefold() in _FIRST_PERSON:
+        if name == USER or name.casefold() in _FIRST_PERSON or name in self.voices:
             return "person"
         if name == OUR_TEAM:
             return "organization"
@@ -688,6 +1111,37 @@ def _kin_facts(named: str | None, possessor: str | None, kin: str) -> list[_Fact
     return [_Fact(named, "person", relation, possessor, "person")]
 
 
+_SPECIALIZED = frozenset({"@favourite", "@condition", "@event", "@switched", "@named"})
+_EVENTS = {
+    "start": "started", "starts": "started", "began": "started", "begins": "started",
+    "begin": "started", "finished": "completed", "finishes": "completed",
+    "completes": "completed", "passes": "passed", "wins": "won", "loses": "lost",
+    "visits": "visited", "attends": "attended", "celebrates": "celebrated", "runs": "ran",
+    "organised": "organized", "organizes": "organized", "organises": "organized",
+    "hosts": "hosted",
+}  # fmt: skip
+_YEAR = re.compile(r"\b\d{4}\b")
+_DAY = re.compile(r"\b\d{4}-\d\d?-\d\d?\b|(?<![\d-])\d{1,2}(?:st|nd|rd|th)?\b(?![-:]?\d)|/\d")
+_MONTH = re.compile(r"\b\d{4}-\d\d?\b|\b[A-Za-z]{3,9}\b|/")
+
+
+def _date_name(clause: str, dates: object) -> str | None:
+    """The first date a clause states, as an entity name at the precision it states:
+    "21 August 1992" is 1992-08-21, "June 2022" 2022-06, "2015" 2015."""
+    when = getattr(dates, "valid_at", None) or getattr(dates, "invalid_at", None)
+    spans = getattr(dates, "spans", ())
+    if when is None or not spans:
+        return None
+    said = clause[spans[0][0] : spans[0][1]]
+    if not _YEAR.search(said):
+        return None  # "in June", "next week": no year said, not a date to name
+    if _DAY.search(said):
+        return when.strftime("%Y-%m-%d")
+    if _MONTH.search(re.sub(r"\b(?:in|on|by|since|from|at|of|the|year)\b", "", said)):
+        return when.strftime("%Y-%m")
+    return when.strftime("%Y")
+
+
 _IMPLIED_VERBS = {"works_at": "works at", "has_role": "is", "ceo_of": "is the CEO of"}
 
 
@@ -714,10 +1168,11 @@ class OfflineExtractor:
     """Pattern-based ``Extractor``: no model calls, so ``usage`` is left untouched."""
 
     def extract(
-        self, chunks: list[str], *, reference_time: dt.datetime, usage: Usage
+        self, chunks: list[str], *, reference_time: dt.datetime, usage: Usage,
+        speaker: str | None = None, addressee: str | None = None,
     ) -> Extraction:
-        reader = _Reader(reference_time)
+        reader = _Reader(reference_time, speaker, addressee)
         for chunk in chunks:
-            for speaker, sentence in _sentences(chunk):
-                reader.read(speaker, sentence)
+            for voices, sentence in _sentences(chunk):
+                reader.read(voices, sentence)
         return Extraction(entities=list(reader.entities.values()), facts=reader.facts)

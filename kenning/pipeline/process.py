@@ -24,8 +24,8 @@ import logging
 import re
 from dataclasses import dataclass, field
 
-from ..errors import KenningError
-from .messages import memory_text
+from ..errors import KenningError, ValidationError
+from .messages import addressee, memory_text
 from ..models import Memory, Usage
 from ..providers.base import ChatModel, Embedder
 from ..store.base import ChunkRow, Store
@@ -120,7 +120,7 @@ def group_memories(memories: list[Memory], extractor: Extractor, config: Pipelin
     groups: list[list[Memory]] = []
     open_groups: dict[str, tuple[list[Memory], list[int]]] = {}
     for memory in memories:
-        chunks = [c.text for c in chunk_text(memory_text(memory), config.chunk_size, config.chunk_overlap)]
+        chunks = [c.text for c in _chunks(memory, config)]
         size = extractor.groupable(chunks)  # type: ignore[attr-defined]
         if size is None or size > GROUP_TOKENS // 2:
             groups.append([memory])
@@ -281,7 +281,7 @@ def finish_plan(
         now=now,
         chunks=[
             ChunkRow(id=new_id("chk"), memory_id=memory.id, dataset=memory.dataset, position=c.position,
-                     text=c.text, token_count=c.token_count, embedding=v)
+                     text=c.text, token_count=c.token_count, embedding=v, location=c.location)
             for c, v in zip(d.prep.chunks, d.chunk_vectors)
         ],
         entities=d.entities,
@@ -308,7 +308,8 @@ def estimate_usage(
             from .llm_extract import Document
 
             known = list({f.id: f for p in prepared for f in p.known}.values())  # type: ignore[attr-defined]
-            documents = [Document(chunks=t, reference_time=p.memory.valid_at) for t, p in zip(texts, prepared)]
+            documents = [Document(chunks=t, reference_time=p.memory.valid_at, **speakers_of(p.memory))
+                         for t, p in zip(texts, prepared)]
             usage.add(extractor.estimate_many(documents, known))  # type: ignore[attr-defined]
         elif chat is not None and hasattr(extractor, "estimate"):
             for t, p in zip(texts, prepared):
@@ -320,10 +321,17 @@ def estimate_usage(
 
 
 def _prepare(memory: Memory, config: PipelineConfig, store: Store, *, scan: bool) -> Prepared:
-    prep = Prepared(memory, chunk_text(memory_text(memory), config.chunk_size, config.chunk_overlap))
+    prep = Prepared(memory, _chunks(memory, config))
     if scan:
         prep.known, prep.scanned = _known_facts(memory, store)
     return prep
+
+
+def _chunks(memory: Memory, config: PipelineConfig) -> list[Chunk]:
+    """A memory read from a file names its format in ``metadata["format"]`` (kenning.files):
+    its text is chunked by structure, with locations. A message is read as ``Speaker: text``."""
+    fmt = memory.metadata.get("format")
+    return chunk_text(memory_text(memory), config.chunk_size, config.chunk_overlap, fmt if isinstance(fmt, str) else None)
 
 
 def _known_facts(memory: Memory, store: Store) -> tuple[list[object], set[str]]:
@@ -367,19 +375,40 @@ def _known_facts(memory: Memory, store: Store) -> tuple[list[object], set[str]]:
     return known, scanned
 
 
+def speakers_of(memory: Memory) -> dict[str, str]:
+    """Who says a memory ("I") and to whom ("you"), as ``Extractor.extract`` keyword arguments:
+    a message's speaker and addressee (``messages.py``), else metadata ``{"speaker": …,
+    "addressee": …}``; empty when it names neither, so an extractor written without these
+    arguments still works. A value that is not a name raises."""
+    voices = {}
+    for key, said in (("speaker", memory.speaker), ("addressee", addressee(memory))):
+        value = said or memory.metadata.get(key)
+        if value is None:
+            continue
+        if not isinstance(value, str) or not value.strip() or len(value) > 200:
+            raise ValidationError(f"metadata {key} must be a name (a non-empty string of at most 200 characters)")
+        voices[key] = " ".join(value.split())
+    return voices
+
+
 def _extract(
     prepared: list[Prepared], extractor: Extractor, usage: Usage, judged: bool
 ) -> list[Extraction | KenningError]:
     if not judged:
         try:
-            return [extractor.extract([c.text for c in p.chunks], reference_time=p.memory.valid_at, usage=usage)
+            return [extractor.extract([c.text for c in p.chunks], reference_time=p.memory.valid_at, usage=usage,
+                                      **speakers_of(p.memory))
                     for p in prepared]
         except KenningError as exc:
             return [exc] * len(prepared)
     from .llm_extract import Document
 
     known = list({fact.id: fact for p in prepared for fact in p.known}.values())  # type: ignore[attr-defined]
-    documents = [Document(chunks=[c.text for c in p.chunks], reference_time=p.memory.valid_at) for p in prepared]
+    try:
+        documents = [Document(chunks=[c.text for c in p.chunks], reference_time=p.memory.valid_at,
+                              **speakers_of(p.memory)) for p in prepared]
+    except KenningError as exc:
+        return [exc] * len(prepared)
     return extractor.extract_many(documents, usage=usage, known=known)  # type: ignore[attr-defined]
 
 

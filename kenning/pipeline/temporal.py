@@ -19,6 +19,7 @@ from .extract import normalize_relation
 
 __all__ = [
     "SINGLE_VALUED",
+    "SINGLE_VALUED_PREFIXES",
     "SINGLE_VALUED_TARGET",
     "Close",
     "RelationRules",
@@ -32,8 +33,13 @@ SINGLE_VALUED = frozenset(
         "works_at", "works_for", "employed_by", "employer", "lives_in", "resides_in", "based_in",
         "married_to", "spouse_of", "has_role", "role_at", "title", "ceo_of", "located_in",
         "headquartered_in", "reports_to", "status", "age", "has_age", "engaged_to", "dating",
+        # everyday statements (offline extractor): one current value each
+        "partner_of", "prefers", "has_diet", "born_in", "born_on",
     }
 )
+#: Relation families that are single-valued by prefix: a favourite of each kind
+#: (favourite_book, favourite_colour …) is one at a time.
+SINGLE_VALUED_PREFIXES = ("favourite_", "favorite_")
 #: Relations that hold one subject per object at a time ("Carol is the CEO of Acme" ends Bob's term).
 SINGLE_VALUED_TARGET = frozenset({"ceo_of"})
 
@@ -83,6 +89,7 @@ class RelationRules:
     ) -> bool:
         """Whether a new (source, relation, target) contradicts a live fact with the same
         relation and the given endpoints."""
-        if relation in self.single and source_id == other_source and target_id != other_target:
+        single = relation in self.single or relation.startswith(SINGLE_VALUED_PREFIXES)
+        if single and source_id == other_source and target_id != other_target:
             return True
         return relation in self.single_target and target_id == other_target and source_id != other_source

@@ -524,13 +524,14 @@ def _evidence_hit(ctx: _Context, ev: _Evidence, window: Window | None) -> Hit | 
         hit = _fact_hit(ctx, fact, ev.score, lanes, explanation, first=ev.memory_id)
         if hit is not None:
             hit.support = [c.id for _, c in ev.chunks] + [f.id for _, f in ev.facts if f.id != fact.id]
+            hit.location = chunk.location if chunk is not None else None
             return hit
     support = [f.id for _, f in ev.facts]
     if chunk is not None:
         return Hit(kind="chunk", id=chunk.id, text=chunk.text, lanes=lanes, score=ev.score,
                    memory_ids=[memory.id], current=memory.status != "superseded",
                    valid_at=memory.valid_at, created_at=memory.created_at, explanation=explanation,
-                   support=support + [c.id for _, c in ev.chunks if c.id != chunk.id])
+                   support=support + [c.id for _, c in ev.chunks if c.id != chunk.id], location=chunk.location)
     return Hit(kind="memory", id=memory.id, text=memory.content[:_MAX_MEMORY_TEXT], lanes=lanes,
                score=ev.score, memory_ids=[memory.id], current=memory.status != "superseded",
                valid_at=memory.valid_at, created_at=memory.created_at, explanation=explanation,

@@ -20,7 +20,7 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..errors import StoreError
-from ..models import Entity, Fact, Memory, Session, Stats
+from ..models import Entity, Fact, Location, Memory, Session, Stats
 from .filters import Condition, parse_filters
 
 __all__ = [
@@ -65,6 +65,20 @@ class ChunkRow:
     text: str
     token_count: int
     embedding: np.ndarray | None = None
+    #: where the chunk sits in its file (a document read by kenning.files); None for plain text
+    location: Location | None = None
+
+
+def location_json(location: Location | None) -> str | None:
+    """A chunk's location as stored (a JSON object, or NULL)."""
+    return location.model_dump_json(exclude_defaults=True) if location is not None else None
+
+
+def location_from(value: Any) -> Location | None:
+    """A stored location (JSON text, or the dict a JSONB column reads as) as a ``Location``."""
+    if value is None:
+        return None
+    return Location.model_validate_json(value) if isinstance(value, str) else Location.model_validate(value)
 
 
 @dataclass
@@ -359,6 +373,12 @@ class Store(ABC):
     def sessions(self, flt: MemoryFilter) -> list[Session]:
         """The sessions of the memories ``flt`` selects (its dataset, user, agent...), the one
         with the latest message first; ``flt.limit``/``offset`` page them."""
+
+    @abstractmethod
+    def file_memories(self, dataset: str, prefix: str = "") -> list[tuple[str, str, str]]:
+        """(source, memory id, content hash) of the memories read from files (``metadata``
+        has a ``format``) whose source starts with ``prefix``, superseded ones left out, by
+        source: what folder sync (kenning.files.plan_sync) compares a folder with."""
 
     @abstractmethod
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:

@@ -243,6 +243,13 @@ PG_MIGRATIONS: list[list[str]] = [
         "CREATE INDEX memories_claims ON memories (claimed_by) WHERE claimed_by IS NOT NULL",
     ],
     _LEXICAL,
+    # Where each chunk of a document read from a file sits in it (page, slide, sheet, headings);
+    # NULL for plain text (kenning.files, docs/files.md).
+    [
+        "ALTER TABLE chunks ADD COLUMN location JSONB",
+        # folder sync reads a dataset's memories by source prefix (Store.file_memories)
+        "CREATE INDEX memories_source ON memories (dataset, source) WHERE source IS NOT NULL",
+    ],
     [
         # Scopes and messages: the user, agent and session a memory belongs to inside its
         # dataset, and a message's role and speaker. Partial indexes: unscoped memories cost

@@ -36,7 +36,10 @@ from ..._time import as_utc
 from ...errors import ConfigurationError, EmbedderMismatchError, StoreError
 from ...models import Entity, Fact, Memory, Stats, Usage
 from ..auth import AuthDialect, AuthStore
-from ..base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, retry_transient
+from ..base import (
+    ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, location_from, location_json,
+    retry_transient,
+)
 from .lexical import bm25
 from ..scopes import ScopeReads
 from .scope import memory_where
@@ -153,6 +156,11 @@ def _memory(row: dict[str, Any]) -> Memory:
     for name in _TIME_FIELDS:
         data[name] = as_utc(data[name])
     return Memory(**data)
+
+
+def _chunk_row(row: dict[str, Any]) -> ChunkRow:
+    fields = dict(row)
+    return ChunkRow(**{**fields, "location": location_from(fields["location"])})
 
 
 def _fact_row(row: dict[str, Any]) -> FactRow:
@@ -279,10 +287,10 @@ class _PgTxn(Txn):
         self._lock(rows[0].dataset)
         with self.conn.cursor() as cur:
             cur.executemany(
-                "INSERT INTO chunks (id, memory_id, dataset, position, text, token_count, embedding)"
-                " VALUES (%s, %s, %s, %s, %s, %s, %s::vector)",
+                "INSERT INTO chunks (id, memory_id, dataset, position, text, token_count, embedding, location)"
+                " VALUES (%s, %s, %s, %s, %s, %s, %s::vector, %s::jsonb)",
                 [(r.id, r.memory_id, r.dataset, r.position, r.text, r.token_count,
-                  to_vector_text(r.embedding)) for r in rows],
+                  to_vector_text(r.embedding), location_json(r.location)) for r in rows],
             )
 
     def delete_chunks(self, memory_id: str) -> None:
@@ -723,6 +731,14 @@ class PostgresStore(AuthStore, ScopeReads, Store):
             rows = conn.execute(query, [*args, flt.limit, flt.offset]).fetchall()
         return [_memory(r) for r in rows]
 
+    def file_memories(self, dataset: str, prefix: str = "") -> list[tuple[str, str, str]]:
+        with self._conn() as conn:
+            rows = conn.execute(
+                "SELECT source, id, content_hash FROM memories WHERE dataset = %s AND source IS NOT NULL"
+                " AND left(source, %s) = %s AND status <> 'superseded' AND metadata ? 'format'"
+                " ORDER BY source, created_at, id", (dataset, len(prefix), prefix)).fetchall()
+        return [(r["source"], r["id"], r["content_hash"]) for r in rows]
+
     def count_memories(self, flt: MemoryFilter) -> int:
         where, args = self._where(flt)
         with self._conn() as conn:
@@ -826,10 +842,10 @@ class PostgresStore(AuthStore, ScopeReads, Store):
             return []
         with self._conn() as conn:
             rows = conn.execute(
-                "SELECT id, memory_id, dataset, position, text, token_count FROM chunks WHERE id = ANY(%s)",
+                "SELECT id, memory_id, dataset, position, text, token_count, location FROM chunks WHERE id = ANY(%s)",
                 (list(ids),),
             ).fetchall()
-        return _ordered({r["id"]: ChunkRow(**r) for r in rows}, ids)
+        return _ordered({r["id"]: _chunk_row(r) for r in rows}, ids)
 
     def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
                             by_target: bool = False) -> list[FactRow]:
@@ -849,9 +865,9 @@ class PostgresStore(AuthStore, ScopeReads, Store):
     def memory_chunks(self, memory_id: str) -> list[ChunkRow]:
         with self._conn() as conn:
             rows = conn.execute(
-                "SELECT id, memory_id, dataset, position, text, token_count FROM chunks"
+                "SELECT id, memory_id, dataset, position, text, token_count, location FROM chunks"
                 " WHERE memory_id = %s ORDER BY position", (memory_id,)).fetchall()
-        return [ChunkRow(**r) for r in rows]
+        return [_chunk_row(r) for r in rows]
 
     def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
         with self._conn() as conn:

@@ -167,6 +167,15 @@ SQLITE_MIGRATIONS.append([
 ])
 
 
+# Where each chunk of a document read from a file sits in it (page, slide, sheet, headings), as
+# a JSON object; NULL for plain text (kenning.files, docs/files.md).
+SQLITE_MIGRATIONS.append([
+    "ALTER TABLE chunks ADD COLUMN location TEXT",
+    # folder sync reads a dataset's memories by source prefix (Store.file_memories)
+    "CREATE INDEX memories_source ON memories (dataset, source) WHERE source IS NOT NULL",
+])
+
+
 # Scopes and messages: the user, agent and session a memory belongs to inside its dataset, and a
 # message's role and speaker. Partial indexes: memories without a scope cost them nothing.
 SQLITE_MIGRATIONS.append([

@@ -27,7 +27,9 @@ from ..._time import from_text, to_text
 from ...errors import EmbedderMismatchError, StoreError
 from ...models import Entity, Fact, Memory, Stats, Usage
 from ..auth import AuthDialect, AuthStore
-from ..base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn
+from ..base import (
+    ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, location_from, location_json,
+)
 from .schema import SQLITE_MIGRATIONS
 from ..scopes import ScopeReads
 from .scope import memory_where
@@ -80,6 +82,11 @@ def _memory(row: sqlite3.Row) -> Memory:
         data[name] = from_text(data[name])
     data["pinned"] = bool(data["pinned"])
     return Memory(**data)
+
+
+def _chunk_row(row: sqlite3.Row) -> ChunkRow:
+    fields = dict(row)
+    return ChunkRow(**{**fields, "location": location_from(fields["location"])})
 
 
 def _fact_row(row: sqlite3.Row) -> FactRow:
@@ -143,10 +150,10 @@ class _SQLiteTxn(Txn):
     def insert_chunks(self, rows: Sequence[ChunkRow]) -> None:
         for row in rows:
             cur = self.db.execute(
-                "INSERT INTO chunks (id, memory_id, dataset, position, text, token_count, embedding)"
-                " VALUES (?,?,?,?,?,?,?)",
+                "INSERT INTO chunks (id, memory_id, dataset, position, text, token_count, embedding, location)"
+                " VALUES (?,?,?,?,?,?,?,?)",
                 (row.id, row.memory_id, row.dataset, row.position, row.text, row.token_count,
-                 to_blob(row.embedding)),
+                 to_blob(row.embedding), location_json(row.location)),
             )
             self.db.execute("INSERT INTO chunks_fts (rowid, ds, text) VALUES (?, ?, ?)",
                             (cur.lastrowid, dataset_token(row.dataset), row.text))
@@ -535,6 +542,15 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             rows = self._db.execute(sql, [*args, flt.limit, flt.offset]).fetchall()
             return self._with_access([_memory(r) for r in rows])
 
+    def file_memories(self, dataset: str, prefix: str = "") -> list[tuple[str, str, str]]:
+        with self._lock:
+            rows = self._db.execute(
+                "SELECT source, id, content_hash FROM memories WHERE dataset = ? AND source IS NOT NULL"
+                " AND substr(source, 1, ?) = ? AND status != 'superseded'"
+                " AND json_extract(metadata, '$.format') IS NOT NULL ORDER BY source, created_at, id",
+                (dataset, len(prefix), prefix)).fetchall()
+        return [(r[0], r[1], r[2]) for r in rows]
+
     def count_memories(self, flt: MemoryFilter) -> int:
         where, args = self._where(flt)
         with self._lock:
@@ -663,11 +679,11 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             return []
         with self._lock:
             rows = self._db.execute(
-                "SELECT id, memory_id, dataset, position, text, token_count FROM chunks"
+                "SELECT id, memory_id, dataset, position, text, token_count, location FROM chunks"
                 f" WHERE id IN ({_placeholders(len(ids))})",
                 list(ids),
             ).fetchall()
-        by_id = {r["id"]: ChunkRow(**dict(r)) for r in rows}
+        by_id = {r["id"]: _chunk_row(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
     def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
@@ -698,9 +714,9 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
     def memory_chunks(self, memory_id: str) -> list[ChunkRow]:
         with self._lock:
             rows = self._db.execute(
-                "SELECT id, memory_id, dataset, position, text, token_count FROM chunks"
+                "SELECT id, memory_id, dataset, position, text, token_count, location FROM chunks"
                 " WHERE memory_id = ? ORDER BY position", (memory_id,)).fetchall()
-        return [ChunkRow(**dict(r)) for r in rows]
+        return [_chunk_row(r) for r in rows]
 
     def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
         with self._lock:

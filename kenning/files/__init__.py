@@ -1,0 +1,20 @@
+"""Files and folders as documents (docs/files.md): read text, Markdown, HTML, PDF, DOCX, PPTX,
+XLSX/CSV and JSON into Markdown-shaped text the chunker cuts by structure, and plan a folder
+sync against what the store holds."""
+
+from ._convert import FORMATS, format_of
+from ._read import DEFAULT_EXCLUDE, Document, Matcher, ReadResult, read_document, read_paths
+from ._sync import SyncPlan, plan_sync
+
+__all__ = [
+    "DEFAULT_EXCLUDE",
+    "FORMATS",
+    "Document",
+    "Matcher",
+    "ReadResult",
+    "SyncPlan",
+    "format_of",
+    "plan_sync",
+    "read_document",
+    "read_paths",
+]
