@@ -328,3 +328,17 @@ def test_the_context_of_a_user_and_session(kn: Kenning, chats, clock) -> None:  
     bob = build_context(kn.store, MemoryFilter(dataset="main", user="bob"), as_of=dt.datetime(2024, 6, 1, tzinfo=UTC),
                         max_tokens=1500)
     assert [f.target for f in bob.facts] == ["Paris"] and bob.messages == []
+
+
+def test_first_person_turns_resolve_to_their_speaker(kn: Kenning, clock) -> None:  # noqa: ANN001
+    _chat(kn.store, clock(), [
+        {"role": "user", "content": "I moved to Paris."},
+        {"role": "assistant", "content": "Do you like it?"},
+        {"role": "user", "content": "I joined Globex in March."},
+    ], user="alice", session="s")
+    kn.cognify()
+    facts = kn.store.facts_stated(MemoryFilter(dataset="main", user="alice"))
+    assert {(f.source, f.relation, f.target) for f in facts} == {
+        ("Alice", "lives_in", "Paris"), ("Alice", "works_at", "Globex")}
+    (chunk,) = kn.store.memory_chunks(kn.store.session_messages("main", "s", 1)[0].id)
+    assert chunk.text == "Alice: I joined Globex in March."  # a turn is searched with its speaker
