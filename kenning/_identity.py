@@ -7,10 +7,12 @@ import re
 
 from .errors import ValidationError
 
-__all__ = ["check_dataset", "check_user_name", "content_hash"]
+__all__ = ["DATASET_PATTERN", "check_dataset", "check_user_name", "content_hash"]
 
 _WS = re.compile(r"\s+")
-_DATASET = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$")
+#: a dataset name: 1-128 letters, digits, '_', '-' or '.', not starting with a symbol
+DATASET_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
+_DATASET = re.compile(DATASET_PATTERN)
 _USER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@\-]{0,63}$")
 
 

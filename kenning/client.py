@@ -1,38 +1,31 @@
 """The public facade: ``Kenning`` (sync) and ``AsyncKenning`` (async), thin shells over one
-``Engine``. ``AsyncKenning`` runs each verb of a ``Kenning`` on a worker thread, so the two can
-never drift apart.
+``Engine``. Each verb's signature and docstring come from its request model
+(``kenning.requests``); ``AsyncKenning`` runs each verb of a ``Kenning`` on a worker thread, so
+the two can never drift apart.
 """
 
 from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import Callable, Sequence
+import functools
+import inspect
+import typing
+from collections.abc import Callable
 from typing import Any
 
 from ._time import utcnow
-from .engine import ContentInput, Engine
+from .engine import Engine
 from .errors import EmbedderMismatchError
-from .lifecycle.improve import ImproveResult
-from .models import (
-    CognifyResult,
-    ForgetResult,
-    Memory,
-    Provenance,
-    PruneResult,
-    RecallResult,
-    RememberResult,
-    Stats,
-    Timeline,
-)
 from .pipeline.extract import Extractor
 from .providers.base import ChatModel, Embedder
 from .providers.rerank import Reranker
 from .settings import Settings
 from .store import open_store
+from .requests import VERBS, VerbRequest
 from .store.base import MemoryFilter, Store
 
-__all__ = ["AsyncKenning", "Kenning"]
+__all__ = ["AsyncKenning", "Kenning", "verb_signature"]
 
 
 def _build_engine(
@@ -91,6 +84,38 @@ def _build_engine(
         raise
 
 
+def verb_signature(model: type[VerbRequest]) -> inspect.Signature:
+    """The Python signature of a verb: its model's fields, ``positional`` ones first."""
+    params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
+    hints = typing.get_type_hints(model)  # without the limits' Annotated metadata
+    for name, field in model.model_fields.items():
+        kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if name in model.positional else inspect.Parameter.KEYWORD_ONLY
+        default = inspect.Parameter.empty if field.is_required() else field.default
+        params.append(inspect.Parameter(name, kind, default=default, annotation=hints[name]))
+    return inspect.Signature(params)
+
+
+def _verb(name: str, run: Callable[[Engine, dict[str, Any]], Any] | None = None) -> Callable[..., Any]:
+    """A ``Kenning`` method for verb ``name``: binds the call to the model's signature and passes
+    the arguments to the engine's method of that name (or to ``run``) as keywords."""
+    model = VERBS[name]
+    signature = verb_signature(model)
+
+    def method(self: Kenning, *args: Any, **kwargs: Any) -> Any:
+        # a partial verb (update) passes unknown fields on: the engine names what may change
+        extra = {k: kwargs.pop(k) for k in list(kwargs) if k not in model.model_fields} if model.partial else {}
+        bound = signature.bind(self, *args, **kwargs)
+        if not model.partial:
+            bound.apply_defaults()
+        values = {k: v for k, v in bound.arguments.items() if k != "self"} | extra
+        return run(self._engine, values) if run else getattr(self._engine, name)(**values)
+
+    method.__name__ = method.__qualname__ = name
+    method.__doc__ = model.__doc__
+    method.__signature__ = signature  # type: ignore[attr-defined]
+    return method
+
+
 class Kenning:
     """Persistent, temporal knowledge-graph memory.
 
@@ -99,6 +124,8 @@ class Kenning:
     ``Kenning("postgresql://…")`` a PostgreSQL database. Other keyword arguments are settings
     (see ``docs/settings.md``); ``store``, ``embedder``, ``chat``, ``extractor``, ``reranker``
     and ``clock`` replace a collaborator.
+
+    Every verb takes the parameters of its request model in ``kenning.requests``.
 
     Example::
 
@@ -126,6 +153,7 @@ class Kenning:
 
     @property
     def settings(self) -> Settings:
+        """The settings this instance was opened with."""
         return self._engine.settings
 
     @property
@@ -150,162 +178,54 @@ class Kenning:
         self.close()
 
     def close(self) -> None:
+        """Close the store and the model clients."""
         self._engine.close()
 
-    def remember(
-        self,
-        content: ContentInput | Sequence[ContentInput],
-        *,
-        dataset: str = "main",
-        kind: str = "knowledge",
-        source: str | None = None,
-        valid_at: dt.datetime | str | None = None,
-        metadata: dict[str, Any] | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-    ) -> RememberResult:
-        """Store and process now: a string, a structured memory, or a list of them.
-        ``dry_run`` estimates model calls and tokens without storing or calling anything."""
-        return self._engine.remember(content, dataset=dataset, kind=kind, source=source,
-                                     valid_at=valid_at, metadata=metadata, force=force,
-                                     dry_run=dry_run)
+    remember = _verb("remember")
+    add = _verb("add", lambda engine, args: [memory_id for memory_id, _ in engine.add(**args)])
+    cognify = _verb("cognify")
+    recall = _verb("recall")
+    timeline = _verb("timeline")
+    stats = _verb("stats")
+    get = _verb("get")
+    list = _verb("list", lambda engine, args: engine.list(MemoryFilter(**args)))
+    update = _verb("update")
+    delete = _verb("delete")
+    forget = _verb("forget")
+    provenance = _verb("provenance")
+    pin = _verb("pin")
+    unpin = _verb("unpin")
+    chain = _verb("chain")
+    prune = _verb("prune")
+    datasets = _verb("datasets", lambda engine, args: engine.store.datasets())
+    feedback = _verb("feedback")
+    improve = _verb("improve")
 
-    def add(
-        self,
-        content: ContentInput | Sequence[ContentInput],
-        *,
-        dataset: str = "main",
-        kind: str = "knowledge",
-        source: str | None = None,
-        valid_at: dt.datetime | str | None = None,
-        metadata: dict[str, Any] | None = None,
-    ) -> list[str]:
-        """Store as ``pending`` without processing; ``cognify`` processes later."""
-        added = self._engine.add(content, dataset=dataset, kind=kind, source=source,
-                                 valid_at=valid_at, metadata=metadata)
-        return [memory_id for memory_id, _ in added]
 
-    def cognify(
-        self, *, dataset: str | None = None, force: bool = False, retry_failed: bool = False
-    ) -> CognifyResult:
-        """Process every pending memory (failed ones too with ``retry_failed``)."""
-        return self._engine.cognify(dataset=dataset, force=force, retry_failed=retry_failed)
+def _async(fn: Callable[..., Any]) -> Callable[..., Any]:
+    """The awaitable twin of a ``Kenning`` method: same name, signature and docstring."""
 
-    def recall(
-        self,
-        query: str,
-        *,
-        dataset: str = "main",
-        search_type: str | None = "hybrid",
-        top_k: int = 10,
-        depth: int = 1,
-        as_of: dt.datetime | str | None = None,
-        known_at: dt.datetime | str | None = None,
-        answer: bool = False,
-        explain: bool = False,
-        neighbors: int = 0,
-    ) -> RecallResult:
-        """Hybrid search over chunks, facts and entities; no model call unless ``answer``.
-        ``neighbors=N`` attaches the N turns before and after each hit's memory in its episode."""
-        return self._engine.recall(query, dataset=dataset, search_type=search_type, top_k=top_k,
-                                   depth=depth, as_of=as_of, known_at=known_at, answer=answer,
-                                   explain=explain, neighbors=neighbors)
+    @functools.wraps(fn)
+    async def method(self: AsyncKenning, *args: Any, **kwargs: Any) -> Any:
+        return await asyncio.to_thread(getattr(self._sync, fn.__name__), *args, **kwargs)
 
-    def timeline(self, entity: str, *, dataset: str = "main", relation: str | None = None) -> Timeline:
-        """An entity's facts in time order, open and closed, with what superseded what."""
-        return self._engine.timeline(entity, dataset=dataset, relation=relation)
-
-    def stats(self, dataset: str | None = None) -> Stats:
-        return self._engine.stats(dataset)
-
-    def get(self, memory_id: str) -> Memory:
-        return self._engine.get(memory_id)
-
-    def list(
-        self,
-        *,
-        dataset: str | None = "main",
-        kind: str | None = None,
-        status: str | None = None,
-        retention: str | None = None,
-        pinned: bool | None = None,
-        order_by: str = "created_at",
-        descending: bool = True,
-        limit: int = 50,
-        offset: int = 0,
-    ) -> list[Memory]:
-        return self._engine.list(MemoryFilter(dataset=dataset, kind=kind, status=status,
-                                              retention=retention, pinned=pinned, order_by=order_by,
-                                              descending=descending, limit=limit, offset=offset))
-
-    # -- memory management and lifecycle -----------------------------------------------------
-    def update(self, memory_id: str, **changes: Any) -> Memory:
-        """Change only the given fields; new content is re-extracted and the old version's
-        entities and facts that nothing else states are removed."""
-        return self._engine.update(memory_id, **changes)
-
-    def delete(self, memory_id: str) -> ForgetResult:
-        """Hard-delete one memory, with garbage collection of its graph."""
-        return self._engine.delete(memory_id)
-
-    def forget(
-        self, memory_id: str | None = None, *, dataset: str | None = None, everything: bool = False
-    ) -> ForgetResult:
-        """Hard-delete one memory, a whole dataset, or everything."""
-        return self._engine.forget(memory_id, dataset=dataset, everything=everything)
-
-    def provenance(self, memory_id: str) -> Provenance:
-        """The entities and facts a memory states."""
-        return self._engine.provenance(memory_id)
-
-    def pin(self, memory_id: str, reason: str | None = None) -> Memory:
-        """Pinned memories never decay and are never pruned."""
-        return self._engine.pin(memory_id, reason)
-
-    def unpin(self, memory_id: str) -> Memory:
-        return self._engine.unpin(memory_id)
-
-    def chain(self, memory_id: str) -> list[Memory]:
-        """The supersession chain a memory belongs to, oldest to newest."""
-        return self._engine.chain(memory_id)
-
-    def prune(
-        self,
-        *,
-        dataset: str = "main",
-        max_age_days: float | None = None,
-        min_score: float | None = None,
-        superseded_older_than_days: float | None = None,
-        dry_run: bool = True,
-    ) -> PruneResult:
-        """Remove what has decayed or been superseded; ``dry_run`` (the default) only reports."""
-        return self._engine.prune(dataset=dataset, max_age_days=max_age_days, min_score=min_score,
-                                  superseded_older_than_days=superseded_older_than_days,
-                                  dry_run=dry_run)
-
-    def datasets(self) -> list[str]:
-        return self._engine.store.datasets()
-
-    def feedback(self, fact_id: str, *, helpful: bool) -> float:
-        """Tell kenning a recalled fact helped (or did not): it ranks higher (or lower) from now
-        on. Returns the fact's new weight."""
-        return self._engine.feedback(fact_id, helpful=helpful)
-
-    def improve(self, *, dataset: str = "main") -> ImproveResult:
-        """Tidy a dataset: process pending memories (such as session turns added with ``add``),
-        merge duplicate entities, and fill missing embeddings."""
-        return self._engine.improve(dataset=dataset)
+    return method
 
 
 class AsyncKenning:
-    """The async facade: the same verbs as ``Kenning``, awaited."""
+    """The async facade: the same verbs as ``Kenning``, with the same parameters, awaited."""
 
-    def __init__(self, path_or_url: str | None = None, **kwargs: Any) -> None:
-        self._sync = Kenning(path_or_url, **kwargs)
+    @functools.wraps(Kenning.__init__)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._sync = Kenning(*args, **kwargs)
 
-    @property
-    def settings(self) -> Settings:
-        return self._sync.settings
+    settings = property(lambda self: self._sync.settings, doc=Kenning.settings.__doc__)
+    store = property(lambda self: self._sync.store, doc=Kenning.store.__doc__)
+
+    @classmethod
+    @functools.wraps(Kenning.reembed.__func__)
+    async def reembed(cls, *args: Any, **kwargs: Any) -> dict[str, int]:
+        return await asyncio.to_thread(Kenning.reembed, *args, **kwargs)
 
     async def __aenter__(self) -> AsyncKenning:
         return self
@@ -313,65 +233,7 @@ class AsyncKenning:
     async def __aexit__(self, *exc: object) -> None:
         await self.close()
 
-    async def _run(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
-        return await asyncio.to_thread(fn, *args, **kwargs)
 
-    async def close(self) -> None:
-        await self._run(self._sync.close)
-
-    async def remember(self, content: ContentInput | Sequence[ContentInput], **kwargs: Any) -> RememberResult:
-        return await self._run(self._sync.remember, content, **kwargs)
-
-    async def add(self, content: ContentInput | Sequence[ContentInput], **kwargs: Any) -> list[str]:
-        return await self._run(self._sync.add, content, **kwargs)
-
-    async def cognify(self, **kwargs: Any) -> CognifyResult:
-        return await self._run(self._sync.cognify, **kwargs)
-
-    async def recall(self, query: str, **kwargs: Any) -> RecallResult:
-        return await self._run(self._sync.recall, query, **kwargs)
-
-    async def timeline(self, entity: str, **kwargs: Any) -> Timeline:
-        return await self._run(self._sync.timeline, entity, **kwargs)
-
-    async def stats(self, dataset: str | None = None) -> Stats:
-        return await self._run(self._sync.stats, dataset)
-
-    async def get(self, memory_id: str) -> Memory:
-        return await self._run(self._sync.get, memory_id)
-
-    async def list(self, **kwargs: Any) -> list[Memory]:
-        return await self._run(self._sync.list, **kwargs)
-
-    async def update(self, memory_id: str, **changes: Any) -> Memory:
-        return await self._run(self._sync.update, memory_id, **changes)
-
-    async def delete(self, memory_id: str) -> ForgetResult:
-        return await self._run(self._sync.delete, memory_id)
-
-    async def forget(self, memory_id: str | None = None, **kwargs: Any) -> ForgetResult:
-        return await self._run(self._sync.forget, memory_id, **kwargs)
-
-    async def provenance(self, memory_id: str) -> Provenance:
-        return await self._run(self._sync.provenance, memory_id)
-
-    async def pin(self, memory_id: str, reason: str | None = None) -> Memory:
-        return await self._run(self._sync.pin, memory_id, reason)
-
-    async def unpin(self, memory_id: str) -> Memory:
-        return await self._run(self._sync.unpin, memory_id)
-
-    async def chain(self, memory_id: str) -> list[Memory]:
-        return await self._run(self._sync.chain, memory_id)
-
-    async def prune(self, **kwargs: Any) -> PruneResult:
-        return await self._run(self._sync.prune, **kwargs)
-
-    async def datasets(self) -> list[str]:
-        return await self._run(self._sync.datasets)
-
-    async def feedback(self, fact_id: str, *, helpful: bool) -> float:
-        return await self._run(self._sync.feedback, fact_id, helpful=helpful)
-
-    async def improve(self, *, dataset: str = "main") -> ImproveResult:
-        return await self._run(self._sync.improve, dataset=dataset)
+# every verb of ``Kenning``, awaited: a verb added there is added here
+for _name in ("close", *VERBS):
+    setattr(AsyncKenning, _name, _async(getattr(Kenning, _name)))

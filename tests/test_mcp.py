@@ -19,8 +19,9 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 
 from kenning import Kenning
 
-TOOLS = {"remember", "recall", "forget", "timeline", "get_memory", "list_memories", "stats",
-         "update_memory", "delete_memory", "pin_memory", "prune", "improve", "feedback"}
+TOOLS = {"remember", "add", "cognify", "recall", "forget", "timeline", "get", "list", "stats",
+         "update", "delete", "provenance", "pin", "unpin", "chain", "prune", "datasets", "improve",
+         "feedback"}
 ROOT = str(Path(__file__).resolve().parents[1])
 
 
@@ -52,21 +53,23 @@ async def _exercise(session: ClientSession, dataset: str) -> dict[str, Any]:
     hits = (await call("recall", query="Where does Alice work?", dataset=dataset))["hits"]
     assert any("Acme" in h["text"] for h in hits)
     assert (await call("timeline", entity="Alice", dataset=dataset))["facts"]
-    assert (await call("get_memory", memory_id=mid))["id"] == mid
-    assert [m["id"] for m in (await call("list_memories", dataset=dataset))["items"]] == [mid]
+    assert (await call("get", memory_id=mid))["id"] == mid
+    assert [m["id"] for m in (await call("list", dataset=dataset))["items"]] == [mid]
     assert (await call("stats", dataset=dataset))["memories"] == 1
-    assert (await call("pin_memory", memory_id=mid, reason="keep"))["pinned"] is True
-    assert (await call("pin_memory", memory_id=mid, pinned=False))["pinned"] is False
-    assert "Beta" in (await call("update_memory", memory_id=mid, content="Alice works at Beta."))["content"]
+    assert (await call("pin", memory_id=mid, reason="keep"))["pinned"] is True
+    assert (await call("unpin", memory_id=mid))["pinned"] is False
+    assert [m["id"] for m in await call("chain", memory_id=mid)] == [mid]
+    assert (await call("provenance", memory_id=mid))["memory_id"] == mid
+    assert "Beta" in (await call("update", memory_id=mid, content="Alice works at Beta."))["content"]
     assert (await call("prune", dataset=dataset))["dry_run"] is True
     assert "entities_merged" in await call("improve", dataset=dataset)
     fresh = (await call("recall", query="Where does Alice work?", dataset=dataset))["hits"]
     fact = next(h for h in fresh if h["kind"] == "fact")["id"]
     assert (await call("feedback", fact_id=fact, helpful=True))["weight"] > 1.0
     other = (await call("remember", content="Bob lives in Paris.", dataset=dataset))["memory_ids"][0]
-    assert (await call("delete_memory", memory_id=other))["memory_ids"] == [other]
+    assert (await call("delete", memory_id=other))["memory_ids"] == [other]
     assert (await call("forget", memory_id=mid))["memory_ids"] == [mid]
-    missing = await session.call_tool("get_memory", {"memory_id": mid})
+    missing = await session.call_tool("get", {"memory_id": mid})
     assert _is_error(missing) and "not_found" in missing.content[0].text
     return out
 

@@ -136,7 +136,7 @@ def test_mcp_and_cli_refuse_bad_metadata(tmp_path):
 
         async def call() -> str:
             try:
-                await server.call_tool("update_memory", {"memory_id": mid, "metadata": nested(600)})
+                await server.call_tool("update", {"memory_id": mid, "metadata": nested(600)})
             except Exception as exc:  # noqa: BLE001 - the tool error is what we check
                 return str(exc)
             return "accepted"

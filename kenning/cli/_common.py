@@ -14,10 +14,20 @@ import click
 from pydantic import BaseModel
 
 from ..errors import KenningError
+from ..requests import DEFAULT_DATASET
 
 T = TypeVar("T")
 
-__all__ = ["check_path", "count", "dump_json", "fail", "open_kenning", "run", "short_time"]
+__all__ = ["ALIASES", "CLI_ONLY", "check_path", "count", "dataset_option", "dump_json", "fail", "open_kenning",
+           "run", "short_time"]
+
+#: CLI spellings of the verbs' parameters (``kenning.requests``), listed in docs/architecture.md: TEXTS
+#: and --file give ``content``; ``--asc`` is ``descending=False``; ``--context`` is ``context``
+ALIASES = {"texts": "content", "files": "content", "asc": "descending", "context_": "context"}
+#: options of the CLI alone, not parameters of any verb
+CLI_ONLY = frozenset({"as_json", "yes"})
+#: ``--dataset`` of a verb that names one dataset (default ``main``)
+dataset_option = click.option("--dataset", "-d", default=DEFAULT_DATASET, show_default=True)
 
 
 def check_path(db: str | None, create: bool) -> None:

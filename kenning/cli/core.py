@@ -12,14 +12,11 @@ import click
 
 from .._time import utcnow
 from ..models import Hit, RecallResult, RememberResult
+from ..requests import SEARCH_TYPES
 from .memories import KINDS
-from ._common import call, check_path, count, dump_json, fail, open_kenning, short_time
+from ._common import call, check_path, count, dataset_option, dump_json, fail, open_kenning, short_time
 
 __all__ = ["register"]
-
-_SEARCH_TYPES = ["auto", "hybrid", "chunks", "chunks_lexical", "facts", "entities", "graph", "temporal",
-                 "graph_completion", "rag_completion"]
-
 
 def _read_inputs(texts: tuple[str, ...], files: tuple[str, ...]) -> list[str]:
     items: list[str] = []
@@ -40,7 +37,7 @@ def _remember_options(fn):  # noqa: ANN001, ANN202
         click.argument("texts", nargs=-1),
         click.option("--file", "-f", "files", multiple=True, type=click.Path(dir_okay=False),
                      help="Read a memory from a file (repeatable)."),
-        click.option("--dataset", "-d", default="main", show_default=True),
+        dataset_option,
         click.option("--kind", type=KINDS, default="knowledge", show_default=True),
         click.option("--source", default=None, help="Where the text came from."),
         click.option("--valid-at", default=None, help="Reference time of the input (default: now): 2024-06-01, 2024-06, 'June 2024', 'last year'…"),
@@ -182,9 +179,9 @@ def print_result(result: RecallResult) -> None:
 
 @click.command()
 @click.argument("query")
-@click.option("--dataset", "-d", default="main", show_default=True)
+@dataset_option
 @click.option("--top-k", "-k", default=10, show_default=True, type=int)
-@click.option("--type", "search_type", default="hybrid", show_default=True, type=click.Choice(_SEARCH_TYPES))
+@click.option("--type", "search_type", default="hybrid", show_default=True, type=click.Choice(SEARCH_TYPES))
 @click.option("--depth", default=1, show_default=True, type=int, help="Graph expansion hops.")
 @click.option("--as-of", default=None, help="Answer about this valid time: 2023-06-01, 2023-06, 'June 2023', 'last year'…")
 @click.option("--known-at", default=None, help="Answer with what was believed at this time (same forms as --as-of).")
@@ -214,7 +211,7 @@ def recall(ctx, query, dataset, top_k, search_type, depth, as_of, known_at, answ
 
 @click.command()
 @click.argument("entity")
-@click.option("--dataset", "-d", default="main", show_default=True)
+@dataset_option
 @click.option("--relation", default=None, help="Only facts with this relation.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
@@ -265,7 +262,7 @@ def stats(ctx, dataset, as_json) -> None:  # noqa: ANN001
 
 
 @click.command()
-@click.option("--dataset", "-d", default="main", show_default=True)
+@dataset_option
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
 def improve(ctx, dataset, as_json) -> None:  # noqa: ANN001

@@ -11,14 +11,15 @@ from typing import Any, get_args
 import click
 
 from ..models import ForgetResult, Memory, MemoryKind, MemoryStatus, PruneResult, Retention
-from ._common import call, count, dump_json, fail, open_kenning, short_time
+from ..requests import ORDERS
+from ._common import call, count, dataset_option, dump_json, fail, open_kenning, short_time
 
 __all__ = ["register"]
 
 _RETENTIONS = click.Choice(get_args(Retention))
 KINDS = click.Choice(get_args(MemoryKind))
 _STATUSES = click.Choice(get_args(MemoryStatus))
-_ORDER = click.Choice(["created_at", "updated_at", "access_count", "last_accessed_at"])
+_ORDER = click.Choice(ORDERS)
 _json_option = click.option("--json", "as_json", is_flag=True, help="Print JSON.")
 
 
@@ -62,7 +63,7 @@ def memories() -> None:
 
 
 @memories.command("list")
-@click.option("--dataset", "-d", default="main", show_default=True)
+@dataset_option
 @click.option("--kind", type=KINDS, default=None)
 @click.option("--status", type=_STATUSES, default=None)
 @click.option("--retention", type=_RETENTIONS, default=None)
@@ -226,7 +227,7 @@ def chain(ctx: click.Context, memory_id: str, as_json: bool) -> None:
 
 
 @click.command("prune")
-@click.option("--dataset", "-d", default="main", show_default=True)
+@dataset_option
 @click.option("--max-age-days", type=click.FloatRange(0), default=None, help="Created longer ago than this.")
 @click.option("--min-score", type=click.FloatRange(0, 1), default=None, help="Decay score below this.")
 @click.option("--superseded-older-than-days", type=click.FloatRange(0), default=None,

@@ -1,4 +1,5 @@
-"""The MCP server: one tool per verb, each one checked call of ``kenning.server.service``.
+"""The MCP server: one tool per verb, named as the verb, with the verb's request model as its
+input schema; each tool is one checked call of ``kenning.server.service``.
 
 Over stdio the caller is fixed when the server starts (the key in ``KENNING_API_KEY``, or the
 local single user). Over streamable HTTP every request names its caller with
@@ -7,17 +8,19 @@ local single user). Over streamable HTTP every request names its caller with
 
 from __future__ import annotations
 
+import inspect
 import json
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Annotated, Any
 
 import anyio.to_thread
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from ..access import Principal
 from ..client import Kenning
 from ..errors import KenningError
+from ..requests import DEFAULT_DATASET, VERBS
 from ..server.errors import error_body
 from ..server.guard import RequestGuard
 from ..server.service import Service, build_service
@@ -30,13 +33,13 @@ except ImportError:  # mcp 1.x
     from mcp.server.fastmcp import FastMCP as MCPServer
     from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
 
-__all__ = ["build_server", "http_app"]
+__all__ = ["OMITTED", "build_server", "http_app", "tool_signature"]
 
 INSTRUCTIONS = (
     "kenning is persistent, temporal knowledge-graph memory. Call `remember` with what happened "
     "or was decided, `recall` with a question to get facts (with their valid times) and the "
     "memories behind them, `timeline` for how one entity's facts changed, and `forget` to drop "
-    "a memory. Datasets are namespaces (default 'main')."
+    f"a memory. Datasets are namespaces (default '{DEFAULT_DATASET}')."
 )
 
 Json = dict[str, Any]
@@ -127,90 +130,41 @@ def http_app(kn: Kenning, *, auth: bool, bind: str = "127.0.0.1", allowed_hosts:
     return RequestGuard(app, bind=bind, names=tuple(allowed_hosts))
 
 
-def _register(mcp: MCPServer, s: Service, t: _Tools) -> None:
-    @mcp.tool()
-    async def remember(content: str, ctx: Context, dataset: str = "main", kind: str = "knowledge",
-                       source: str | None = None, valid_at: str | None = None, force: bool = False) -> Json:
-        """Store a memory and extract its entities and facts now. ``valid_at``: when it happened
-        (default now): an ISO date or time, "2024-06", "June 2024", "last year", "3 days ago"."""
-        return await t.run(ctx, s.remember, content, dataset=dataset, kind=kind, source=source,
-                           valid_at=valid_at, force=force)
+#: parameters a tool leaves out (documented in docs/mcp.md): an agent may not wipe every dataset
+OMITTED: dict[str, frozenset[str]] = {"forget": frozenset({"everything"})}
 
-    @mcp.tool()
-    async def recall(query: str, ctx: Context, dataset: str = "main", search_type: str = "hybrid",
-                     top_k: int = 10, as_of: str | None = None, known_at: str | None = None,
-                     neighbors: int = 0) -> Json:
-        """Search memory: facts with their valid times, entities and text, best first.
-        ``as_of`` asks about another time than now, ``known_at`` answers with what was believed
-        then (both: an ISO date or time, "2024-06", "June 2024", "last year", "3 days ago");
-        ``neighbors`` adds the turns around each hit."""
-        return await t.run(ctx, s.recall, query, dataset=dataset, search_type=search_type,
-                           top_k=top_k, as_of=as_of, known_at=known_at, neighbors=neighbors)
 
-    @mcp.tool()
-    async def forget(ctx: Context, memory_id: str | None = None, dataset: str | None = None) -> Json:
-        """Hard-delete one memory (``memory_id``) or a whole dataset's memories (``dataset``)."""
-        if (memory_id is None) == (dataset is None):
+def tool_signature(verb: str) -> inspect.Signature:
+    """A tool's parameters: its verb's request fields with their limits and descriptions,
+    less ``OMITTED``, after the context the SDK passes in."""
+    model = VERBS[verb]
+    params = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
+    for name, field in model.model_fields.items():
+        if name in OMITTED.get(verb, ()):
+            continue
+        annotation = Annotated[(field.annotation, *field.metadata, Field(description=field.description))]
+        default = inspect.Parameter.empty if field.is_required() else field.default
+        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
+    return inspect.Signature(params, return_annotation=Json | list[Any])
+
+
+def _tool(s: Service, t: _Tools, verb: str) -> Callable[..., Any]:
+    """The tool for one verb: one checked ``Service`` call with the arguments as keywords."""
+    partial = VERBS[verb].partial
+
+    async def tool(ctx: Context, **args: Any) -> Json | list[Any]:
+        if partial:  # only the fields given are changed; a tool cannot tell None from unset
+            args = {k: v for k, v in args.items() if v is not None}
+        if verb == "forget" and (args.get("memory_id") is None) == (args.get("dataset") is None):
             raise ToolError(json.dumps(error_body("validation_error", "give exactly one of memory_id or dataset")))
-        return await t.run(ctx, s.forget, memory_id, dataset=dataset)
+        return await t.run(ctx, s.accounts.datasets if verb == "datasets" else getattr(s, verb), **args)
 
-    @mcp.tool()
-    async def timeline(entity: str, ctx: Context, dataset: str = "main", relation: str | None = None) -> Json:
-        """An entity's facts in time order, current and past."""
-        return await t.run(ctx, s.timeline, entity, dataset=dataset, relation=relation)
+    tool.__name__ = tool.__qualname__ = verb
+    tool.__doc__ = VERBS[verb].__doc__
+    tool.__signature__ = tool_signature(verb)  # type: ignore[attr-defined]
+    return tool
 
-    @mcp.tool()
-    async def get_memory(memory_id: str, ctx: Context) -> Json:
-        """One stored memory by id."""
-        return await t.run(ctx, s.get, memory_id)
 
-    @mcp.tool()
-    async def list_memories(ctx: Context, dataset: str = "main", kind: str | None = None,
-                            status: str | None = None, pinned: bool | None = None,
-                            limit: int = 20, offset: int = 0) -> Json:
-        """Stored memories, newest first, a page at a time."""
-        return await t.run(ctx, s.list, dataset=dataset, kind=kind, status=status, pinned=pinned,
-                           limit=max(1, min(limit, 1000)), offset=max(0, offset))
-
-    @mcp.tool()
-    async def stats(ctx: Context, dataset: str | None = None) -> Json:
-        """Counts of memories, entities and facts (all datasets you may read if none given)."""
-        return await t.run(ctx, s.stats, dataset)
-
-    @mcp.tool()
-    async def update_memory(memory_id: str, ctx: Context, content: str | None = None,
-                            topic: str | None = None, metadata: dict[str, Any] | None = None,
-                            retention: str | None = None) -> Json:
-        """Change a memory's fields; new content is extracted again."""
-        given = {"content": content, "topic": topic, "metadata": metadata, "retention": retention}
-        return await t.run(ctx, s.update, memory_id, {k: v for k, v in given.items() if v is not None})
-
-    @mcp.tool()
-    async def delete_memory(memory_id: str, ctx: Context) -> Json:
-        """Hard-delete one memory and what only it stated."""
-        return await t.run(ctx, s.delete, memory_id)
-
-    @mcp.tool()
-    async def pin_memory(memory_id: str, ctx: Context, reason: str | None = None, pinned: bool = True) -> Json:
-        """Pin a memory (never decays or gets pruned), or unpin it with ``pinned=false``."""
-        if pinned:
-            return await t.run(ctx, s.pin, memory_id, reason)
-        return await t.run(ctx, s.unpin, memory_id)
-
-    @mcp.tool()
-    async def improve(ctx: Context, dataset: str = "main") -> Json:
-        """Tidy a dataset: process pending turns, merge duplicate entities, fill embeddings."""
-        return await t.run(ctx, s.improve, dataset=dataset)
-
-    @mcp.tool()
-    async def feedback(ctx: Context, fact_id: str, helpful: bool) -> Json:
-        """Mark a recalled fact helpful (ranks higher from now on) or not."""
-        weight = await t.run(ctx, s.feedback, fact_id, helpful)
-        return {"fact_id": fact_id, "weight": weight}
-
-    @mcp.tool()
-    async def prune(ctx: Context, dataset: str = "main", max_age_days: float | None = None,
-                    min_score: float | None = None, dry_run: bool = True) -> Json:
-        """Remove decayed memories; ``dry_run`` (default) only reports what would go."""
-        return await t.run(ctx, s.prune, dataset=dataset, max_age_days=max_age_days,
-                           min_score=min_score, dry_run=dry_run)
+def _register(mcp: MCPServer, s: Service, t: _Tools) -> None:
+    for verb in VERBS:
+        mcp.add_tool(_tool(s, t, verb))

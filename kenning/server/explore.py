@@ -18,7 +18,8 @@ from pydantic import BaseModel, Field
 
 from ..access import Principal
 from ..models import Entity, Fact
-from .schemas import DATASET_PATTERN, ErrorResponse
+from ..requests import DATASET_PATTERN, DEFAULT_DATASET
+from .schemas import ErrorResponse
 from .service import Service
 
 __all__ = ["Graph", "GraphNode", "build_graph_router", "mount_ui", "neighbourhood"]
@@ -47,7 +48,7 @@ class Graph(BaseModel):
     truncated: bool = Field(description="True when a cap stopped the walk: facts may be missing.")
 
 
-def neighbourhood(service: Service, who: Principal, entity: str, *, dataset: str = "main",
+def neighbourhood(service: Service, who: Principal, entity: str, *, dataset: str = DEFAULT_DATASET,
                   depth: int = 1, limit: int = 100) -> Graph:
     """Facts within ``depth`` hops of ``entity`` (a name or id), at most ``limit`` of them;
     nodes are expanded breadth first, closest first."""
@@ -92,7 +93,7 @@ def build_graph_router(service: Service, caller: Callable[..., Principal]) -> AP
     def graph(
         who: Caller,
         entity: Annotated[str, Query(min_length=1, max_length=1000, description="A name or an id.")],
-        dataset: Annotated[str, Query(pattern=DATASET_PATTERN)] = "main",
+        dataset: Annotated[str, Query(pattern=DATASET_PATTERN)] = DEFAULT_DATASET,
         depth: Annotated[int, Query(ge=1, le=2)] = 1,
         limit: Annotated[int, Query(ge=1, le=500, description="At most this many facts.")] = 100,
     ) -> Graph:

@@ -3,12 +3,13 @@
 # No `from __future__ import annotations`: FastAPI must see the local `Caller` alias.
 
 from collections.abc import Callable
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Path, Query, UploadFile
 
 from ..access import Principal
 from ..errors import ValidationError
+from ..lifecycle.improve import ImproveResult
 from ..models import (
     CognifyResult,
     ForgetResult,
@@ -20,28 +21,34 @@ from ..models import (
     Stats,
     Timeline,
 )
-from ..lifecycle.improve import ImproveResult
-from .schemas import (
+from ..requests import (
     DATASET_PATTERN,
-    AddResult,
+    DEFAULT_DATASET,
+    AddRequest,
     CognifyRequest,
-    DatasetCreate,
-    DatasetInfo,
-    ErrorResponse,
     FeedbackRequest,
-    FeedbackResult,
     ForgetRequest,
-    GrantInfo,
-    GrantRequest,
     ImproveRequest,
-    MemoryPage,
-    MemoryUpdate,
+    ListRequest,
     PinRequest,
     PruneRequest,
     RecallRequest,
-    RememberNow,
     RememberRequest,
+    StatsRequest,
+    TimelineRequest,
+    UpdateRequest,
+)
+from .schemas import (
+    AddResult,
+    DatasetCreate,
+    DatasetInfo,
+    ErrorResponse,
+    FeedbackResult,
+    GrantInfo,
+    GrantRequest,
+    MemoryPage,
     WhoAmI,
+    without,
 )
 from .service import Service
 
@@ -52,8 +59,9 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 }
 MemoryIdPath = Annotated[str, Path(min_length=1, max_length=200)]
 DatasetPath = Annotated[str, Path(pattern=DATASET_PATTERN)]
-DatasetQuery = Annotated[str, Query(pattern=DATASET_PATTERN)]
 UserPath = Annotated[str, Path(min_length=1, max_length=200)]
+PinBody = without(PinRequest, "memory_id")
+UpdateBody = without(UpdateRequest, "memory_id")
 
 
 def build_router(service: Service, caller: Callable[..., Principal]) -> APIRouter:
@@ -67,14 +75,14 @@ def build_router(service: Service, caller: Callable[..., Principal]) -> APIRoute
         return WhoAmI(name=who.name, admin=who.admin, auth=service.access.enabled)
 
     @router.post("/remember", tags=["memory"], summary="Store and process now.")
-    def remember(body: RememberNow, who: Caller) -> RememberResult:
-        return service.remember(who, **body.model_dump(exclude={"content"}), content=body.content)
+    def remember(body: RememberRequest, who: Caller) -> RememberResult:
+        return service.remember(who, **body.arguments())
 
     @router.post("/remember/file", tags=["memory"], summary="Remember an uploaded UTF-8 text file.")
     def remember_file(
         who: Caller,
         file: Annotated[UploadFile, File(description="A UTF-8 text file.")],
-        dataset: Annotated[str, Form(pattern=DATASET_PATTERN)] = "main",
+        dataset: Annotated[str, Form(pattern=DATASET_PATTERN)] = DEFAULT_DATASET,
         kind: Annotated[str, Form(min_length=1, max_length=64)] = "knowledge",
         valid_at: Annotated[str | None, Form(max_length=100)] = None,
         force: Annotated[bool, Form()] = False,
@@ -87,86 +95,67 @@ def build_router(service: Service, caller: Callable[..., Principal]) -> APIRoute
                                 source=file.filename or None, force=force)
 
     @router.post("/add", tags=["memory"], summary="Store as pending; cognify processes later.")
-    def add(body: RememberRequest, who: Caller) -> AddResult:
-        ids = service.add(who, **body.model_dump(exclude={"content"}), content=body.content)
-        return AddResult(memory_ids=ids)
+    def add(body: AddRequest, who: Caller) -> AddResult:
+        return service.add(who, **body.arguments())
 
     @router.post("/cognify", tags=["memory"], summary="Process pending memories.")
     def cognify(body: CognifyRequest, who: Caller) -> CognifyResult:
-        return service.cognify(who, **body.model_dump())
+        return service.cognify(who, **body.arguments())
 
     @router.post("/recall", tags=["memory"], summary="Search what is known.")
     def recall(body: RecallRequest, who: Caller) -> RecallResult:
-        return service.recall(who, **body.model_dump())
+        return service.recall(who, **body.arguments())
 
     @router.get("/timeline", tags=["memory"], summary="An entity's facts in time order.")
-    def timeline(
-        who: Caller,
-        entity: Annotated[str, Query(min_length=1, max_length=1000)],
-        dataset: DatasetQuery = "main",
-        relation: Annotated[str | None, Query(max_length=200)] = None,
-    ) -> Timeline:
-        return service.timeline(who, entity, dataset=dataset, relation=relation)
+    def timeline(query: Annotated[TimelineRequest, Query()], who: Caller) -> Timeline:
+        return service.timeline(who, **query.arguments())
 
     @router.post("/improve", tags=["lifecycle"], summary="Process pending, merge duplicate entities, fill embeddings.")
     def improve(body: ImproveRequest, who: Caller) -> ImproveResult:
-        return service.improve(who, dataset=body.dataset)
+        return service.improve(who, **body.arguments())
 
     @router.post("/feedback", tags=["lifecycle"], summary="Mark a recalled fact helpful or not.")
     def feedback(body: FeedbackRequest, who: Caller) -> FeedbackResult:
-        return FeedbackResult(fact_id=body.fact_id, weight=service.feedback(who, body.fact_id, body.helpful))
+        return service.feedback(who, **body.arguments())
 
     @router.post("/prune", tags=["lifecycle"], summary="Remove decayed or superseded memories.")
     def prune(body: PruneRequest, who: Caller) -> PruneResult:
-        return service.prune(who, **body.model_dump())
+        return service.prune(who, **body.arguments())
 
     @router.post("/forget", tags=["lifecycle"], summary="Hard-delete a memory, a dataset or everything.")
     def forget(body: ForgetRequest, who: Caller) -> ForgetResult:
-        return service.forget(who, body.memory_id, dataset=body.dataset, everything=body.everything)
+        return service.forget(who, **body.arguments())
 
     @router.get("/stats", tags=["meta"], summary="Counts; without a dataset, over those you may read.")
-    def stats(who: Caller, dataset: Annotated[str | None, Query(pattern=DATASET_PATTERN)] = None) -> Stats:
-        return service.stats(who, dataset)
+    def stats(query: Annotated[StatsRequest, Query()], who: Caller) -> Stats:
+        return service.stats(who, **query.arguments())
 
     return router
 
 
 def _memory_routes(router: APIRouter, service: Service, Caller: Any) -> None:
     @router.get("/memories", tags=["memories"], summary="List memories, a page at a time.")
-    def list_memories(
-        who: Caller,
-        dataset: DatasetQuery = "main",
-        kind: Annotated[str | None, Query(max_length=64)] = None,
-        status: Literal["pending", "processing", "active", "failed", "superseded"] | None = None,
-        retention: Literal["permanent", "decision", "standard", "ephemeral", "session"] | None = None,
-        pinned: bool | None = None,
-        order_by: Literal["created_at", "updated_at", "access_count", "last_accessed_at"] = "created_at",
-        descending: bool = True,
-        limit: Annotated[int, Query(ge=1, le=1000)] = 50,
-        offset: Annotated[int, Query(ge=0, le=10**9)] = 0,
-    ) -> MemoryPage:
-        return service.list(who, dataset=dataset, kind=kind, status=status, retention=retention,
-                            pinned=pinned, order_by=order_by, descending=descending, limit=limit,
-                            offset=offset)
+    def list_memories(query: Annotated[ListRequest, Query()], who: Caller) -> MemoryPage:
+        return service.list(who, **query.arguments())
 
     @router.get("/memories/{memory_id}", tags=["memories"], summary="One memory.")
     def get_memory(memory_id: MemoryIdPath, who: Caller) -> Memory:
         return service.get(who, memory_id)
 
     @router.patch("/memories/{memory_id}", tags=["memories"], summary="Change the fields sent.")
-    def update_memory(memory_id: MemoryIdPath, body: MemoryUpdate, who: Caller) -> Memory:
-        changes = body.model_dump(exclude_unset=True)
+    def update_memory(memory_id: MemoryIdPath, body: UpdateBody, who: Caller) -> Memory:
+        changes = body.arguments()
         if not changes:
             raise ValidationError("nothing to update: send at least one field")
-        return service.update(who, memory_id, changes)
+        return service.update(who, memory_id, **changes)
 
     @router.delete("/memories/{memory_id}", tags=["memories"], summary="Hard-delete one memory.")
     def delete_memory(memory_id: MemoryIdPath, who: Caller) -> ForgetResult:
         return service.delete(who, memory_id)
 
     @router.post("/memories/{memory_id}/pin", tags=["memories"], summary="Never decay or prune it.")
-    def pin_memory(memory_id: MemoryIdPath, who: Caller, body: PinRequest | None = None) -> Memory:
-        return service.pin(who, memory_id, body.reason if body else None)
+    def pin_memory(memory_id: MemoryIdPath, who: Caller, body: PinBody | None = None) -> Memory:
+        return service.pin(who, memory_id, **(body.arguments() if body else {}))
 
     @router.post("/memories/{memory_id}/unpin", tags=["memories"], summary="Undo pin.")
     def unpin_memory(memory_id: MemoryIdPath, who: Caller) -> Memory:

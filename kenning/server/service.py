@@ -1,5 +1,7 @@
 """The verbs of the facade, checked: every call names its caller, every dataset it touches is
-checked against ``Access`` first, and writes to one dataset run one at a time.
+checked against ``Access`` first, and writes to one dataset run one at a time. Each verb takes
+its request model's fields as keywords (``kenning.requests``) and passes on those it does not
+check, so a new parameter needs no edit here.
 
 The HTTP routes and the MCP tools are thin shells over this class, so the rules are written
 once. Each method is one facade call plus its checks.
@@ -24,7 +26,8 @@ from ..models import (
     Stats,
     Timeline,
 )
-from .schemas import MemoryPage
+from ..requests import DEFAULT_DATASET
+from .schemas import AddResult, FeedbackResult, MemoryPage
 
 __all__ = ["Service", "build_service"]
 
@@ -62,17 +65,17 @@ class Service:
         return memory
 
     # -- writes ------------------------------------------------------------------------------
-    def remember(self, who: Principal, content: Any, *, dataset: str = "main", **kw: Any) -> RememberResult:
+    def remember(self, who: Principal, content: Any, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> RememberResult:
         self.access.require_write(who, dataset)
         self.writes.spend(who.name, _chars(content))
         with self.locks.hold([dataset]):
             return self.kn.remember(content, dataset=dataset, **kw)
 
-    def add(self, who: Principal, content: Any, *, dataset: str = "main", **kw: Any) -> list[str]:
+    def add(self, who: Principal, content: Any, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> AddResult:
         self.access.require_write(who, dataset)
         self.writes.spend(who.name, _chars(content))
         with self.locks.hold([dataset]):
-            return self.kn.add(content, dataset=dataset, **kw)
+            return AddResult(memory_ids=self.kn.add(content, dataset=dataset, **kw))
 
     def cognify(self, who: Principal, dataset: str | None = None, **kw: Any) -> CognifyResult:
         if dataset is not None or not self.access.enabled or who.admin:
@@ -87,16 +90,16 @@ class Service:
                     _merge(total, self.kn.cognify(dataset=name, **kw))
         return total
 
-    def update(self, who: Principal, memory_id: str, changes: dict[str, Any]) -> Memory:
+    def update(self, who: Principal, memory_id: str, **changes: Any) -> Memory:
         memory = self._memory(who, memory_id, "write")
         self.writes.spend(who.name, _chars([str(v) for v in changes.values()]))
         with self.locks.hold([memory.dataset]):
             return self.kn.update(memory_id, **changes)
 
-    def pin(self, who: Principal, memory_id: str, reason: str | None = None) -> Memory:
+    def pin(self, who: Principal, memory_id: str, **kw: Any) -> Memory:
         memory = self._memory(who, memory_id, "write")
         with self.locks.hold([memory.dataset]):
-            return self.kn.pin(memory_id, reason)
+            return self.kn.pin(memory_id, **kw)
 
     def unpin(self, who: Principal, memory_id: str) -> Memory:
         memory = self._memory(who, memory_id, "write")
@@ -127,33 +130,32 @@ class Service:
         with self.locks.hold([dataset]):
             return self.kn.forget(dataset=dataset)
 
-    def prune(self, who: Principal, *, dataset: str = "main", dry_run: bool = True, **kw: Any) -> PruneResult:
+    def prune(self, who: Principal, *, dataset: str = DEFAULT_DATASET, dry_run: bool = True, **kw: Any) -> PruneResult:
         self.access.require(who, dataset, "read" if dry_run else "delete")
         with self.locks.hold([] if dry_run else [dataset]):
             return self.kn.prune(dataset=dataset, dry_run=dry_run, **kw)
 
-    def improve(self, who: Principal, *, dataset: str = "main") -> Any:
+    def improve(self, who: Principal, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> Any:
         self.access.require(who, dataset, "write")
         with self.locks.hold([dataset]):
-            return self.kn.improve(dataset=dataset)
+            return self.kn.improve(dataset=dataset, **kw)
 
-    def feedback(self, who: Principal, fact_id: str, helpful: bool) -> float:
+    def feedback(self, who: Principal, fact_id: str, **kw: Any) -> FeedbackResult:
         """Feedback on a fact the caller may read and write; others' facts are 'not found'."""
         found = self.kn.store.get_facts([fact_id])
         if not found or not self.access.can_read(who, found[0].dataset):
             raise NotFoundError(f"no fact {fact_id!r}")
         self.access.require(who, found[0].dataset, "write")
-        return self.kn.feedback(fact_id, helpful=helpful)
+        return FeedbackResult(fact_id=fact_id, weight=self.kn.feedback(fact_id, **kw))
 
     # -- reads -------------------------------------------------------------------------------
-    def recall(self, who: Principal, query: str, *, dataset: str = "main", **kw: Any) -> RecallResult:
+    def recall(self, who: Principal, query: str, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> RecallResult:
         self.access.require(who, dataset, "read")
         return self.kn.recall(query, dataset=dataset, **kw)
 
-    def timeline(self, who: Principal, entity: str, *, dataset: str = "main",
-                 relation: str | None = None) -> Timeline:
+    def timeline(self, who: Principal, entity: str, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> Timeline:
         self.access.require(who, dataset, "read")
-        return self.kn.timeline(entity, dataset=dataset, relation=relation)
+        return self.kn.timeline(entity, dataset=dataset, **kw)
 
     def get(self, who: Principal, memory_id: str) -> Memory:
         return self._memory(who, memory_id)
@@ -166,7 +168,7 @@ class Service:
         self._memory(who, memory_id)
         return [m for m in self.kn.chain(memory_id) if self.access.can_read(who, m.dataset)]
 
-    def list(self, who: Principal, *, dataset: str = "main", limit: int = 50, offset: int = 0,
+    def list(self, who: Principal, *, dataset: str = DEFAULT_DATASET, limit: int = 50, offset: int = 0,
              **filters: Any) -> MemoryPage:
         self.access.require(who, dataset, "read")
         items = self.kn.list(dataset=dataset, limit=limit, offset=offset, **filters)

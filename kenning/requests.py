@@ -1,0 +1,277 @@
+"""One request model per verb: the parameter names, types, defaults, limits and words of every
+verb, written once.
+
+``Kenning`` and ``AsyncKenning`` take their signatures and docstrings from these models; the
+HTTP routes use them as request bodies and query parameters (so OpenAPI shows them); the MCP
+tools take their names and input schemas from them; the CLI options are checked against them
+(``tests/test_parity.py``). Adding a parameter to a verb is one field here, plus the engine
+argument that receives it.
+
+Dates (``valid_at``, ``as_of``, ``known_at``, ``retention_until``) are kept as given: the engine
+reads them with the one date parser (``kenning.pipeline.dates``) against its own clock.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, ClassVar, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
+
+from ._identity import DATASET_PATTERN
+from .models import MemoryInput, MemoryKind, MemoryStatus, Retention
+from .pipeline.dates import ACCEPTED_FORMS
+from .search.recall import SEARCH_TYPES
+
+__all__ = [
+    "DATASET_PATTERN",
+    "DEFAULT_DATASET",
+    "ORDERS",
+    "SEARCH_TYPES",
+    "VERBS",
+    "AddRequest",
+    "ChainRequest",
+    "CognifyRequest",
+    "DatasetsRequest",
+    "DeleteRequest",
+    "FeedbackRequest",
+    "ForgetRequest",
+    "GetRequest",
+    "ImproveRequest",
+    "ListRequest",
+    "PinRequest",
+    "ProvenanceRequest",
+    "PruneRequest",
+    "RecallRequest",
+    "RememberRequest",
+    "StatsRequest",
+    "TimelineRequest",
+    "UnpinRequest",
+    "UpdateRequest",
+    "VerbRequest",
+]
+
+#: the dataset every verb uses when none is named
+DEFAULT_DATASET = "main"
+#: the orders ``list`` sorts by
+ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
+MAX_ITEMS = 1000
+
+Dataset = Annotated[str, Field(pattern=DATASET_PATTERN, description="Dataset name.")]
+MemoryId = Annotated[str, Field(min_length=1, max_length=200, description="A memory id.")]
+#: a date as text in any form the date parser reads, or a datetime (never a number)
+When = Annotated[str, Field(max_length=100)] | Annotated[dt.datetime, Strict()]
+Content = str | MemoryInput
+Metadata = Annotated[dict[str, Any], Field(
+    description="A JSON object: string keys, at most 16 levels deep, 1,000 keys and 64 KiB as "
+    "JSON, finite numbers only.",
+)]
+SearchType = Literal[SEARCH_TYPES]  # type: ignore[valid-type]
+Days = Annotated[float, Field(ge=0, le=1e6)]
+
+
+def _when(what: str) -> Any:
+    return Field(default=None, description=f"{what}: {ACCEPTED_FORMS}")
+
+
+class VerbRequest(BaseModel):
+    """A verb's arguments. ``positional`` names the fields a Python call may pass by position;
+    ``partial``: only the fields given are passed on (``update``)."""
+
+    model_config = ConfigDict(extra="forbid")
+    positional: ClassVar[tuple[str, ...]] = ()
+    partial: ClassVar[bool] = False
+
+    def arguments(self) -> dict[str, Any]:
+        """The keyword arguments of the verb's call (of a partial verb: only those given)."""
+        names = self.model_fields_set if self.partial else type(self).model_fields
+        return {name: getattr(self, name) for name in names}
+
+
+class _Write(VerbRequest):
+    positional = ("content",)
+    content: Content | Annotated[list[Content], Field(max_length=MAX_ITEMS)] = Field(
+        description="Text, a structured memory, or a list of them (one list is one episode).")
+    dataset: Dataset = DEFAULT_DATASET
+    kind: Annotated[str, Field(min_length=1, max_length=64)] = "knowledge"
+    source: Annotated[str, Field(max_length=2000)] | None = Field(None, description="Where it came from.")
+    valid_at: When | None = _when("When it happened (default: now)")
+    metadata: Metadata | None = None
+
+    @field_validator("content", mode="before")
+    @classmethod
+    def _content_shape(cls, value: Any) -> Any:
+        # One sentence instead of an error per branch of the union.
+        if not isinstance(value, (str, dict, list, tuple, MemoryInput)):
+            raise ValueError("content must be text, a structured memory (an object with a topic) or a list of them")
+        return value
+
+
+class RememberRequest(_Write):
+    """Store and process now: a string, a structured memory, or a list of them. ``force``
+    reprocesses content seen before; ``dry_run`` estimates model calls and tokens without
+    storing or calling anything."""
+
+    force: bool = False
+    dry_run: bool = False
+
+
+class AddRequest(_Write):
+    """Store as ``pending`` without processing; ``cognify`` processes later. Returns the ids."""
+
+
+class CognifyRequest(VerbRequest):
+    """Process every pending memory (failed ones too with ``retry_failed``)."""
+
+    dataset: Dataset | None = Field(None, description="Only this dataset (None: every dataset).")
+    force: bool = False
+    retry_failed: bool = False
+
+
+class RecallRequest(VerbRequest):
+    """Hybrid search over chunks, facts and entities; no model call unless ``answer``.
+    ``as_of`` asks about another time than now, ``known_at`` answers with what was believed
+    then; ``neighbors=N`` attaches the N turns before and after each hit in its episode."""
+
+    positional = ("query",)
+    query: Annotated[str, Field(min_length=1, max_length=10_000)]
+    dataset: Dataset = DEFAULT_DATASET
+    search_type: SearchType | None = Field("hybrid", description="Lanes to search (auto: a rule-based router picks).")
+    top_k: Annotated[int, Field(ge=1, le=1000)] = 10
+    depth: Annotated[int, Field(ge=0, le=5, description="Graph expansion hops.")] = 1
+    as_of: When | None = _when("Answer about this valid time")
+    known_at: When | None = _when("Answer with what was believed at this time")
+    answer: bool = Field(False, description="Ask the configured model for an answer (one call).")
+    explain: bool = Field(False, description="Say which lanes ranked each hit where.")
+    neighbors: Annotated[int, Field(ge=0, le=10, description="Turns to attach on each side of every hit.")] = 0
+
+
+class TimelineRequest(VerbRequest):
+    """An entity's facts in time order, open and closed, with what superseded what."""
+
+    positional = ("entity",)
+    entity: Annotated[str, Field(min_length=1, max_length=1000)]
+    dataset: Dataset = DEFAULT_DATASET
+    relation: Annotated[str, Field(max_length=200)] | None = Field(None, description="Only facts with this relation.")
+
+
+class StatsRequest(VerbRequest):
+    """Counts of memories, chunks, entities and facts (every dataset when none is named)."""
+
+    positional = ("dataset",)
+    dataset: Dataset | None = None
+
+
+class _One(VerbRequest):
+    positional = ("memory_id",)
+    memory_id: MemoryId
+
+
+class GetRequest(_One):
+    """One stored memory by id."""
+
+
+class DeleteRequest(_One):
+    """Hard-delete one memory, with garbage collection of what only it stated."""
+
+
+class ProvenanceRequest(_One):
+    """The entities and facts a memory states."""
+
+
+class UnpinRequest(_One):
+    """Undo ``pin``: the memory decays and may be pruned again."""
+
+
+class ChainRequest(_One):
+    """The supersession chain a memory belongs to, oldest to newest."""
+
+
+class PinRequest(_One):
+    """Pin a memory: it never decays and is never pruned."""
+
+    positional = ("memory_id", "reason")
+    reason: Annotated[str, Field(max_length=2000)] | None = None
+
+
+class ListRequest(VerbRequest):
+    """Stored memories, newest first, a page at a time."""
+
+    dataset: Dataset | None = DEFAULT_DATASET
+    kind: MemoryKind | None = None
+    status: MemoryStatus | None = None
+    retention: Retention | None = None
+    pinned: bool | None = Field(None, description="Only pinned (true) or unpinned (false) memories.")
+    order_by: Literal[ORDERS] = "created_at"  # type: ignore[valid-type]
+    descending: bool = True
+    limit: Annotated[int, Field(ge=1, le=10_000)] = 50
+    offset: Annotated[int, Field(ge=0, le=10**9)] = 0
+
+
+class UpdateRequest(_One):
+    """Change only the given fields; new content is re-extracted and the old version's
+    entities and facts that nothing else states are removed."""
+
+    partial = True
+    content: Annotated[str, Field(min_length=1)] | None = None
+    topic: Annotated[str, Field(min_length=1)] | None = None
+    context: str | None = None
+    decisions: list[str] | None = None
+    rationale: list[str] | None = None
+    metadata: Metadata | None = None
+    source: str | None = None
+    kind: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    valid_at: When | None = _when("The memory's reference time")
+    retention: Retention | None = None
+    retention_until: When | None = _when("Prunable after this time (None clears it)")
+
+
+class ForgetRequest(VerbRequest):
+    """Hard-delete one memory, a whole dataset, or everything: exactly one of them."""
+
+    positional = ("memory_id",)
+    memory_id: MemoryId | None = None
+    dataset: Dataset | None = None
+    everything: bool = False
+
+
+class PruneRequest(VerbRequest):
+    """Remove what has decayed, aged out or been superseded; ``dry_run`` (the default) only
+    reports what a real run would remove."""
+
+    dataset: Dataset = DEFAULT_DATASET
+    max_age_days: Days | None = Field(None, description="Created longer ago than this.")
+    min_score: Days | None = Field(None, description="Decay score below this.")
+    superseded_older_than_days: Days | None = Field(None, description="Superseded longer ago than this.")
+    dry_run: bool = True
+
+
+class DatasetsRequest(VerbRequest):
+    """The names of the datasets that hold memories."""
+
+
+class FeedbackRequest(VerbRequest):
+    """Tell kenning a recalled fact helped (or did not): it ranks higher (or lower) from now
+    on. Returns the fact's new weight."""
+
+    positional = ("fact_id",)
+    fact_id: Annotated[str, Field(min_length=1, max_length=200)]
+    helpful: bool
+
+
+class ImproveRequest(VerbRequest):
+    """Tidy a dataset: process pending memories (such as session turns added with ``add``),
+    merge duplicate entities, and fill missing embeddings."""
+
+    dataset: Dataset = DEFAULT_DATASET
+
+
+#: every verb of the facade and its request model, in the order the docs list them
+VERBS: dict[str, type[VerbRequest]] = {
+    "remember": RememberRequest, "add": AddRequest, "cognify": CognifyRequest,
+    "recall": RecallRequest, "timeline": TimelineRequest, "stats": StatsRequest,
+    "get": GetRequest, "list": ListRequest, "update": UpdateRequest, "delete": DeleteRequest,
+    "forget": ForgetRequest, "provenance": ProvenanceRequest, "pin": PinRequest,
+    "unpin": UnpinRequest, "chain": ChainRequest, "prune": PruneRequest,
+    "datasets": DatasetsRequest, "feedback": FeedbackRequest, "improve": ImproveRequest,
+}

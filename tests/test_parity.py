@@ -1,0 +1,184 @@
+"""Every verb has one definition (its request model in ``kenning.requests``); every surface names
+the same parameters with the same defaults: ``Kenning`` and ``AsyncKenning``, the OpenAPI
+schema, the MCP tools' input schemas and the CLI options (through the CLI's documented
+``ALIASES``). ``drift`` is the detector; the last tests show it catching a drifted surface."""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any
+
+import anyio
+import click
+import pytest
+
+from kenning import AsyncKenning, Kenning
+from kenning.cli import cli
+from kenning.cli._common import ALIASES, CLI_ONLY
+from kenning.requests import VERBS
+
+REQUIRED = object()  # the "default" of a parameter that has none
+ALIASED = object()  # the default of a CLI alias: its own (``--asc`` is false when descending)
+
+HTTP = {
+    "remember": ("post", "/v1/remember"), "add": ("post", "/v1/add"), "cognify": ("post", "/v1/cognify"),
+    "recall": ("post", "/v1/recall"), "timeline": ("get", "/v1/timeline"), "stats": ("get", "/v1/stats"),
+    "get": ("get", "/v1/memories/{memory_id}"), "list": ("get", "/v1/memories"),
+    "update": ("patch", "/v1/memories/{memory_id}"), "delete": ("delete", "/v1/memories/{memory_id}"),
+    "forget": ("post", "/v1/forget"), "provenance": ("get", "/v1/memories/{memory_id}/provenance"),
+    "pin": ("post", "/v1/memories/{memory_id}/pin"), "unpin": ("post", "/v1/memories/{memory_id}/unpin"),
+    "chain": ("get", "/v1/memories/{memory_id}/chain"), "prune": ("post", "/v1/prune"),
+    "datasets": ("get", "/v1/datasets"), "feedback": ("post", "/v1/feedback"),
+    "improve": ("post", "/v1/improve"),
+}
+CLI = {
+    "remember": ["remember"], "add": ["add"], "cognify": ["cognify"], "recall": ["recall"],
+    "timeline": ["timeline"], "stats": ["stats"], "improve": ["improve"], "feedback": ["feedback"],
+    "prune": ["prune"], "forget": ["forget"], "list": ["memories", "list"], "get": ["memories", "show"],
+    "update": ["memories", "update"], "delete": ["memories", "delete"], "pin": ["memories", "pin"],
+    "unpin": ["memories", "unpin"], "chain": ["memories", "chain"],
+}
+
+
+def model_params(verb: str) -> dict[str, Any]:
+    fields = VERBS[verb].model_fields
+    return {n: REQUIRED if f.is_required() else f.default for n, f in fields.items()}
+
+
+def drift(surface: dict[str, Any], verb: str, *, partial: bool = False) -> list[str]:
+    """How a surface's parameters (name → default) differ from the verb's model. ``partial``:
+    the surface may leave parameters out (the CLI), but those it has must agree."""
+    want = model_params(verb)
+    problems = [f"{verb}: unknown parameter {n!r}" for n in surface if n not in want]
+    problems += [f"{verb}: {n!r} missing" for n in want if n not in surface and not partial]
+    problems += [f"{verb}: {n!r} defaults to {surface[n]!r}, not {want[n]!r}"
+                 for n in want if n in surface and surface[n] not in (want[n], ALIASED)
+                 and not (partial and want[n] is REQUIRED)]
+    return problems
+
+
+def python_params(fn: Any) -> dict[str, Any]:
+    params = list(inspect.signature(fn).parameters.values())[1:]  # less self
+    return {p.name: REQUIRED if p.default is inspect.Parameter.empty else p.default for p in params}
+
+
+def _schema_params(schema: dict[str, Any]) -> dict[str, Any]:
+    required = set(schema.get("required", ()))
+    return {n: REQUIRED if n in required else p.get("default")
+            for n, p in schema.get("properties", {}).items()}
+
+
+def openapi_params(spec: dict[str, Any], method: str, path: str) -> dict[str, Any]:
+    operation = spec["paths"][path][method]
+    out = {p["name"]: REQUIRED if p.get("required") else p["schema"].get("default")
+           for p in operation.get("parameters", [])}
+    body = operation.get("requestBody", {}).get("content", {}).get("application/json", {}).get("schema")
+    if body:
+        ref = body["$ref"] if "$ref" in body else next(s["$ref"] for s in body["anyOf"] if "$ref" in s)
+        out |= _schema_params(spec["components"]["schemas"][ref.rsplit("/", 1)[1]])
+    return out
+
+
+def cli_params(command: click.Command) -> dict[str, Any]:
+    out, given = {}, command.make_context(command.name, [], resilient_parsing=True).params
+    for param in command.params:
+        if param.name in ALIASES:
+            out[ALIASES[param.name]] = ALIASED
+        elif param.name not in CLI_ONLY:  # what the command receives when the option is not given
+            out[param.name] = REQUIRED if param.required else None if given[param.name] == () else given[param.name]
+    return out
+
+
+def _command(path: list[str]) -> click.Command:
+    command: Any = cli
+    for name in path:
+        command = command.commands[name]
+    return command
+
+
+@pytest.fixture(scope="module")
+def openapi(tmp_path_factory):
+    pytest.importorskip("fastapi")
+    from kenning.server.app import create_app
+
+    with Kenning(str(tmp_path_factory.mktemp("parity") / "p.db")) as kn:
+        yield create_app(kn, auth=False).openapi()
+
+
+@pytest.fixture(scope="module")
+def mcp_tools(tmp_path_factory):
+    pytest.importorskip("mcp")
+    from kenning.mcp import build_server
+
+    with Kenning(str(tmp_path_factory.mktemp("parity") / "m.db")) as kn:
+        tools = anyio.run(build_server(kn, auth=False).list_tools)
+        yield {t.name: t for t in tools}
+
+
+@pytest.mark.parametrize("verb", list(VERBS))
+def test_python_verbs_match_their_models(verb):
+    for facade in (Kenning, AsyncKenning):
+        method = getattr(facade, verb)
+        assert drift(python_params(method), verb) == [], facade
+        assert method.__doc__ == VERBS[verb].__doc__
+    assert inspect.iscoroutinefunction(getattr(AsyncKenning, verb))
+
+
+def test_both_facades_have_the_same_documented_public_surface():
+    def public(cls: type) -> dict[str, Any]:
+        return {n: v for n, v in vars(cls).items() if not n.startswith("_")}
+
+    assert public(Kenning).keys() == public(AsyncKenning).keys()
+    for cls in (Kenning, AsyncKenning):
+        for name, member in public(cls).items():
+            target = member if isinstance(member, property) else getattr(cls, name)
+            assert (target.__doc__ or "").strip(), f"{cls.__name__}.{name} has no docstring"
+    assert python_params(AsyncKenning.__init__) == python_params(Kenning.__init__)
+
+
+@pytest.mark.parametrize("verb", list(VERBS))
+def test_openapi_matches_the_models(openapi, verb):
+    assert drift(openapi_params(openapi, *HTTP[verb]), verb) == []
+
+
+def test_mcp_tools_are_the_verbs(mcp_tools):
+    from kenning.mcp.server import OMITTED
+
+    assert set(mcp_tools) == set(VERBS)
+    for verb, tool in mcp_tools.items():
+        schema = getattr(tool, "input_schema", None) or tool.inputSchema
+        params = _schema_params(schema) | {n: model_params(verb)[n] for n in OMITTED.get(verb, ())}
+        assert drift(params, verb) == []
+        assert tool.description == VERBS[verb].__doc__
+
+
+@pytest.mark.parametrize("verb", list(CLI))
+def test_cli_options_match_the_models(verb):
+    assert drift(cli_params(_command(CLI[verb])), verb, partial=True) == []
+
+
+def test_the_detector_catches_a_drifted_python_signature():
+    def recall(self, query, *, dataset="other", top_k=10, limit=5):  # noqa: ANN001, ANN202
+        """A copy that drifted: another default, a renamed parameter, the rest missing."""
+
+    found = drift(python_params(recall), "recall")
+    assert "recall: 'dataset' defaults to 'other', not 'main'" in found
+    assert "recall: unknown parameter 'limit'" in found
+    assert "recall: 'depth' missing" in found
+
+
+def test_the_detector_catches_a_drifted_cli_option_and_openapi_schema(openapi):
+    @click.command()
+    @click.option("--dataset", default="main")
+    @click.option("--top-k", default=5)
+    @click.option("--lanes", default=None)
+    def recall(dataset, top_k, lanes):  # noqa: ANN001, ANN202
+        """A CLI command that drifted."""
+
+    assert drift(cli_params(recall), "recall", partial=True) == [
+        "recall: unknown parameter 'lanes'", "recall: 'top_k' defaults to 5, not 10"]
+    spec = {**openapi, "components": {"schemas": {**openapi["components"]["schemas"]}}}
+    body = spec["components"]["schemas"]["RecallRequest"]
+    spec["components"]["schemas"]["RecallRequest"] = {
+        **body, "properties": {**body["properties"], "depth": {**body["properties"]["depth"], "default": 2}}}
+    assert drift(openapi_params(spec, *HTTP["recall"]), "recall") == ["recall: 'depth' defaults to 2, not 1"]
