@@ -21,7 +21,8 @@ from collections import defaultdict
 from pathlib import Path
 
 from kenning.models import Usage
-from kenning.pipeline.extract import Extraction, normalize_name
+from kenning.pipeline.extract import Extraction
+from kenning.text import normalize_name
 from kenning.pipeline.offline import OfflineExtractor
 
 REFERENCE = dt.datetime(2024, 6, 15, 12, 0, tzinfo=dt.UTC)

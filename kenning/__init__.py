@@ -34,6 +34,7 @@ from .models import (
     RememberResult,
     Stats,
     Timeline,
+    TransferResult,
     Usage,
 )
 from .settings import Settings
@@ -75,6 +76,7 @@ __all__ = [
     "Stats",
     "StoreError",
     "Timeline",
+    "TransferResult",
     "Usage",
     "ValidationError",
     "__version__",

@@ -10,13 +10,15 @@ import asyncio
 import datetime as dt
 import functools
 import inspect
+import os
 import typing
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from ._time import utcnow
-from .engine import Engine
+from .core.engine import Engine
 from .errors import EmbedderMismatchError
+from .models import TransferResult
 from .pipeline.extract import Extractor
 from .providers.base import ChatModel, Embedder
 from .providers.rerank import Reranker
@@ -167,9 +169,10 @@ class Kenning:
         ``Kenning.reembed("memory.db", embedder="local:all-MiniLM-L6-v2")``."""
         self = cls.__new__(cls)
         known = {k: kwargs.pop(k, None) for k in ("store", "embedder", "chat", "extractor", "clock", "reranker")}
+        progress = kwargs.pop("progress", None)  # called with the number of texts just embedded
         self._engine = _build_engine(path_or_url, settings=kwargs, verify_embedder=False, **known)
         with self:
-            return self._engine.reembed()
+            return self._engine.reembed(progress=progress)
 
     def __enter__(self) -> Kenning:
         return self
@@ -200,6 +203,32 @@ class Kenning:
     datasets = _verb("datasets", lambda engine, args: engine.store.datasets())
     feedback = _verb("feedback")
     improve = _verb("improve")
+
+    # -- export / import (kenning/store/portable.py, docs/export.md) ---------------------------
+    def export(self, path: str | os.PathLike[str], *, datasets: Sequence[str] | None = None,
+               format: str = "jsonl", vectors: bool = True,
+               progress: Callable[[int], None] | None = None) -> TransferResult:
+        """Write ``datasets`` (default: all) to ``path``: ``format="jsonl"`` everything, sorted
+        and versioned, for :meth:`import_`; ``"graphml"`` or ``"json"`` the graph (entities and
+        facts) for graph tools. ``vectors=False`` leaves vectors out. The file is replaced only
+        once complete. ``progress(n)`` is called as rows are written."""
+        from .store.portable import export_file
+
+        return export_file(self.store, path, datasets=datasets, format=format, vectors=vectors,
+                           progress=progress)
+
+    def import_(self, path: str | os.PathLike[str], *, vectors: bool = True,
+                progress: Callable[[int], None] | None = None) -> TransferResult:
+        """Load a file written by :meth:`export` (``import`` is a Python keyword, hence the
+        underscore) with the same ids, in one transaction; identical rows already held are
+        skipped, differing ones refused. A file without vectors (or ``vectors=False``, which
+        ignores the file's: for a store with another embedder) is embedded here."""
+        from .store.portable import import_file
+
+        report = import_file(self.store, path, vectors=vectors, progress=progress)
+        if not report.vectors:
+            self._engine.reembed(missing_only=True)
+        return report
 
 
 def _async(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -235,5 +264,5 @@ class AsyncKenning:
 
 
 # every verb of ``Kenning``, awaited: a verb added there is added here
-for _name in ("close", *VERBS):
+for _name in ("close", "export", "import_", *VERBS):
     setattr(AsyncKenning, _name, _async(getattr(Kenning, _name)))

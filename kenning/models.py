@@ -68,7 +68,7 @@ class MemoryInput(_Model):
     metadata: dict[str, Any] = Field(default_factory=dict)
     source: str | None = None
     retention: Retention = "standard"
-    #: any form the date parser reads (kenning.pipeline.dates.ACCEPTED_FORMS)
+    #: any form the date parser reads (kenning.dates.ACCEPTED_FORMS)
     retention_until: dt.datetime | Annotated[str, Field(max_length=100)] | None = None
     supersedes: list[str] = Field(default_factory=list)
     supersession_reason: str | None = None
@@ -331,6 +331,19 @@ class Provenance(_Model):
     chunks: list[Chunk] = Field(default_factory=list)
     entities: list[Entity] = Field(default_factory=list)
     facts: list[Fact] = Field(default_factory=list)
+
+
+class TransferResult(_Model):
+    """What ``export`` wrote or ``import_`` loaded (docs/export.md)."""
+
+    datasets: list[str]
+    vectors: bool
+    #: the embedder (name, dimension) the file's vectors came from
+    embedder: tuple[str, int] | None = None
+    #: table -> rows written (export) or inserted (import)
+    rows: dict[str, int] = Field(default_factory=dict)
+    #: table -> rows the store held already, identical, so skipped (import)
+    skipped: dict[str, int] = Field(default_factory=dict)
 
 
 class Session(_Model):

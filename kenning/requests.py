@@ -8,7 +8,7 @@ tools take their names and input schemas from them; the CLI options are checked 
 argument that receives it.
 
 Dates (``valid_at``, ``as_of``, ``known_at``, ``retention_until``) are kept as given: the engine
-reads them with the one date parser (``kenning.pipeline.dates``) against its own clock.
+reads them with the one date parser (``kenning.dates``) against its own clock.
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
 from ._identity import DATASET_PATTERN
 from .models import MemoryInput, MemoryKind, MemoryStatus, Retention
-from .pipeline.dates import ACCEPTED_FORMS
+from .dates import ACCEPTED_FORMS
 from .search.recall import SEARCH_TYPES
 
 __all__ = [

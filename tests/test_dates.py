@@ -7,7 +7,7 @@ import datetime as dt
 import pytest
 
 from kenning.errors import ValidationError
-from kenning.pipeline.dates import DateSpan, find_dates, parse_date, parse_user_datetime
+from kenning.dates import DateSpan, find_dates, parse_date, parse_user_datetime
 
 UTC = dt.timezone.utc
 REF = dt.datetime(2024, 6, 15, 10, 30, tzinfo=UTC)

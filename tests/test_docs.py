@@ -19,8 +19,8 @@ def test_every_setting_is_documented() -> None:
 
 def test_init_only_reexports_and_all_is_complete() -> None:
     public = {name for name in dir(kenning) if not name.startswith("_")}
-    modules = {"client", "engine", "errors", "models", "settings", "pipeline", "providers", "store",
-               "search", "lifecycle", "access", "cli", "demo", "server", "mcp", "eval", "_time", "files",
+    modules = {"client", "core", "dates", "text", "errors", "models", "settings", "pipeline", "providers",
+               "store", "search", "lifecycle", "access", "cli", "demo", "server", "mcp", "eval", "_time", "files",
                "requests"}
     assert public - modules - set(kenning.__all__) == set()
     for name in kenning.__all__:

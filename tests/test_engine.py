@@ -9,8 +9,8 @@ import sqlite3
 import pytest
 
 from kenning import Kenning, MemoryInput, ValidationError
-from kenning.errors import EmbedderMismatchError, NotFoundError
-from kenning.pipeline.extract import Extraction
+from kenning.errors import ConfigurationError, EmbedderMismatchError, NotFoundError
+from kenning.pipeline.extract import Extraction, Extractor
 from kenning.providers.hashing import HashingEmbedder
 
 
@@ -114,7 +114,7 @@ def test_add_then_cognify_in_another_process(store_url: str) -> None:
         assert kn.recall("Where does Alice work?").hits[0].target == "Acme"
 
 
-class _Exploding:
+class _Exploding(Extractor):
     def extract(self, chunks, *, reference_time, usage) -> Extraction:  # noqa: ANN001
         raise RuntimeError("extractor fell over")
 
@@ -305,3 +305,23 @@ def test_a_reembedded_store_opens_with_its_own_embedder(db_path: str) -> None:
     assert result.exit_code == 0 and "local:all-MiniLM-L6-v2" in result.output, result.output
     with pytest.raises(EmbedderMismatchError, match="reembed"):  # asking for another is still an error
         Kenning(db_path, embedder="hashing")
+
+
+def test_an_extractor_extends_the_base_class_and_its_batch_methods_loop(store_url: str) -> None:
+    class Duck:  # the right method, but not an Extractor: a clear error, not a late AttributeError
+        def extract(self, chunks, *, reference_time, usage) -> Extraction:  # noqa: ANN001
+            return Extraction()
+
+    with pytest.raises(ConfigurationError, match="Extractor"):
+        Kenning(store_url, extractor=Duck())
+
+    class Counting(Extractor):
+        calls = 0
+
+        def extract(self, chunks, *, reference_time, usage) -> Extraction:  # noqa: ANN001
+            Counting.calls += 1
+            return Extraction()
+
+    with Kenning(store_url, extractor=Counting()) as kn:
+        result = kn.remember(["Alice works at Acme.", "Bob lives in Paris."])
+    assert Counting.calls == 2 and len(result.no_facts) == 2  # one extract per memory, never grouped

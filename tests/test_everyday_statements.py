@@ -261,7 +261,8 @@ def test_the_llm_prompt_names_speaker_and_addressee(db_path: str, fake_openai: F
 
 
 def test_a_group_call_names_each_documents_speaker(fake_openai: FakeOpenAI) -> None:
-    from kenning.pipeline.llm_extract import Document, LLMExtractor
+    from kenning.pipeline.extract import Document
+    from kenning.pipeline.llm_extract import LLMExtractor
     from kenning.providers.openai_compat import OpenAIChat
 
     fake_openai.enqueue_chat({"documents": [{"document": "1", "entities": [], "facts": []},

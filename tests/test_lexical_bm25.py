@@ -138,3 +138,29 @@ def test_a_store_copied_to_postgresql_ranks_as_before(tmp_path) -> None:  # noqa
     assert [[t for t, _ in r] for r in after] == [[t for t, _ in r] for r in before]
     for x, y in zip(before, after):
         assert [s for _, s in y] == pytest.approx([s for _, s in x], rel=1e-9)
+
+
+def test_sqlite_ranks_only_the_rarest_terms_rows_in_a_large_table(tmp_path):
+    """Past 1,000 matching rows in a table of more than 20,000, the SQLite lane ranks only the
+    rows that hold the rarest terms, each with its full BM25 score: the same list as FTS5
+    ranking every row, where those rows lead."""
+    from kenning.store.base import ChunkRow
+
+    texts = ([f"common filler row {i}" for i in range(1100)] + [f"rare common row {i}" for i in range(25)]
+             + [f"rare alone row {i}" for i in range(25)] + [f"other text {i}" for i in range(19_000)])
+    with Kenning(str(tmp_path / "m.db")) as kn:
+        store = kn._engine.store
+        (memory,) = kn.add("one memory owns every chunk")
+        with store.transaction() as txn:
+            txn.insert_chunks([ChunkRow(f"c{i}", memory, "main", i, t, 3) for i, t in enumerate(texts)])
+        match = 'text : ("common" OR "rare")'
+        every = [(r[0], round(-r[1], 9)) for r in store._db.execute(
+            "SELECT c.text, f.rank FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid"
+            " WHERE chunks_fts MATCH ? ORDER BY f.rank LIMIT 20", (match,))]
+        statements: list[str] = []
+        store._db.set_trace_callback(statements.append)
+        got = _lane(kn, "main", ["common", "rare"])
+        store._db.set_trace_callback(None)
+    assert [(t, round(s, 9)) for t, s in got] == sorted(every, key=lambda r: (-r[1], r[0]))
+    assert all(t.startswith("rare common") for t, _ in got)
+    assert any('("rare") AND ("common")' in sql for sql in statements), statements

@@ -9,8 +9,9 @@ import pytest
 
 from kenning.errors import ConfigurationError, ModelResponseError
 from kenning.models import Usage
-from kenning.pipeline.jsonparse import find_json_object, parse_model, strip_reasoning
-from kenning.pipeline.llm_extract import EXTRACTION_SCHEMA, LLMExtractor, parse_date
+from kenning.providers.jsonparse import find_json_object, parse_model, strip_reasoning
+from kenning.dates import absolute_date
+from kenning.pipeline.llm_extract import EXTRACTION_SCHEMA, LLMExtractor
 from kenning.providers.openai_compat import OpenAIChat
 from tests.fakeopenai import FakeOpenAI
 
@@ -190,14 +191,18 @@ def test_dates_are_tolerant_and_inverted_intervals_dropped(fake_openai):
         ("June 15, 2024", dt.datetime(2024, 6, 15, tzinfo=UTC)),
         (2021, dt.datetime(2021, 1, 1, tzinfo=UTC)),
         ("2024-13-01", None),
+        ("March 2020", dt.datetime(2020, 3, 1, tzinfo=UTC)),
+        ("last year", None),  # a phrase names no date without a reference time
+        ("June 15", None),
+        ("now", None),
         ("unknown", None),
         ("", None),
         (None, None),
         (True, None),
     ],
 )
-def test_parse_date(value, expected):
-    assert parse_date(value) == expected
+def test_a_models_date_names_its_year(value, expected):
+    assert absolute_date(value) == expected
 
 
 def test_chunks_share_one_call_and_overlap_is_sent_once(fake_openai):

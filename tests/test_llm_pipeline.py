@@ -409,3 +409,14 @@ def test_an_empty_graph_answers_without_a_model_call(db_path, fake_openai):
         result = kn.recall("Where does Alice Smith work?", answer=True)
     assert result.hits == [] and result.answer and "no relevant memories" in result.answer.lower()
     assert fake_openai.chat_requests == []
+
+
+def test_dry_run_counts_the_resolution_call_of_an_extractor_that_judges_nothing(db_path, fake_openai):
+    from kenning.pipeline.offline import OfflineExtractor
+
+    with open_kn(db_path, fake_openai, extractor=OfflineExtractor()) as kn:
+        kn.remember("Alice works at Acme.")  # nothing stored yet: nothing to resolve, no call
+        assert fake_openai.chat_requests == []
+        estimate = kn.remember("Alice works at Globex.", dry_run=True)
+        kn.remember("Alice works at Globex.")  # a live fact of Alice's to judge against: one call
+    assert estimate.usage.chat_calls == 1 and len(fake_openai.chat_requests) >= 1

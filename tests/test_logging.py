@@ -7,6 +7,7 @@ import logging
 import pytest
 
 from kenning import ConflictError, Kenning, MemoryInput, ModelResponseError
+from kenning.pipeline.extract import Extractor
 
 
 #: words that only occur in remembered content, entity names and metadata keys and values
@@ -47,7 +48,7 @@ def capture():
         root.setLevel(old_level)
 
 
-class TriggeredFailure:
+class TriggeredFailure(Extractor):
     """An extractor that fails on a trigger word, as a model error."""
 
     def __init__(self, inner) -> None:

@@ -8,7 +8,8 @@ import time
 import pytest
 
 from kenning.models import Usage
-from kenning.pipeline.extract import Extraction, Extractor, normalize_name
+from kenning.pipeline.extract import Extraction, Extractor
+from kenning.text import normalize_name
 from kenning.pipeline.offline import OfflineExtractor
 
 UTC = dt.timezone.utc

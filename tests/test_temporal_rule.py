@@ -8,7 +8,7 @@ import datetime as dt
 import pytest
 
 from kenning import Kenning
-from kenning.pipeline.extract import ExtractedEntity, ExtractedFact, Extraction
+from kenning.pipeline.extract import ExtractedEntity, ExtractedFact, Extraction, Extractor
 from kenning.pipeline.temporal import Close, Interval, RelationRules, decide, overlaps
 
 UTC = dt.timezone.utc
@@ -63,7 +63,7 @@ def test_relation_classes_are_data_and_extensible() -> None:
 
 # -- through the write path -----------------------------------------------------------------
 
-class Scripted:
+class Scripted(Extractor):
     """An extractor that returns the facts a test scripts, keyed by memory text."""
 
     def __init__(self) -> None:

@@ -157,22 +157,65 @@ def _chunk_of_memory(kn: Kenning, memory_id: str) -> str:
     return kn.store._db.execute("SELECT id FROM chunks WHERE memory_id = ?", (memory_id,)).fetchone()[0]
 
 
-def test_many_changes_are_merged_into_a_new_saved_file(tmp_path):
-    """Past 1,024 changed rows the changes are merged and saved, also when another store object
-    (as another process would) replaced and deleted the file this one has mapped."""
+RELOADED = "vector index reloaded: log trimmed past it"
+
+
+def _log_rows(db: str, kind: str = "chunk") -> list[int]:
+    with sqlite3.connect(db) as con:
+        return [r[0] for r in con.execute("SELECT seq FROM vector_log WHERE kind = ? AND dataset = 'main'", (kind,))]
+
+
+def test_ingest_maintains_the_indexes_so_no_query_builds_them(tmp_path, caplog):
+    """Past 1,024 logged vectors the indexes are caught up at ingest; close saves them, and the
+    next process's first search maps the file: no build inside a query."""
+    caplog.set_level(logging.INFO, logger="kenning.store.sqlite")
     db = str(tmp_path / "m.db")
-    with Kenning(db) as first, Kenning(db) as second:
-        first.remember(_texts("H:", 10))
-        _vector_ids(first, "Person1")
-        (mapped,) = (tmp_path / "m.db.vectors").glob("chunk-*.usearch")
-        second.remember(_texts("I:", 1100))
-        assert len(_vector_ids(second, "Person1 works", k=2000)) == 1110  # merged and saved
+    with Kenning(db) as kn:
+        ids = kn.remember(_texts("H:", 700)).memory_ids
+        index = kn.store._anns[("chunk", "main")]  # no search was made
+        assert not index.mapped and len(index) >= 600
+    caplog.clear()
+    with Kenning(db) as kn:
+        assert _vector_ids(kn, "H: Person699 works at Company6", k=1) == [_chunk_of(kn, ids[-1])]
+        index = kn.store._anns[("chunk", "main")]
+        assert index.mapped and len(index) == 700 and index.unsaved == 0
+    assert _builds(caplog) == []
+
+
+_BULK_WRITER = textwrap.dedent("""
+    import sys
+    from kenning import Kenning
+    with Kenning(sys.argv[1]) as kn:  # closes: saves its indexes and trims the log
+        kn.remember(["Bulk: Agent%d guards Vault%d in Bern." % (i, i) for i in range(1100)])
+""")
+
+
+def test_the_log_is_trimmed_and_a_process_behind_the_trim_reloads_or_rebuilds(tmp_path, caplog):
+    caplog.set_level(logging.INFO, logger="kenning.store.sqlite")
+    db = str(tmp_path / "m.db")
+    with Kenning(db) as kn:
+        kn.remember(_texts("J:", 40))
+        assert _vector_ids(kn, "Person2 works")  # built and saved: the log rows it covers go
+        stamp = kn.store._anns[("chunk", "main")].stamp
+        assert _log_rows(db) == []
+        kn.remember("Ignatius Rook bakes rye bread in Riga.")
+        assert len(_log_rows(db)) == 1  # newer than the file: kept
+        subprocess.run([sys.executable, "-c", _BULK_WRITER, db], check=True, timeout=120)
         (saved,) = (tmp_path / "m.db.vectors").glob("chunk-*.usearch")
-        assert saved != mapped and not mapped.exists()
-        assert len(_vector_ids(first, "Person1 works", k=2000)) == 1110  # merges from its mapped copy
-        for kn in (first, second):
-            index = kn.store._anns[("chunk", "main")]
-            assert index.pending == (0, 0) and index.base_rows == 1110
+        newer = int(saved.stem.split("-")[3])
+        assert newer > stamp and max(_log_rows(db), default=0) <= kn.store._head()
+        assert all(seq > newer for seq in _log_rows(db))  # the other process trimmed up to its file
+        caplog.clear()
+        assert len(_vector_ids(kn, "Bulk: Agent5 guards Vault5", k=2000)) == 1141
+        assert [r.getMessage() for r in caplog.records].count(RELOADED) == 1
+        assert _builds(caplog) == []  # reloaded the other process's file, no rebuild
+        subprocess.run([sys.executable, "-c", _BULK_WRITER.replace("Bulk:", "More:"), db], check=True, timeout=120)
+        for path in (tmp_path / "m.db.vectors").glob("chunk-*.usearch"):
+            path.unlink()  # and now the newer file is gone too: only a rebuild can catch up
+        caplog.clear()
+        assert len(_vector_ids(kn, "More: Agent5 guards Vault5", k=3000)) == 2241
+        assert [r.getMessage() for r in caplog.records].count(RELOADED) == 1
+        assert [b["reason"] for b in _builds(caplog, "chunk")] == ["no saved index"]
 
 
 def test_access_counts_are_buffered_and_written_on_close(tmp_path):

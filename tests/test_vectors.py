@@ -1,5 +1,5 @@
-"""The vector index on its own: a saved HNSW base with changes held beside it (added rows,
-hidden rows), merging, calibration against exact search, and the files it is saved in."""
+"""The vector index on its own: a saved HNSW index mapped until it changes, changes applied to
+an in-memory copy, calibration against exact search, and the files it is saved in."""
 
 from __future__ import annotations
 
@@ -26,35 +26,24 @@ def _exact(data: dict[int, np.ndarray], query: np.ndarray, k: int) -> list[int]:
     return [keys[i] for i in np.argsort(-scores, kind="stable")[:k]]
 
 
-def test_base_delta_and_hidden_rows_search_like_exact():
+def test_changes_to_a_mapped_index_go_into_an_in_memory_copy_and_search_like_exact(tmp_path):
     data = _unit(np.random.default_rng(0).normal(size=(600, 24)))
-    index = AnnIndex(24, stamp=0, base=build(24, np.arange(400, dtype=np.uint64), data[:400]))
-    index.upsert(range(400, 600), data[400:])  # added since the base was saved
+    files = IndexFiles(str(tmp_path / "s.db"))
+    path = files.save(build(24, np.arange(400, dtype=np.uint64), data[:400]), "chunk-x-fp-", 3, 0)
+    index = AnnIndex(24, stamp=3, index=IndexFiles.open(path, 24), path=path)
+    assert index.mapped and index.unsaved == 0
+    index.upsert(range(400, 600), data[400:])  # added since the file was saved
     index.upsert([5], data[599:600])  # a saved row re-embedded
     index.remove([7, 450, 12345])  # a saved row, a new row, and a row never seen
+    assert not index.mapped and len(IndexFiles.open(path, 24)) == 400  # the file is untouched
     truth = {i: data[i] for i in range(600) if i not in (7, 450)}
     truth[5] = data[599]
-    assert len(index) == len(truth) and index.pending == (200 - 1 + 1, 2)
+    assert len(index) == len(truth) and index.unsaved == 200 + 2 + 2
     for q in data[::37]:
         got = index.search(q, 10)
         assert [k for k, _ in got] == _exact(truth, q, 10)
         assert got[0][1] == pytest.approx(float(truth[got[0][0]] @ q), abs=2e-3)  # f16 storage
     assert index.search(data[0], 0) == []
-
-
-def test_merged_index_holds_exactly_the_current_rows():
-    data = _unit(np.random.default_rng(2).normal(size=(300, 16)))
-    index = AnnIndex(16, stamp=9, base=build(16, np.arange(200, dtype=np.uint64), data[:200]))
-    index.upsert(range(200, 300), data[200:])
-    index.upsert([3], data[0:1])
-    index.remove([4, 250])
-    before = {i: [k for k, _ in index.search(q, 5)] for i, q in enumerate(data[::29])}
-    merged = AnnIndex(16, stamp=9, base=index.merged(index.base))  # changes the base in place
-    assert len(merged) == 298 and merged.pending == (0, 0)
-    assert 4 not in merged.base and 250 not in merged.base
-    np.testing.assert_allclose(merged.base.get(3), data[0], atol=1e-3)
-    for i, q in enumerate(data[::29]):
-        assert [k for k, _ in merged.search(q, 5)] == before[i]
 
 
 def test_zero_vectors_score_zero_and_an_empty_index_finds_nothing():
@@ -70,7 +59,7 @@ def test_calibrate_keeps_exact_search_for_small_sets_and_picks_a_breadth_that_ho
     index = build(8, np.arange(len(data), dtype=np.uint64), data)
     breadth = calibrate(index)
     assert breadth > 0  # 8 dimensions: the graph holds recall
-    ann = AnnIndex(8, stamp=0, base=index, breadth=breadth)
+    ann = AnnIndex(8, stamp=0, index=index, breadth=breadth)
     queries = _unit(data[:100] + data[100:200])
     found = 0
     for q in queries:

@@ -13,7 +13,7 @@ import click
 __all__ = ["cli", "main"]
 
 # Each module adds its commands to the group through ``register(group)``.
-_MODULES = ("core", "memories", "server", "ui", "evaluate", "migrate")
+_MODULES = ("core", "memories", "server", "ui", "evaluate", "migrate", "portable")
 
 
 class _Group(click.Group):

@@ -15,6 +15,7 @@ from ..models import Hit, RecallResult, RememberResult
 from ..requests import SEARCH_TYPES
 from .memories import KINDS
 from ._common import call, check_path, count, dataset_option, dump_json, fail, open_kenning, short_time
+from ._progress import progress
 
 __all__ = ["register"]
 
@@ -64,9 +65,9 @@ def remember(ctx, texts, files, dataset, kind, source, valid_at, as_json, force)
     items = _read_inputs(texts, files)
     with open_kenning(ctx, create=True) as kn:
         if len(items) > 1 and not as_json:
-            with click.progressbar(length=len(items), label="remembering", file=sys.stderr) as bar:
+            with progress("remembering", "memories", total=len(items)) as advance:
                 result = call(kn._engine.remember, items, dataset=dataset, kind=kind, source=source,
-                              valid_at=valid_at, force=force, progress=bar.update)
+                              valid_at=valid_at, force=force, progress=advance)
         else:
             result = call(kn.remember, items if len(items) > 1 else items[0], dataset=dataset,
                           kind=kind, source=source, valid_at=valid_at, force=force)
@@ -126,8 +127,9 @@ def cognify(ctx, dataset, force, retry_failed, as_json) -> None:  # noqa: ANN001
 
     Example: kenning cognify --retry-failed
     """
-    with open_kenning(ctx) as kn:
-        result = call(kn.cognify, dataset=dataset, force=force, retry_failed=retry_failed)
+    with open_kenning(ctx) as kn, progress("cognifying", "memories", quiet=as_json) as advance:
+        result = call(kn._engine.cognify, dataset=dataset, force=force, retry_failed=retry_failed,
+                      progress=advance)
     if as_json:
         dump_json(result)
         return
@@ -310,7 +312,8 @@ def reembed(ctx, embedder, as_json) -> None:  # noqa: ANN001
 
     settings = {"embedder": embedder} if embedder else {}
     check_path(ctx.obj.get("db"), create=False)
-    counts = call(Kenning.reembed, ctx.obj.get("db"), **settings)
+    with progress("re-embedding", "texts", quiet=as_json) as advance:
+        counts = call(Kenning.reembed, ctx.obj.get("db"), progress=advance, **settings)
     if as_json:
         dump_json(counts)
     else:

@@ -7,12 +7,12 @@ latency, beside a BM25 baseline computed in the same run (see ``kenning.eval``).
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 import click
 
 from ._common import dump_json, fail, run
+from ._progress import progress
 
 __all__ = ["register"]
 
@@ -73,10 +73,10 @@ def _run(kind: str, path: str, k, limit, search_types, embedder, answer, judge, 
     collections = _limit(kind, collections, limit)
     config = EvalConfig(k=k, search_types=tuple(search_types), embedder=embedder, answer=answer, judge=judge,
                         lanes=lanes)
-    log = (lambda msg: click.echo(msg, err=True)) if not as_json and sys.stderr.isatty() else None
-    with run():
+    questions = sum(len(c.questions) for c in collections)
+    with run(), progress("evaluating", "questions", total=questions, quiet=as_json) as advance:
         try:
-            result = evaluate(collections, config, progress=log)
+            result = evaluate(collections, config, progress=advance)
         except ValueError as exc:
             fail(str(exc))
     report = summarize(result, config, kind=kind)

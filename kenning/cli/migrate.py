@@ -7,6 +7,7 @@ from pathlib import Path
 import click
 
 from ._common import fail, run
+from ._progress import progress
 
 __all__ = ["register"]
 
@@ -49,7 +50,8 @@ def migrate(source_url: str, target_url: str, batch_size: int) -> None:
         try:
             target = open_store(target_url)
             try:
-                report = copy_store(source, target, batch=batch_size)
+                with progress("copying", "rows") as advance:
+                    report = copy_store(source, target, batch=batch_size, progress=lambda _, n: advance(n))
             finally:
                 target.close()
         finally:

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ..search.text import STOP_WORDS
+from ..text import STOP_WORDS
 
 __all__ = ["BM25", "tokenize"]
 

@@ -129,9 +129,9 @@ def _answer(kn: Any, q: Question, config: EvalConfig, judge: Callable[[str, str,
 
 def evaluate(
     collections: Sequence[Collection], config: EvalConfig,
-    progress: Callable[[str], None] | None = None,
+    progress: Callable[[int], None] | None = None,
 ) -> Run:
-    """Evaluate every collection in a fresh in-memory store."""
+    """Evaluate every collection in a fresh in-memory store; ``progress(1)`` after each question."""
     from ..client import Kenning
 
     run = Run()
@@ -153,8 +153,8 @@ def evaluate(
                 run.outcomes.append(_bm25(index, unit_keys, q, depth))
                 if config.answer:
                     run.answers.append(_answer(kn, q, config, judge))
-        if progress:
-            progress(f"{collection.name}: {len(collection.units)} units, {len(collection.questions)} questions")
+                if progress:
+                    progress(1)
     return run
 
 

@@ -1,23 +1,24 @@
-"""What an extractor returns, and the interface both extractors (offline, LLM) implement."""
+"""What an extractor returns, and the base class both extractors (offline, LLM) extend."""
 
 from __future__ import annotations
 
 import datetime as dt
-import re
-from typing import Protocol
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
+from ..errors import ModelResponseError
 from ..models import Usage
+from .llm_resolve import CandidateFact
 
 __all__ = [
+    "Document",
     "ENTITY_TYPES",
     "ExtractedEntity",
     "ExtractedFact",
     "Extraction",
     "Extractor",
-    "normalize_name",
-    "normalize_relation",
 ]
 
 ENTITY_TYPES = ("person", "organization", "place", "technology", "concept", "event", "date")
@@ -51,34 +52,55 @@ class Extraction(BaseModel):
     facts: list[ExtractedFact] = Field(default_factory=list)
 
 
-class Extractor(Protocol):
+class Document(BaseModel):
+    """One memory as ``extract_many`` sees it: who said it ("I") and to whom ("you"), if known."""
+
+    chunks: list[str]
+    reference_time: dt.datetime
+    speaker: str | None = None
+    addressee: str | None = None
+
+
+class Extractor(ABC):
     """Turns chunks of one memory into entities and facts.
 
     ``reference_time`` is the memory's reference time: relative dates ("last year") are resolved
     against it. Model calls and tokens spent are added to ``usage``. ``speaker`` is who said the
     text ("I", "me", "my"), ``addressee`` who was spoken to ("you"); the pipeline passes them
-    only when the memory names them (``process.speakers_of``).
+    only when the memory names them (``process.speakers_of``). An extractor that ``judges`` is
+    shown the live stored facts a text names (``known``) and says which of them each new fact
+    repeats or ends; one that does not is never given them. The batch methods loop over the
+    single ones unless an extractor can do better.
     """
 
+    #: shown the stored facts a text names, it judges new facts against them
+    judges: bool = False
+
+    @abstractmethod
     def extract(
         self, chunks: list[str], *, reference_time: dt.datetime, usage: Usage,
         speaker: str | None = None, addressee: str | None = None,
-    ) -> Extraction: ...
+    ) -> Extraction:
+        """The entities and facts of one memory's chunks."""
 
+    def extract_many(
+        self, documents: list[Document], *, usage: Usage, known: Sequence[CandidateFact] = ()
+    ) -> list[Extraction | ModelResponseError]:
+        """One result per document, in order; a document whose answer was unreadable gets its error."""
+        out: list[Extraction | ModelResponseError] = []
+        for document in documents:
+            try:
+                voices = {k: v for k in ("speaker", "addressee") if (v := getattr(document, k)) is not None}
+                out.append(self.extract(document.chunks, reference_time=document.reference_time, usage=usage,
+                                        **voices))
+            except ModelResponseError as exc:
+                out.append(exc)
+        return out
 
-_POSSESSIVE = re.compile(r"['’]s\b")
-_NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
+    def groupable(self, chunks: list[str]) -> int | None:
+        """Tokens a memory adds to a call shared with others, or None when it goes alone."""
+        return None
 
-
-def normalize_name(name: str) -> str:
-    """Key under which entity names are resolved: case, whitespace, punctuation, possessives."""
-    text = _POSSESSIVE.sub("", name.casefold())
-    text = _NON_WORD.sub(" ", text).strip()
-    if text.startswith("the "):
-        text = text[4:]
-    return text
-
-
-def normalize_relation(relation: str) -> str:
-    text = _NON_WORD.sub("_", relation.strip().casefold()).strip("_")
-    return text or "related_to"
+    def estimate_many(self, documents: list[Document], known: Sequence[CandidateFact] = ()) -> Usage:
+        """What ``extract_many`` would spend, without calling anything (nothing, here)."""
+        return Usage()

@@ -27,21 +27,23 @@ from typing import Any, TypeVar
 from pydantic import BaseModel, ConfigDict, Field
 
 from .._time import as_utc
+from ..dates import absolute_date
 from ..errors import ConfigurationError, ModelResponseError
 from ..models import Usage
 from ..providers.base import ChatModel
+from ..providers.jsonparse import parse_model
+from ..text import normalize_name, normalize_relation
 from .extract import (
     ENTITY_TYPES,
+    Document,
+    Extractor,
     ExtractedEntity,
     ExtractedFact,
     Extraction,
-    normalize_name,
-    normalize_relation,
 )
-from .jsonparse import parse_model
 from .llm_resolve import CandidateFact, fact_line
 
-__all__ = ["EXTRACTION_SCHEMA", "Document", "JudgedFact", "LLMExtractor", "parse_date"]
+__all__ = ["EXTRACTION_SCHEMA", "JudgedFact", "LLMExtractor"]
 
 _DATE = {"type": ["string", "null"]}
 EXTRACTION_SCHEMA: dict[str, Any] = {
@@ -181,21 +183,14 @@ class JudgedFact(ExtractedFact):
     contradicts: list[str] = Field(default_factory=list)
 
 
-class Document(BaseModel):
-    """One memory as ``extract_many`` sees it: who said it ("I") and to whom ("you"), if known."""
-
-    chunks: list[str]
-    reference_time: dt.datetime
-    speaker: str | None = None
-    addressee: str | None = None
-
-
-class LLMExtractor:
-    """Implements the ``Extractor`` protocol with any ``ChatModel``.
+class LLMExtractor(Extractor):
+    """An ``Extractor`` over any ``ChatModel``; it judges new facts against stored ones.
 
     ``graph_model`` is JSON ``{"entity_types": [...], "relation_types": [...]}`` (items are names,
     or objects with ``name`` and ``description``); ``prompt`` is appended to the instructions.
     """
+
+    judges = True
 
     def __init__(
         self,
@@ -471,35 +466,6 @@ def _read_graph_model(graph_model: str | None) -> tuple[list[str], list[str]]:
     return entity_types, names("relation_types")
 
 
-_PARTIAL = re.compile(r"^(\d{4})(?:-(\d{1,2}))?(?:-(\d{1,2}))?$")
-_FORMATS = ("%B %Y", "%b %Y", "%d %B %Y", "%d %b %Y", "%B %d, %Y", "%b %d, %Y", "%B %d %Y", "%Y/%m/%d")
-
-
-def parse_date(value: object) -> dt.datetime | None:
-    """A model's date, tolerantly: partial dates take their earliest instant; junk gives None."""
-    if value is None or isinstance(value, bool):
-        return None
-    if isinstance(value, int) and 1000 <= value <= 9999:
-        value = str(value)
-    if not isinstance(value, str):
-        return None
-    text = value.strip()
-    match = _PARTIAL.match(text)
-    try:
-        if match:
-            year, month, day = (int(part) if part else 1 for part in match.groups())
-            return dt.datetime(year, month, day, tzinfo=dt.UTC)
-        return as_utc(text)
-    except (ValueError, TypeError, OverflowError):
-        pass
-    for pattern in _FORMATS:
-        try:
-            return dt.datetime.strptime(text, pattern).replace(tzinfo=dt.UTC)
-        except ValueError:
-            continue
-    return None
-
-
 def _clean(raw: _RawExtraction, entity_types: list[str], labels: _KnownLabels | None = None) -> Extraction:
     entities: dict[str, ExtractedEntity] = {}
     for item in raw.entities:
@@ -532,7 +498,7 @@ def _clean_fact(item: _RawFact, labels: _KnownLabels | None = None) -> Extracted
     if normalize_name(source) == normalize_name(target):
         return None
     relation = normalize_relation(item.relation)
-    valid_at, invalid_at = parse_date(item.valid_at), parse_date(item.invalid_at)
+    valid_at, invalid_at = absolute_date(item.valid_at), absolute_date(item.invalid_at)
     if valid_at is not None and invalid_at is not None and invalid_at <= valid_at:
         invalid_at = None
     sentence = " ".join((item.sentence or "").split()) or f"{source} {relation.replace('_', ' ')} {target}."

@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 
 from ..models import Usage
 from ..providers.base import ChatModel
-from .jsonparse import find_json_object
+from ..providers.jsonparse import find_json_object
 
 __all__ = ["CandidateFact", "EntityQuestion", "NewFact", "Verdicts", "fact_line", "resolve_with_model"]
 

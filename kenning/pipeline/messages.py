@@ -32,7 +32,7 @@ from .._identity import content_hash
 from ..errors import ValidationError
 from ..models import Memory, Message, Role
 from .commit import new_id
-from .dates import parse_user_datetime
+from ..dates import parse_user_datetime
 
 __all__ = ["ROLES", "Turn", "addressee", "memory_text", "message_memories", "read_messages", "transcript"]
 

@@ -53,8 +53,9 @@ import re
 from dataclasses import dataclass, replace
 
 from ..models import Usage
-from .dates import find_dates
-from .extract import ExtractedEntity, ExtractedFact, Extraction, normalize_name
+from ..dates import find_dates
+from ..text import normalize_name
+from .extract import ExtractedEntity, ExtractedFact, Extraction, Extractor
 
 __all__ = ["OfflineExtractor"]
 
@@ -1164,7 +1165,7 @@ def _role_facts(
     return facts
 
 
-class OfflineExtractor:
+class OfflineExtractor(Extractor):
     """Pattern-based ``Extractor``: no model calls, so ``usage`` is left untouched."""
 
     def extract(

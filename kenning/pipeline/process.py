@@ -2,7 +2,7 @@
 
 The steps are separate functions (``draft_group``, ``embed_drafts``, ``finish_plan``) so a
 caller can extract groups apart, embed a whole batch in one call, and resolve each memory right
-before it commits; ``build_plans`` runs them in a row for one group.
+before it commits; ``build_plan`` runs them in a row for one memory.
 
 Every function here does I/O only through the collaborators it is given (extractor, embedder,
 chat model, store reads). Nothing is written: the caller applies each plan in one transaction.
@@ -31,10 +31,11 @@ from ..providers.base import ChatModel, Embedder
 from ..store.base import ChunkRow, Store
 from .chunk import Chunk, chunk_text
 from .commit import EntityDraft, FactDraft, WritePlan, new_id
-from .extract import Extraction, Extractor, normalize_name, normalize_relation
+from ..text import normalize_name, normalize_relation
+from .extract import Document, Extraction, Extractor
 
 __all__ = [
-    "BATCH_MEMORIES", "Drafted", "PipelineConfig", "build_plan", "build_plans", "draft_group", "drafts_from_extraction",
+    "BATCH_MEMORIES", "Drafted", "PipelineConfig", "build_plan", "draft_group", "drafts_from_extraction",
     "embed_drafts", "estimate_usage", "finish_plan", "group_memories",
 ]
 
@@ -115,13 +116,11 @@ class Prepared:
 def group_memories(memories: list[Memory], extractor: Extractor, config: PipelineConfig) -> list[list[Memory]]:
     """Short memories of one dataset share an extraction call (an extractor that supports
     it); long ones go alone. Input order is kept inside and across groups."""
-    if not hasattr(extractor, "extract_many"):
-        return [[m] for m in memories]
     groups: list[list[Memory]] = []
     open_groups: dict[str, tuple[list[Memory], list[int]]] = {}
     for memory in memories:
         chunks = [c.text for c in _chunks(memory, config)]
-        size = extractor.groupable(chunks)  # type: ignore[attr-defined]
+        size = extractor.groupable(chunks)
         if size is None or size > GROUP_TOKENS // 2:
             groups.append([memory])
             continue
@@ -171,43 +170,12 @@ def build_plan(
     replace: bool,
     usage: Usage,
 ) -> WritePlan:
-    """One memory's plan; raises what failed."""
-    plan = build_plans(
-        [memory], config=config, extractor=extractor, embedder=embedder, store=store, chat=chat,
-        now=now, replace=[replace], usages=[usage],
-    )[0]
-    if isinstance(plan, BaseException):
-        raise plan
-    return plan
-
-
-def build_plans(
-    memories: list[Memory],
-    *,
-    config: PipelineConfig,
-    extractor: Extractor,
-    embedder: Embedder,
-    store: Store,
-    chat: ChatModel | None,
-    now: dt.datetime,
-    replace: list[bool],
-    usages: list[Usage],
-) -> list[WritePlan | KenningError]:
-    """Plans for memories that share one extraction call and one embedding call: the three
-    steps below, in a row. A memory whose extraction or resolution failed gets its error
-    instead of a plan; a failure of the shared embedding call is raised (it concerns all)."""
-    drafted = draft_group(memories, config=config, extractor=extractor, store=store, chat=chat, usages=usages)
-    embed_drafts([d for d in drafted if isinstance(d, Drafted)], embedder)
-    out: list[WritePlan | KenningError] = []
-    for item, again in zip(drafted, replace):
-        if isinstance(item, KenningError):
-            out.append(item)
-            continue
-        try:
-            out.append(finish_plan(item, config=config, store=store, chat=chat, now=now, replace=again))
-        except KenningError as exc:
-            out.append(exc)
-    return out
+    """One memory's plan, the three steps below in a row; raises what failed."""
+    drafted = draft_group([memory], config=config, extractor=extractor, store=store, chat=chat, usages=[usage])[0]
+    if isinstance(drafted, BaseException):
+        raise drafted
+    embed_drafts([drafted], embedder)
+    return finish_plan(drafted, config=config, store=store, chat=chat, now=now, replace=replace)
 
 
 def draft_group(
@@ -222,11 +190,11 @@ def draft_group(
     """Chunk and extract memories that share one extraction call (a group); a memory whose
     extraction failed gets its error. Calls and tokens of a shared call are split between the
     memories by the size of their text, so totals stay exact."""
-    judged = chat is not None and hasattr(extractor, "extract_many")
+    judged = chat is not None and extractor.judges
     prepared = [_prepare(m, config, store, scan=judged) for m in memories]
     shared = Usage() if len(memories) > 1 else usages[0]
     try:
-        extractions = _extract(prepared, extractor, shared, judged)
+        extractions = _extract(prepared, extractor, shared)
     finally:
         if len(memories) > 1:
             _split(shared, [len(m.content) for m in memories], usages)
@@ -299,22 +267,17 @@ def estimate_usage(
     one embedding call per ``BATCH_MEMORIES`` memories, and (for an extractor that judges
     nothing) one resolution call per memory when the dataset already has facts."""
     usage = Usage()
-    judged = chat is not None and hasattr(extractor, "estimate_many")
+    judged = chat is not None and extractor.judges
     has_facts = chat is not None and not judged and any(store.stats(m.dataset).facts for m in memories[:1])
     for group in group_memories(memories, extractor, config):
         prepared = [_prepare(m, config, store, scan=judged) for m in group]
         texts = [[c.text for c in p.chunks] for p in prepared]
-        if judged:
-            from .llm_extract import Document
-
+        if chat is not None:  # an extractor shown nothing is given no known facts
             known = list({f.id: f for p in prepared for f in p.known}.values())  # type: ignore[attr-defined]
             documents = [Document(chunks=t, reference_time=p.memory.valid_at, **speakers_of(p.memory))
                          for t, p in zip(texts, prepared)]
-            usage.add(extractor.estimate_many(documents, known))  # type: ignore[attr-defined]
-        elif chat is not None and hasattr(extractor, "estimate"):
-            for t, p in zip(texts, prepared):
-                usage.add(extractor.estimate(t, p.memory.valid_at))  # type: ignore[attr-defined]
-                usage.chat_calls += 1 if has_facts else 0
+            usage.add(extractor.estimate_many(documents, known))
+            usage.chat_calls += len(group) if has_facts else 0
         usage.embedded_texts += sum(len(t) for t in texts)
     usage.embedding_calls += -(-len(memories) // BATCH_MEMORIES) if remote_embedder else 0
     return usage
@@ -391,25 +354,15 @@ def speakers_of(memory: Memory) -> dict[str, str]:
     return voices
 
 
-def _extract(
-    prepared: list[Prepared], extractor: Extractor, usage: Usage, judged: bool
-) -> list[Extraction | KenningError]:
-    if not judged:
-        try:
-            return [extractor.extract([c.text for c in p.chunks], reference_time=p.memory.valid_at, usage=usage,
-                                      **speakers_of(p.memory))
-                    for p in prepared]
-        except KenningError as exc:
-            return [exc] * len(prepared)
-    from .llm_extract import Document
-
+def _extract(prepared: list[Prepared], extractor: Extractor, usage: Usage) -> list[Extraction | KenningError]:
+    """One extraction per memory; only an extractor that judges was given known facts."""
     known = list({fact.id: fact for p in prepared for fact in p.known}.values())  # type: ignore[attr-defined]
     try:
         documents = [Document(chunks=[c.text for c in p.chunks], reference_time=p.memory.valid_at,
                               **speakers_of(p.memory)) for p in prepared]
     except KenningError as exc:
         return [exc] * len(prepared)
-    return extractor.extract_many(documents, usage=usage, known=known)  # type: ignore[attr-defined]
+    return list(extractor.extract_many(documents, usage=usage, known=known))
 
 
 def _split(total: Usage, weights: list[int], usages: list[Usage]) -> None:

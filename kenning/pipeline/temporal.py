@@ -15,7 +15,7 @@ import datetime as dt
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from .extract import normalize_relation
+from ..text import normalize_relation
 
 __all__ = [
     "SINGLE_VALUED",

@@ -29,6 +29,8 @@ class Embedder(ABC):
     #: what recall's vector lane is worth with this embedder, relative to a dense sentence
     #: embedder (1.0); 0 skips the lane
     recall_weight: float = 1.0
+    #: ``embed`` makes calls that ``Usage.embedding_calls`` counts (the hashing embedder computes)
+    makes_calls: bool = True
 
     @abstractmethod
     def embed_batch(self, texts: list[str], usage: Usage) -> np.ndarray:

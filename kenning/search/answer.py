@@ -16,7 +16,7 @@ from pydantic import BaseModel, Field
 from .._time import as_utc
 from ..errors import ModelNotConfiguredError, ModelResponseError
 from ..models import Usage
-from ..pipeline.jsonparse import find_json_object, strip_reasoning
+from ..providers.jsonparse import find_json_object, strip_reasoning
 from ..providers.base import ChatModel
 
 __all__ = ["ANSWER_SCHEMA", "NO_MEMORIES", "AnswerFact", "answer_question"]

@@ -29,11 +29,10 @@ from dataclasses import dataclass, field
 
 from ..lifecycle.decay import decay_multiplier
 from ..models import Entity, Fact, Hit, Memory, Neighbor, Usage
-from ..pipeline.extract import normalize_name
+from ..text import STOP_WORDS, WORD, light_stem, normalize_name, terms_of
 from ..providers.base import Embedder
 from ..settings import Settings
 from ..store.base import ChunkRow, FactRow, MemoryFilter, Scored, Store
-from .text import STOP_WORDS, WORD, light_stem, terms_of
 from .when import Window, query_window
 
 __all__ = ["LANE_WEIGHTS", "SEARCH_TYPES", "Query", "asked_relations", "route", "search", "terms_of"]

@@ -7,6 +7,9 @@ are derived, not copied: the SQLite full-text tables are rebuilt from the rows, 
 generated columns, and the HNSW indexes are built once the vectors are in. The embedder record
 goes along, and the row and vector counts of both stores are compared at the end.
 
+The two sides (``_SQLiteSide``, ``_PostgresSide``) are shared with ``portable.py``, which writes
+the same rows to a file and reads them back (``kenning export`` / ``kenning import``).
+
 This module reads both backends' tables directly, which only code inside ``kenning.store`` may.
 """
 
@@ -17,6 +20,7 @@ import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -52,6 +56,8 @@ class CopyReport:
 
 # -- the two backends, seen as tables of rows ---------------------------------------------------
 class _SQLiteSide:
+    mark, collate = "?", ""  # a parameter; how text keys sort bytewise (BINARY is the default)
+
     def __init__(self, store: Any) -> None:
         self.store, self.db = store, store._db
         self.types: dict[str, dict[str, str]] = {}
@@ -68,6 +74,14 @@ class _SQLiteSide:
     def depends_on(self, table: str) -> set[str]:
         return {r["table"] for r in self.db.execute(f'PRAGMA foreign_key_list("{table}")')} - {table}
 
+    def primary_key(self, table: str) -> list[str]:
+        rows = sorted((r["pk"], r["name"]) for r in self.db.execute(f'PRAGMA table_info("{table}")') if r["pk"])
+        return [name for _, name in rows]
+
+    def select(self, query: str, args: Sequence[Any] = ()) -> list[tuple]:
+        with self.store._lock:
+            return [tuple(r) for r in self.db.execute(query, args).fetchall()]
+
     def count(self, table: str, where: str = "") -> int:
         return self.db.execute(f'SELECT count(*) FROM "{table}" {where}').fetchone()[0]
 
@@ -75,12 +89,32 @@ class _SQLiteSide:
         rows = dict(self.db.execute("SELECT key, value FROM meta WHERE key LIKE 'embedder%'").fetchall())
         return (rows["embedder"], int(rows["embedder_dimension"])) if len(rows) == 2 else None
 
-    def read(self, table: str, columns: Sequence[str], batch: int) -> Iterator[list[tuple]]:
+    def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
+             args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
         names = ", ".join(f'"{c}"' for c in columns)
         with self.store._lock:
-            cursor = self.db.execute(f'SELECT {names} FROM "{table}"')
+            cursor = self.db.execute(f'SELECT {names} FROM "{table}" {where}', args)
             while rows := cursor.fetchmany(batch):
                 yield [tuple(r) for r in rows]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads see one state of the database: a read transaction on a second connection (WAL
+        lets writers go on meanwhile); an in-memory database has only its one connection."""
+        path = self.db.execute("PRAGMA database_list").fetchone()[2]
+        if not path:
+            yield
+            return
+        conn = sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute("BEGIN")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the snapshot starts here
+            self.db = conn
+            yield
+        finally:
+            self.db = self.store._db
+            conn.close()
 
     @contextmanager
     def writing(self) -> Iterator[None]:
@@ -100,20 +134,28 @@ class _SQLiteSide:
         )
 
     def _rebuild_fulltext(self) -> None:
-        from .sqlite.store import _entity_text
+        from .sqlite.store import _entity_text, dataset_token
 
+        # Every row gets its dataset token too: searching a store of several datasets matches
+        # on it inside the index.
         for table, column in (("chunks", "text"), ("facts", "description")):
             self.db.execute(f"DELETE FROM {table}_fts")
-            self.db.execute(f"INSERT INTO {table}_fts (rowid, text) SELECT rowid, {column} FROM {table}")
+            self.db.executemany(
+                f"INSERT INTO {table}_fts (rowid, ds, text) VALUES (?, ?, ?)",
+                [(r[0], dataset_token(r[1]), r[2])
+                 for r in self.db.execute(f"SELECT rowid, dataset, {column} FROM {table}")],
+            )
         self.db.execute("DELETE FROM entities_fts")
         self.db.executemany(
-            "INSERT INTO entities_fts (rowid, text) VALUES (?, ?)",
-            [(r[0], _entity_text(r[1], json.loads(r[2]), r[3]))
-             for r in self.db.execute("SELECT rowid, name, aliases, description FROM entities")],
+            "INSERT INTO entities_fts (rowid, ds, text) VALUES (?, ?, ?)",
+            [(r[0], dataset_token(r[1]), _entity_text(r[2], json.loads(r[3]), r[4]))
+             for r in self.db.execute("SELECT rowid, dataset, name, aliases, description FROM entities")],
         )
 
 
 class _PostgresSide:
+    mark, collate = "%s", ' COLLATE "C"'
+
     def __init__(self, store: Any) -> None:
         self.store = store
         self._conn: Any = None
@@ -155,6 +197,19 @@ class _PostgresSide:
         )
         return {r["t"] for r in rows} - {table}
 
+    def primary_key(self, table: str) -> list[str]:
+        rows = self._all(
+            "SELECT a.attname AS c FROM pg_index i JOIN pg_attribute a"
+            " ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)"
+            " WHERE i.indrelid = to_regclass(%s) AND i.indisprimary"
+            " ORDER BY array_position(i.indkey::int2[], a.attnum)",
+            (table,),
+        )
+        return [r["c"] for r in rows]
+
+    def select(self, query: str, args: Sequence[Any] = ()) -> list[tuple]:
+        return [tuple(r.values()) for r in self._all(query, args)]
+
     def count(self, table: str, where: str = "") -> int:
         return self._all(f'SELECT count(*) AS n FROM "{table}" {where}')[0]["n"]
 
@@ -162,12 +217,24 @@ class _PostgresSide:
         with self._connection() as conn:
             return self.store._read_embedder(conn)
 
-    def read(self, table: str, columns: Sequence[str], batch: int) -> Iterator[list[tuple]]:
+    def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
+             args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
         names = ", ".join(f'"{c}"' for c in columns)
-        with self.store._conn() as conn, conn.transaction(), conn.cursor(name=f"kenning_copy_{table}") as cursor:
-            cursor.execute(f'SELECT {names} FROM "{table}"')
+        with self._connection() as conn, conn.transaction(), conn.cursor(name=f"kenning_copy_{table}") as cursor:
+            cursor.execute(f'SELECT {names} FROM "{table}" {where}', args)
             while rows := cursor.fetchmany(batch):
                 yield [tuple(r[c] for c in columns) for r in rows]
+
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads see one state of the database (one repeatable-read transaction)."""
+        with self.store._conn() as conn, conn.transaction():
+            conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
+            self._conn = conn
+            try:
+                yield
+            finally:
+                self._conn = None
 
     @contextmanager
     def writing(self) -> Iterator[None]:

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationError
-from ..pipeline.dates import parse_user_datetime
+from ..dates import parse_user_datetime
 
 __all__ = ["OPERATORS", "Condition", "parse_filters"]
 

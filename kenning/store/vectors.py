@@ -3,10 +3,9 @@ saved beside the database as a derived cache and opened memory-mapped.
 
 The database is the only source of truth. An index covers the rows changed up to its ``stamp``
 (a position in the store's ``vector_log``); the store replays the log after that position into
-the index (``upsert`` / ``remove``). Changes since the saved file live in memory: the rows
-added or replaced since (searched exactly, with numpy) and the saved keys that were replaced or
-deleted (hidden from results). When they grow past a share of the index the store merges them
-into a new file (``merged``), saved atomically (write, fsync, rename) and mapped again.
+the index (``upsert`` / ``remove``), which copies a mapped index into memory on its first
+change and adds to its HNSW graph from then on. The store saves it atomically (write, fsync,
+rename) at close and every so many changed rows.
 
 Keys are the rowids of the rows (the full-text tables rely on the same rowids).
 
@@ -88,95 +87,58 @@ def calibrate(index: Index, rng: np.random.Generator | None = None) -> int:
 
 
 class AnnIndex:
-    """The vectors of one kind in one dataset: a saved base (memory-mapped, or in memory for
-    ``:memory:`` stores) plus the changes since it was saved: rows added or replaced since (the
-    delta, searched exactly) and saved keys hidden because they were replaced or deleted.
+    """The vectors of one kind in one dataset: a usearch index, either mapped from its saved
+    file (read-only, shared with other processes) or in memory. The first change to a mapped
+    index copies it into memory; changes go straight into the HNSW graph, so no query pays for
+    a build. ``unsaved`` counts the rows changed since the file was saved.
     Not thread-safe: the store locks."""
 
-    def __init__(self, dimension: int, stamp: int, base: Index | None = None, breadth: int = 0,
+    def __init__(self, dimension: int, stamp: int, index: Index | None = None, breadth: int = 0,
                  path: Path | None = None) -> None:
         self.dimension = dimension
         self.stamp = stamp
-        self.base = base
+        self.index = index if index is not None else _new(dimension)
         self.breadth = breadth  # 0: exact search
-        self.path = path  # the file the base is mapped from
-        self.hidden: set[int] = set()
-        self._rows: dict[int, int] = {}  # delta key -> row of _vectors
-        self._keys = np.zeros(64, dtype=np.uint64)
-        self._vectors = np.zeros((64, dimension), dtype=np.float32)
+        self.path = path  # the saved file, mapped while nothing changed since
+        self.mapped = path is not None and index is not None
+        self.unsaved = 0
 
     def __len__(self) -> int:
-        return self.base_rows - len(self.hidden) + len(self._rows)
+        return len(self.index)
 
-    @property
-    def base_rows(self) -> int:
-        return len(self.base) if self.base is not None else 0
-
-    @property
-    def pending(self) -> tuple[int, int]:
-        """Rows added or replaced since the base was saved, and saved rows hidden."""
-        return len(self._rows), len(self.hidden)
-
-    def _in_base(self, keys: np.ndarray) -> np.ndarray:
-        if self.base_rows == 0 or len(keys) == 0:
-            return np.zeros(len(keys), dtype=bool)
-        return np.atleast_1d(np.asarray(self.base.contains(keys), dtype=bool))
+    def _writable(self) -> Index:
+        if self.mapped:  # the file may be replaced and deleted by another process: copy
+            self.index, self.mapped = self.index.copy(), False
+        return self.index
 
     def remove(self, keys: Sequence[int]) -> None:
         keys = _keys(keys)
-        self.hidden.update(int(k) for k in keys[self._in_base(keys)])
-        for key in map(int, keys):
-            row = self._rows.pop(key, None)
-            if row is None:
-                continue
-            last = len(self._rows)  # move the last row into the freed one
-            if row != last:
-                moved = int(self._keys[last])
-                self._keys[row], self._vectors[row] = moved, self._vectors[last]
-                self._rows[moved] = row
+        if len(keys) == 0 or len(self.index) == 0:
+            return
+        present = keys[np.atleast_1d(np.asarray(self.index.contains(keys), dtype=bool))]
+        if len(present):
+            self._writable().remove(present)
+            self.unsaved += len(present)
 
     def upsert(self, keys: Sequence[int], vectors: np.ndarray) -> None:
         keys = _keys(keys)
+        if len(keys) == 0:
+            return
         self.remove(keys)
-        n, need = len(self._rows), len(self._rows) + len(keys)
-        if need > len(self._keys):
-            size = max(need, 2 * len(self._keys))
-            self._keys = np.resize(self._keys, size)
-            self._vectors = np.resize(self._vectors, (size, self.dimension))
-        self._keys[n:need] = keys
-        self._vectors[n:need] = vectors
-        self._rows.update((int(k), n + i) for i, k in enumerate(keys))
+        self._writable().add(keys, np.asarray(vectors, dtype=np.float32), threads=0)
+        self.unsaved += len(keys)
 
     def search(self, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
+        limit = min(limit, len(self.index))
         if limit <= 0:
             return []
-        found: list[tuple[float, int]] = []
-        if self.base_rows > len(self.hidden):
-            want = min(self.base_rows, limit + len(self.hidden))
-            exact = self.breadth == 0 or self.base_rows < EXACT_ROWS
-            if not exact:
-                self.base.expansion_search = max(self.breadth, want)
-            matches = self.base.search(query, want, exact=exact, threads=1)
-            found = [(1.0 - float(d), int(k)) for k, d in zip(matches.keys, matches.distances)
-                     if int(k) not in self.hidden]
-        if self._rows:
-            # einsum, not matrix @ vector: OpenBLAS threads cost milliseconds to wake on small machines
-            scores = np.einsum("ij,j->i", self._vectors[: len(self._rows)], query)
-            top = np.argsort(-scores, kind="stable")[:limit]
-            found += [(float(scores[i]), int(self._keys[i])) for i in top]
-        found.sort(key=lambda pair: -pair[0])
-        return [(key, score) for score, key in found[:limit]]
-
-    def merged(self, base: Index | None) -> Index:
-        """An in-memory index of every current row: ``base`` (this index's saved base, loaded
-        into memory, or None) with the hidden keys removed and the delta added."""
-        out = base if base is not None else _new(self.dimension)
-        if self.hidden:
-            out.remove(_keys(sorted(self.hidden)))
-        if self._rows:
-            n = len(self._rows)
-            out.add(self._keys[:n].copy(), self._vectors[:n], threads=0)
-        return out
+        exact = self.breadth == 0 or len(self.index) < EXACT_ROWS
+        if not exact:
+            self.index.expansion_search = max(self.breadth, limit)
+        matches = self.index.search(query, limit, exact=exact, threads=1)
+        found = sorted(((1.0 - float(d), int(k)) for k, d in zip(matches.keys, matches.distances)),
+                       key=lambda pair: (-pair[0], pair[1]))
+        return [(key, score) for score, key in found]
 
 
 def build(dimension: int, keys: np.ndarray, vectors: np.ndarray) -> Index:

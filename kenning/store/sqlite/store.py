@@ -33,19 +33,27 @@ from ..base import (
 from .schema import SQLITE_MIGRATIONS
 from ..scopes import ScopeReads
 from .scope import memory_where
-from ..vectors import EXACT_ROWS, FORMAT, AnnIndex, IndexFiles, build, calibrate, from_blob, to_blob
+from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate, from_blob, to_blob
 
 __all__ = ["SQLiteStore"]
 
 log = logging.getLogger(__name__)
 
 _KIND_TABLE = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
-#: a vector index is merged into a new saved file when this many rows changed (or 1/16 of it)
-_MERGE_ROWS = 1024
+#: a vector index is saved when this many of its rows changed (or a quarter of it)
+_SAVE_ROWS = 20_000
+#: vectors logged between two maintenance passes at ingest
+_MAINTAIN_ROWS = 1024
 _ACCESS_FLUSH_CALLS = 64
 _ACCESS_FLUSH_SECONDS = 5.0
 #: a search term in more rows than this is dropped while a rarer term remains
 _COMMON_ROWS = 5000
+#: past this many matching rows, only rows holding one of the rarest terms are ranked...
+_SCORED_ROWS = 1000
+#: ...in a table of more rows than this (a smaller one ranks every row it matches)
+_BOUNDED_FROM_ROWS = 20_000
+#: how long a term's row count is reused
+_COUNTS_SECONDS = 60.0
 _JSON_FIELDS = ("decisions", "rationale", "metadata", "supersedes")
 _TIME_FIELDS = (
     "valid_at",
@@ -120,7 +128,7 @@ def _entity_row(row: sqlite3.Row) -> EntityRow:
     )
 
 
-def _quoted(names: Sequence[str]) -> str:
+def _column_list(names: Sequence[str]) -> str:
     return ", ".join(f'"{n}"' for n in names)
 
 
@@ -313,6 +321,39 @@ class _SQLiteTxn(Txn):
         self.db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
 
 
+def _trim_key(kind: str, dataset: str) -> str:
+    """The meta key holding how far ``vector_log`` was trimmed for one kind and dataset."""
+    return f"vector_log_trimmed {kind} {dataset}"
+
+
+def _quoted(term: str) -> str:
+    """A term as one FTS5 string (inner quotes doubled): user text is never read as FTS5 syntax
+    (NEAR, *, column filters, parentheses)."""
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _any_of(terms: Sequence[str]) -> str:
+    return " OR ".join(_quoted(t) for t in terms)
+
+
+def _rarest(terms: list[str], counts: dict[str, int], limit: int) -> list[str] | None:
+    """When the terms match more than ``_SCORED_ROWS`` rows: the rarest ones, leaving at least
+    one, up to four times ``limit`` rows (or fewer, where the next term would pass
+    ``_SCORED_ROWS``) and at least ``limit``; None when every matching row is ranked."""
+    present = sorted((t for t in terms if counts[t]), key=lambda t: counts[t])
+    if sum(counts[t] for t in present) <= _SCORED_ROWS:
+        return None
+    rare, rows = [], 0
+    for term in present[:-1]:
+        if rows >= limit and rows + counts[term] > _SCORED_ROWS:
+            break
+        rare.append(term)
+        rows += counts[term]
+        if rows >= 4 * limit:
+            break
+    return rare if rows >= limit else None
+
+
 def dataset_token(dataset: str) -> str:
     """One full-text token that names a dataset, whatever characters its name has."""
     return "ds" + hashlib.sha1(dataset.encode()).hexdigest()[:16]
@@ -363,9 +404,12 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         self._dimension: int | None = None
         self._fingerprint: str | None = None
         self._anns: dict[tuple[str, str], AnnIndex] = {}
+        self._maintained = self._head()  # log position the indexes were last maintained to
         self._files = IndexFiles(path) if path != ":memory:" else None
         self._access: dict[tuple[str, str], tuple[int, dt.datetime]] = {}
         self._access_calls, self._access_since = 0, time.monotonic()
+        self._counts: dict[tuple[str, str], int] = {}  # (table, term) -> rows holding it
+        self._counts_since = time.monotonic()
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -467,6 +511,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             txn = _SQLiteTxn(self)
             with self._write():
                 yield txn
+            self._maintain()
 
     # -- memories ----------------------------------------------------------------------------
     def insert_memory(self, memory: Memory, owner: str | None = None) -> tuple[str, bool]:
@@ -484,7 +529,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
                 (memory.dataset, to_text(memory.created_at)),
             )
             self._db.execute(
-                f"INSERT INTO memories ({_quoted(names)}) VALUES ({_placeholders(len(names))})",
+                f"INSERT INTO memories ({_column_list(names)}) VALUES ({_placeholders(len(names))})",
                 [_db_value(n, data[n]) for n in names],
             )
         return memory.id, True
@@ -728,38 +773,59 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
 
     # -- search lanes ------------------------------------------------------------------------
     def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
+        """BM25 over the full-text rows. FTS5 computes a rank for every row the query matches,
+        which is most of a query's cost at scale; so terms in more than ``_COMMON_ROWS`` rows are
+        dropped while a rarer one remains, and when the kept terms still match more than
+        ``_SCORED_ROWS`` rows of a table past ``_BOUNDED_FROM_ROWS``, only rows holding one of the rarest terms (enough for four times
+        ``limit`` rows) are ranked, each with its full score: the rows that also hold another
+        term, then those that hold only rare ones."""
         if not terms:
             return []
         table = _KIND_TABLE[kind]
-        terms = self._selective_terms(table, terms)
-        # Every term is a quoted FTS5 string (inner quotes doubled), so no user text is ever
-        # read as FTS5 syntax (NEAR, *, column filters, parentheses).
-        words = " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
-        match = f"text : ({words})"
-        if len(self.datasets()) > 1:
-            # Restrict inside the index; with one dataset the join below is enough and cheaper.
-            match = f'ds : "{dataset_token(dataset)}" AND {match}'
-        sql = (
-            f"SELECT r.id AS id, f.rank AS rank FROM"
-            f" (SELECT rowid, rank FROM {table}_fts WHERE {table}_fts MATCH ? ORDER BY rank LIMIT ?) f"
-            f" JOIN {table} r ON r.rowid = f.rowid WHERE r.dataset = ? ORDER BY f.rank"
-        )
         with self._lock:
-            rows = self._db.execute(sql, (match, limit, dataset)).fetchall()
-        return [Scored(kind, r["id"], -r["rank"]) for r in rows]
+            counts = self._term_counts(table, terms)
+            kept = [t for t in terms if counts[t] < _COMMON_ROWS] or list(terms)
+            rare = _rarest(kept, counts, limit) if self._table_rows(table) > _BOUNDED_FROM_ROWS else None
+            if rare is None:
+                matches = [_any_of(kept)]
+            else:
+                common = [t for t in kept if t not in rare]
+                matches = [f"({_any_of(rare)}) AND ({_any_of(common)})", _any_of(rare)]
+            scope = f'ds : "{dataset_token(dataset)}" AND ' if len(self.datasets()) > 1 else ""
+            sql = (
+                f"SELECT r.id AS id, f.rank AS rank FROM"
+                f" (SELECT rowid, rank FROM {table}_fts WHERE {table}_fts MATCH ? ORDER BY rank LIMIT ?) f"
+                f" JOIN {table} r ON r.rowid = f.rowid WHERE r.dataset = ? ORDER BY f.rank"
+            )
+            best: dict[str, float] = {}
+            for match in matches:
+                for r in self._db.execute(sql, (f"{scope}text : ({match})", limit, dataset)):
+                    best[r["id"]] = max(best.get(r["id"], 0.0), -r["rank"])
+        ranked = sorted(best.items(), key=lambda pair: -pair[1])[:limit]
+        return [Scored(kind, item_id, score) for item_id, score in ranked]
 
-    def _selective_terms(self, table: str, terms: Sequence[str]) -> list[str]:
-        """Drop terms found in more than _COMMON_ROWS rows while a rarer one remains: ranking
-        every row that contains a very common word is most of a query's cost and adds little."""
-        if len(terms) < 2:
-            return list(terms)
+    def _table_rows(self, table: str) -> int:
+        """About how many rows the table holds (its highest rowid), reused like term counts."""
+        key = (table, "")
+        if key not in self._counts:
+            self._counts[key] = self._db.execute(f"SELECT coalesce(max(rowid), 0) FROM {table}").fetchone()[0]
+        return self._counts[key]
+
+    def _term_counts(self, table: str, terms: Sequence[str]) -> dict[str, int]:
+        """Rows holding each term, counted up to ``_COMMON_ROWS``, over every dataset (as BM25's
+        idf counts them). Kept for ``_COUNTS_SECONDS``: a count only chooses which terms are
+        ranked, never a score."""
+        now = time.monotonic()
+        if now - self._counts_since > _COUNTS_SECONDS or len(self._counts) > 50_000:
+            self._counts, self._counts_since = {}, now
         sql = f"SELECT count(*) FROM (SELECT rowid FROM {table}_fts WHERE {table}_fts MATCH ? LIMIT ?)"
-        with self._lock:
-            counts = [
-                self._db.execute(sql, ('text : "' + t.replace('"', '""') + '"', _COMMON_ROWS)).fetchone()[0]
-                for t in terms
-            ]
-        return [t for t, n in zip(terms, counts) if n < _COMMON_ROWS] or list(terms)
+        out = {}
+        for term in terms:
+            if (table, term) not in self._counts:
+                self._counts[(table, term)] = self._db.execute(
+                    sql, ("text : " + _quoted(term), _COMMON_ROWS)).fetchone()[0]
+            out[term] = self._counts[(table, term)]
+        return out
 
     def vector(self, dataset: str, kind: str, query: np.ndarray, limit: int) -> list[Scored]:
         with self._lock:
@@ -874,6 +940,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             self._db.executemany(
                 f"UPDATE {table} SET embedding = ? WHERE id = ?", [(to_blob(v), i) for i, v in rows]
             )
+        self._maintain()
 
     # -- vector index ------------------------------------------------------------------------
     def forget_vector_indexes(self) -> None:
@@ -899,33 +966,80 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             self._fingerprint = self._read_fingerprint()
             if self._fingerprint is None:
                 return None
-        head = self._db.execute("SELECT coalesce(max(seq), 0) FROM vector_log").fetchone()[0]
-        index = self._anns.get((kind, dataset))
-        if index is None:
-            index = self._open_ann(kind, dataset, head)
-        if index.stamp > head:  # the database is older than the index: a restored backup
-            index = self._build_ann(kind, dataset, head, "index newer than the database")
-        elif index.stamp < head:
-            self._catch_up(index, kind, dataset, head)
-        added, hidden = index.pending
-        if added > max(_MERGE_ROWS, min(index.base_rows // 16, EXACT_ROWS)) or hidden > _MERGE_ROWS // 4:
-            index = self._install(kind, dataset, index.merged(self._loaded(index)), index.stamp)
+        with self._snapshot():  # the trim mark and the log rows read together
+            head = self._head()
+            index = self._anns.get((kind, dataset))
+            if index is None:
+                index = self._open_ann(kind, dataset, head)
+            if index.stamp > head:  # the database is older than the index: a restored backup
+                index = self._build_ann(kind, dataset, head, "index newer than the database")
+            elif index.stamp < head:
+                if index.stamp < self._trimmed(kind, dataset):  # the log no longer holds our gap
+                    index = self._reload_ann(kind, dataset, head)
+                self._catch_up(index, kind, dataset, head)
         self._anns[(kind, dataset)] = index
+        if index.unsaved >= max(_SAVE_ROWS, len(index) // 4) or (
+                index.unsaved and index.path is None and self._files is not None):
+            self._save(kind, dataset, index)
         return index
 
+    @contextmanager
+    def _snapshot(self) -> Iterator[None]:
+        """One read transaction (outside a write): every read inside sees the same commit."""
+        if self._db.in_transaction:
+            yield
+            return
+        self._db.execute("BEGIN")
+        try:
+            yield
+        finally:
+            self._db.execute("COMMIT")
+
+    def _head(self) -> int:
+        """The last log position ever given (kept by AUTOINCREMENT when the log is trimmed)."""
+        row = self._db.execute("SELECT seq FROM sqlite_sequence WHERE name = 'vector_log'").fetchone()
+        return row[0] if row else 0
+
+    def _maintain(self) -> None:
+        """After a commit: once ``_MAINTAIN_ROWS`` vectors were logged since the last time, add
+        them to the indexes of their kind and dataset, so the first query after an ingest does
+        not build a graph. The rest is caught up by the next search. The write has committed:
+        an index that fails here is logged and left to the next search."""
+        with self._lock:
+            try:
+                self._maintain_indexes()
+            except (OSError, RuntimeError, sqlite3.Error) as exc:
+                log.warning("vector index maintenance failed", extra={"error": str(exc)})
+
+    def _maintain_indexes(self) -> None:
+        head = self._head()
+        if head - self._maintained < _MAINTAIN_ROWS:
+            return
+        pairs = self._db.execute(
+            "SELECT DISTINCT kind, dataset FROM vector_log WHERE seq > ? AND seq <= ?", (self._maintained, head)
+        ).fetchall()
+        for kind, dataset in pairs:
+            self._ann(kind, dataset)
+        self._maintained = head
+
     def _save_changed_indexes(self) -> None:
-        """On close: save the indexes that have no file yet or changed by a sixteenth since,
-        so the next process replays little. Smaller changes stay in the log."""
+        """On close: catch up the indexes this process changed and save those that have no file
+        yet or changed by a sixteenth since, so the next process replays little. Smaller
+        changes stay in the log; mapped indexes are left as they are."""
         if self._files is None:
             return
-        for (kind, dataset), index in self._anns.items():
-            added, hidden = index.pending
-            if (added or hidden) and (index.path is None or added + hidden > index.base_rows // 16):
-                self._install(kind, dataset, index.merged(self._loaded(index)), index.stamp)
+        for kind, dataset in [key for key, index in self._anns.items() if not index.mapped]:
+            index = self._ann(kind, dataset)
+            if index.unsaved and (index.path is None or index.unsaved > len(index) // 16):
+                self._save(kind, dataset, index)
         self._anns.clear()
 
     def _prefix(self, kind: str, dataset: str) -> str:
         return IndexFiles.prefix(kind, dataset, self._fingerprint or "")
+
+    def _trimmed(self, kind: str, dataset: str) -> int:
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_trim_key(kind, dataset),)).fetchone()
+        return int(row[0]) if row else 0
 
     def _open_ann(self, kind: str, dataset: str, head: int) -> AnnIndex:
         saved = self._files.latest(self._prefix(kind, dataset)) if self._files else None
@@ -936,7 +1050,16 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         if base is None:
             path.unlink(missing_ok=True)
             return self._build_ann(kind, dataset, head, "saved index unreadable")
+        if stamp < self._trimmed(kind, dataset):
+            return self._build_ann(kind, dataset, head, "log trimmed past the saved index")
         return AnnIndex(self._dimension or 0, stamp, base, breadth, path)
+
+    def _reload_ann(self, kind: str, dataset: str, head: int) -> AnnIndex:
+        """Another process saved a newer file and trimmed the log rows this index still needed:
+        map that file (or rebuild, if it is gone or unreadable)."""
+        log.info("vector index reloaded: log trimmed past it", extra={"kind": kind, "dataset": dataset})
+        self._anns.pop((kind, dataset), None)
+        return self._open_ann(kind, dataset, head)
 
     def _build_ann(self, kind: str, dataset: str, head: int, reason: str) -> AnnIndex:
         """Every stored vector of the kind in the dataset, read after ``head`` was: rows written
@@ -952,30 +1075,35 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             index.add(keys, np.frombuffer(b"".join(r[1] for r in batch), np.float32).reshape(-1, dim), threads=0)
         log.info("vector index built from rows",
                  extra={"kind": kind, "rows": len(index), "reason": reason, "stamp": head})
-        return self._install(kind, dataset, index, head)
+        ann = AnnIndex(dim, head, index, calibrate(index))
+        ann.unsaved = len(index)
+        return ann
 
-    def _install(self, kind: str, dataset: str, index: Any, stamp: int) -> AnnIndex:
-        """Calibrate a complete in-memory index, save it and map the saved file; a store in
-        memory, or one whose directory refuses the file, keeps it in memory."""
-        breadth = calibrate(index)
-        if self._files is not None and len(index):
-            try:
-                path = self._files.save(index, self._prefix(kind, dataset), stamp, breadth)
-            except (OSError, RuntimeError) as exc:
-                log.warning("vector index not saved", extra={"kind": kind, "error": str(exc)})
-            else:
-                view = IndexFiles.open(path, index.ndim)
-                if view is not None:
-                    return AnnIndex(index.ndim, stamp, view, breadth, path)
-        return AnnIndex(index.ndim, stamp, index, breadth)
-
-    @staticmethod
-    def _loaded(index: AnnIndex) -> Any:
-        """The base of an index, in memory and changeable (a mapped file is copied: another
-        process may have replaced and deleted it since)."""
-        if index.base is None or index.path is None:
-            return index.base
-        return index.base.copy()
+    def _save(self, kind: str, dataset: str, ann: AnnIndex) -> None:
+        """Calibrate, save atomically, then trim the log rows of this kind and dataset the file
+        covers. A store in memory, or whose directory refuses the file, keeps the index in
+        memory; a file at least as new as this index (another process's) is left as it is."""
+        ann.breadth = calibrate(ann.index)
+        if self._files is None or not len(ann):
+            ann.unsaved = 0
+            return
+        newest = self._files.latest(self._prefix(kind, dataset))
+        if newest is not None and newest[1] >= ann.stamp and newest[0] != ann.path:
+            return
+        try:
+            ann.path = self._files.save(ann.index, self._prefix(kind, dataset), ann.stamp, ann.breadth)
+        except (OSError, RuntimeError) as exc:
+            log.warning("vector index not saved", extra={"kind": kind, "error": str(exc)})
+            return
+        ann.unsaved = 0
+        if not self._db.in_transaction:
+            with self._write():
+                self._db.execute("DELETE FROM vector_log WHERE kind = ? AND dataset = ? AND seq <= ?",
+                                 (kind, dataset, ann.stamp))
+                self._db.execute(
+                    "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE"
+                    " SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
+                    (_trim_key(kind, dataset), str(ann.stamp)))
 
     def _catch_up(self, index: AnnIndex, kind: str, dataset: str, head: int) -> None:
         """Replay the log after the index's stamp: rows that still have a vector in the dataset

@@ -1,9 +1,9 @@
-"""Memory management verbs of the engine: update, delete, forget, provenance, pin, unpin,
-supersession chains and prune.
+"""Lifecycle: ``update``, ``delete``, ``forget``, ``provenance``, ``pin``, ``unpin``, ``chain``,
+``prune`` and ``feedback``.
 
-``LifecycleMixin`` is one of ``Engine``'s bases: it uses the engine's collaborators (``store``,
-``settings``, ``extractor``, ``embedder``, ``chat``, ``config``, ``rules``) and its clock
-(``now()``), and adds no state of its own. Every write is one store transaction.
+The rules (what prune selects, what a removal takes with it) live in ``lifecycle/``; this part
+applies them to the store, and has ``Writing`` re-extract changed content. Every write is one
+store transaction.
 """
 
 from __future__ import annotations
@@ -12,29 +12,23 @@ import datetime as dt
 import logging
 import time
 from collections import Counter
-from collections.abc import Iterator, Sequence
-from typing import TYPE_CHECKING, Any, get_args
+from collections.abc import Callable, Iterator
+from typing import Any, get_args
 
 from .._checks import check_choice, check_flag, check_metadata, check_number, check_text
 from .._identity import check_dataset, content_hash
-from ..errors import ConflictError, KenningError, NotFoundError, ValidationError
-from ..models import Chunk, ForgetResult, Memory, MemoryInput, MemoryKind, Provenance, PruneResult, Usage
-from ..pipeline.commit import apply_plan
-from ..pipeline.dates import parse_user_datetime
-from ..pipeline.process import build_plan
-from ..store.base import MemoryFilter
-from .prune import PruneCriteria, prune_reason
-from .remove import removal_preview, remove_memories, scrub_entities
+from ..dates import parse_user_datetime
+from ..errors import ConflictError, NotFoundError, ValidationError
+from ..lifecycle.improve import feedback_weight
+from ..lifecycle.prune import PruneCriteria, prune_reason
+from ..lifecycle.remove import removal_preview, remove_memories
+from ..models import Chunk, ForgetResult, Memory, MemoryInput, MemoryKind, Provenance, PruneResult
+from ..settings import Settings
+from ..store.base import MemoryFilter, Store, Txn
+from .reading import get_memory
+from .writing import Writing
 
-if TYPE_CHECKING:
-    from ..pipeline.extract import Extractor
-    from ..pipeline.process import PipelineConfig
-    from ..pipeline.temporal import RelationRules
-    from ..providers.base import ChatModel, Embedder
-    from ..settings import Settings
-    from ..store.base import Store, Txn
-
-__all__ = ["UPDATABLE_FIELDS", "LifecycleMixin"]
+__all__ = ["UPDATABLE_FIELDS", "Lifecycle"]
 
 log = logging.getLogger(__name__)
 
@@ -48,25 +42,11 @@ _PAGE = 500
 _CHAIN_LIMIT = 10_000
 
 
-class LifecycleMixin:
-    settings: Settings
-    store: Store
-    embedder: Embedder
-    extractor: Extractor
-    chat: ChatModel | None
-    config: PipelineConfig
-    rules: RelationRules
-
-    if TYPE_CHECKING:
-        def now(self) -> dt.datetime: ...  # provided by Engine
+class Lifecycle:
+    def __init__(self, settings: Settings, store: Store, writing: Writing, now: Callable[[], dt.datetime]) -> None:
+        self.settings, self.store, self.writing, self.now = settings, store, writing, now
 
     # -- helpers -----------------------------------------------------------------------------
-    def _memory(self, memory_id: str) -> Memory:
-        found = self.store.get_memories([check_text(memory_id, "memory id", max_chars=200)])
-        if not found:
-            raise NotFoundError(f"no memory {memory_id!r}")
-        return found[0]
-
     def _pages(self, flt: MemoryFilter) -> Iterator[list[Memory]]:
         """Every memory matching ``flt``, a page at a time (never all of them at once)."""
         offset = 0
@@ -79,55 +59,11 @@ class LifecycleMixin:
             yield page
             offset += len(page)
 
-    def _holder_of(self, dataset: str, digest: str, exclude: str) -> str | None:
-        """The id of another memory in ``dataset`` with this content hash."""
-        found = self.store.memory_by_hash(dataset, digest)
-        return found.id if found is not None and found.id != exclude else None
-
-    # -- supersession ------------------------------------------------------------------------
-    def _check_supersedes(self, memories: Sequence[Memory]) -> None:
-        """Validate every ``supersedes`` list of a batch before anything is stored."""
-        claimed: dict[str, str] = {}
-        for memory in memories:
-            if not memory.supersedes:
-                continue
-            found = {m.id: m for m in self.store.get_memories(list(dict.fromkeys(memory.supersedes)))}
-            for old_id in memory.supersedes:
-                old = found.get(old_id)
-                if old is None or old.dataset != memory.dataset:
-                    raise ValidationError(
-                        f"supersedes names unknown memory {old_id!r} in dataset {memory.dataset!r}"
-                    )
-                if old.superseded_by is not None:
-                    raise ValidationError(
-                        f"memory {old_id!r} is already superseded by {old.superseded_by!r}; "
-                        "supersede the newest memory of its chain"
-                    )
-                if old.status == "processing":
-                    raise ConflictError(f"memory {old_id!r} is being processed; try again when it is done")
-                if claimed.setdefault(old_id, memory.id) != memory.id:
-                    raise ValidationError(f"memory {old_id!r} is superseded twice in one batch")
-
-    def _apply_supersession(self, memory: Memory) -> None:
-        """Mark the memories ``memory`` supersedes (one transaction)."""
-        if not memory.supersedes:
-            return
-        now = self.now()
-
-        def mark(txn: Txn) -> None:
-            for old_id in dict.fromkeys(memory.supersedes):
-                txn.update_memory(
-                    old_id, {"status": "superseded", "superseded_by": memory.id, "updated_at": now}
-                )
-
-        self.store.atomic(mark)
-        log.info("memories superseded", extra={"memory_id": memory.id, "dataset": memory.dataset,
-                                               "superseded_ids": list(memory.supersedes)})
-
+    # -- supersession chains ----------------------------------------------------------------
     def chain(self, memory_id: str) -> list[Memory]:
         """The memory's supersession chain (everything connected to it by ``supersedes`` /
         ``superseded_by``), oldest to newest."""
-        start = self._memory(memory_id)
+        start = get_memory(self.store, memory_id)
         seen = {start.id: start}
         frontier = [start]
         while frontier and len(seen) < _CHAIN_LIMIT:
@@ -141,7 +77,7 @@ class LifecycleMixin:
         """Change only the given fields; changed content is re-extracted atomically."""
 
         started = time.perf_counter()
-        memory = self._memory(memory_id)
+        memory = get_memory(self.store, memory_id)
         unknown = sorted(set(changes) - UPDATABLE_FIELDS)
         if unknown:
             raise ValidationError(
@@ -152,13 +88,13 @@ class LifecycleMixin:
         reprocess = "content" in fields or "valid_at" in fields
         if "content" in fields:
             fields["content_hash"] = content_hash(fields["content"])
-            holder = self._holder_of(memory.dataset, fields["content_hash"], memory.id)
-            if holder is not None:
-                raise ConflictError(f"memory {holder!r} already has this content", memory_id=holder)
+            holder = self.store.memory_by_hash(memory.dataset, fields["content_hash"])
+            if holder is not None and holder.id != memory.id:
+                raise ConflictError(f"memory {holder.id!r} already has this content", memory_id=holder.id)
         if reprocess and memory.status == "processing":
             raise ConflictError(f"memory {memory_id!r} is being processed; try again when it is done")
         if reprocess and memory.status != "pending":
-            self._reprocess(memory, fields, now)
+            self.writing.reprocess(memory, fields, now)
         elif fields:
             self.store.update_memory(memory_id, {**fields, "updated_at": now})
         log.info("memory updated", extra={
@@ -166,35 +102,7 @@ class LifecycleMixin:
             "reprocessed": reprocess and memory.status != "pending",
             "seconds": round(time.perf_counter() - started, 6),
         })
-        return self._memory(memory_id)
-
-    def _reprocess(self, memory: Memory, fields: dict[str, Any], now: dt.datetime) -> None:
-        """Extract the new version first (model calls outside any transaction), then swap the
-        graph in one transaction. A failure changes nothing and is raised."""
-        new = memory.model_copy(update=fields)
-        spent = Usage()
-        started = time.perf_counter()
-        try:
-            plan = build_plan(
-                new, config=self.config, extractor=self.extractor, embedder=self.embedder,
-                store=self.store, chat=self.chat, now=now, replace=memory.processed_at is not None,
-                usage=spent,
-            )
-        except KenningError:
-            log.warning("update failed", extra={"memory_id": memory.id, "dataset": memory.dataset})
-            raise
-        spent.seconds = round(time.perf_counter() - started, 6)
-        plan.memory_fields = {
-            **fields, "status": "superseded" if memory.superseded_by else "active", "error": None,
-            "processed_at": now, "updated_at": now, "usage": spent.model_dump(),
-        }
-        old_entities = set(self.store.memory_graph(memory.id)[0])
-
-        def swap(txn: Txn) -> None:
-            apply_plan(txn, plan, self.rules)
-            scrub_entities(self.store, txn, old_entities, gone=set(), replaced={memory.id: new.content})
-
-        self.store.atomic(swap)
+        return get_memory(self.store, memory_id)
 
     # -- delete and forget -------------------------------------------------------------------
     def _remove(self, memories: list[Memory]) -> tuple[list[str], list[str]]:
@@ -209,7 +117,7 @@ class LifecycleMixin:
     def delete(self, memory_id: str) -> ForgetResult:
         """Hard-delete one memory; entities and facts another memory states survive."""
         started = time.perf_counter()
-        memory = self._memory(memory_id)
+        memory = get_memory(self.store, memory_id)
         entity_ids, fact_ids = self._remove([memory])
         self.store.scrub()
         log.info("memory deleted", extra={
@@ -252,7 +160,7 @@ class LifecycleMixin:
 
     # -- provenance and pinning --------------------------------------------------------------
     def provenance(self, memory_id: str) -> Provenance:
-        self._memory(memory_id)
+        get_memory(self.store, memory_id)
         entity_ids, fact_ids = self.store.memory_graph(memory_id)
         chunks = [Chunk(id=c.id, position=c.position, text=c.text, token_count=c.token_count, location=c.location)
                   for c in self.store.memory_chunks(memory_id)]
@@ -261,17 +169,17 @@ class LifecycleMixin:
 
     def pin(self, memory_id: str, reason: str | None = None) -> Memory:
         check_text(reason, "pin reason", optional=True, empty=True, max_chars=2000)
-        self._memory(memory_id)
+        get_memory(self.store, memory_id)
         self.store.update_memory(memory_id, {"pinned": True, "pin_reason": reason or None,
                                              "updated_at": self.now()})
         log.info("memory pinned", extra={"memory_id": memory_id})
-        return self._memory(memory_id)
+        return get_memory(self.store, memory_id)
 
     def unpin(self, memory_id: str) -> Memory:
-        self._memory(memory_id)
+        get_memory(self.store, memory_id)
         self.store.update_memory(memory_id, {"pinned": False, "pin_reason": None, "updated_at": self.now()})
         log.info("memory unpinned", extra={"memory_id": memory_id})
-        return self._memory(memory_id)
+        return get_memory(self.store, memory_id)
 
     # -- prune -------------------------------------------------------------------------------
     def prune(
@@ -338,6 +246,20 @@ class LifecycleMixin:
         # Decide again inside the transaction: a memory pinned meanwhile stays.
         batch = [m for m in self.store.get_memories(ids) if prune_reason(m, criteria, self.settings, now) is not None]
         return batch, remove_memories(self.store, txn, batch, now)
+
+
+    # -- feedback ----------------------------------------------------------------------------
+    def feedback(self, fact_id: str, *, helpful: bool) -> float:
+        """Make a fact rank higher (helpful) or lower in recall; returns its new weight."""
+        if not isinstance(helpful, bool):
+            raise ValidationError("helpful must be true or false")
+        rows = self.store.get_facts([check_text(fact_id, "fact id", max_chars=200)])
+        if not rows:
+            raise NotFoundError(f"no fact {fact_id!r}")
+        weight = feedback_weight(rows[0].weight, helpful)
+        self.store.set_fact_weight(fact_id, weight)
+        log.info("feedback", extra={"fact_id": fact_id, "helpful": helpful, "weight": weight})
+        return weight
 
 
 def _changed_fields(memory: Memory, changes: dict[str, Any], now: dt.datetime) -> dict[str, Any]:

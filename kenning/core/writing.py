@@ -1,8 +1,8 @@
-"""The one core behind ``Kenning`` and ``AsyncKenning``: every decision is made here, once.
+"""Writing: ``add``, ``remember``, ``cognify``, ``reembed`` and ``improve``.
 
-The engine owns its collaborators (store, embedder, extractor, chat model, clock), all passed
-in or built from settings. It is synchronous and thread-safe; the async facade runs it on a
-worker thread, and model calls of a batch run on a bounded thread pool.
+Memories come in, are claimed by this part (kept fresh by a heartbeat while it works) and
+processed in batches: extraction per group on a bounded thread pool, one embedding call per
+batch, then one transaction per memory.
 """
 
 from __future__ import annotations
@@ -16,60 +16,42 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from typing import Any, get_args
 
-from ._checks import check_choice, check_flag, check_int, check_metadata, check_text
-from ._time import as_utc, utcnow
-from ._lease import Heartbeat, dead_owners, new_owner
-from .errors import ConflictError, KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
-from .models import (
-    CognifyResult,
-    Hit,
-    Memory,
-    MemoryInput,
-    MemoryKind,
-    RecallResult,
-    RememberResult,
-    Stats,
-    Timeline,
-    Usage,
-)
-from .pipeline.dates import find_dates, parse_user_datetime
-from .pipeline.commit import CommitOutcome, apply_plan, new_id
-from .pipeline.extract import Extractor, normalize_name, normalize_relation
-from .pipeline.process import (
+from .._checks import check_choice, check_flag, check_metadata, check_text
+from .._identity import check_dataset, content_hash
+from .._lease import Heartbeat, dead_owners, new_owner
+from ..dates import parse_when
+from ..errors import ConflictError, KenningError, ValidationError
+from ..lifecycle.improve import ImproveResult, duplicate_pairs
+from ..lifecycle.remove import scrub_entities
+from ..models import CognifyResult, Memory, MemoryInput, MemoryKind, RememberResult, Usage
+from ..pipeline.commit import CommitOutcome, apply_plan, new_id
+from ..pipeline.extract import Extractor
+from ..pipeline.process import (
     BATCH_MEMORIES,
     GROUP_DOCS,
     Drafted,
     PipelineConfig,
+    build_plan,
     draft_group,
     embed_drafts,
     estimate_usage,
     finish_plan,
     group_memories,
 )
-from .pipeline.temporal import RelationRules
-from .providers.base import ChatModel, Embedder
-from .providers.rerank import Reranker
-from .lifecycle.improve import ImproveMixin
-from .lifecycle.verbs import LifecycleMixin
-from ._identity import check_dataset, content_hash
-from .search.recall import ANSWER_MODES, SEARCH_TYPES, Query, route, search
-from .search.rerank import rerank_hits
-from .settings import Settings
-from .store.base import ClaimFilter, MemoryFilter, Store, Txn
+from ..pipeline.temporal import RelationRules
+from ..providers.base import ChatModel, Embedder
+from ..settings import Settings
+from ..store.base import ClaimFilter, EntityRow, Store, Txn
 
-__all__ = ["Engine"]
+__all__ = ["ContentInput", "Writing"]
 
 log = logging.getLogger(__name__)
 
-
 ContentInput = str | MemoryInput | dict[str, Any]
 
-#: the limits of the Python verbs' arguments (HTTP narrows some: see ``server.schemas``)
-MAX_LIST = 10_000
-MEMORY_STATUSES = ("pending", "processing", "active", "failed", "superseded")
 MEMORY_KINDS = get_args(MemoryKind)
-RETENTIONS = ("permanent", "decision", "standard", "ephemeral", "session")
-ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
+_FORGOTTEN = "forgotten (by another process) while it was being processed; nothing was stored"
+_PAGE = 1000
 
 
 def content_items(content: Any) -> list[Any]:
@@ -83,7 +65,10 @@ def content_items(content: Any) -> list[Any]:
     )
 
 
-_FORGOTTEN = "forgotten (by another process) while it was being processed; nothing was stored"
+def _processed(memory: Memory, now: dt.datetime, spent: Usage) -> dict[str, Any]:
+    """The fields a memory's processing sets when it commits."""
+    return {"status": "superseded" if memory.superseded_by else "active", "error": None,
+            "processed_at": now, "updated_at": now, "usage": spent.model_dump()}
 
 
 class _LostClaim(ConflictError):
@@ -94,58 +79,20 @@ class _LostClaim(ConflictError):
         self.forgotten = forgotten
 
 
-def parse_when(value: object, now: dt.datetime, name: str) -> dt.datetime | None:
-    """A caller-given instant (None stays None), read by the one date parser against ``now``."""
-    return None if value is None else parse_user_datetime(value, now=now, name=name)
-
-
-def dates_in_query(text: str, now: dt.datetime) -> dt.datetime | None:
-    """The instant a temporal question asks about ("in 2023", "in June 2024"), if it names one."""
-    return find_dates(text, now).valid_at
-
-
-class Engine(LifecycleMixin, ImproveMixin):
+class Writing:
     def __init__(
-        self,
-        settings: Settings,
-        store: Store,
-        embedder: Embedder,
-        extractor: Extractor,
-        chat: ChatModel | None = None,
-        clock: Callable[[], dt.datetime] = utcnow,
-        *,
-        verify_embedder: bool = True,
-        reranker: Reranker | None = None,
+        self, settings: Settings, store: Store, embedder: Embedder, extractor: Extractor,
+        chat: ChatModel | None, now: Callable[[], dt.datetime],
     ) -> None:
-        self.settings = settings
-        self.store = store
-        self.embedder = embedder
-        self.extractor = extractor
-        self.chat = chat
-        self.reranker = reranker
-        self.clock = clock
+        self.settings, self.store, self.embedder, self.extractor, self.chat = settings, store, embedder, extractor, chat
+        self.now = now
         self.rules = RelationRules(settings.single_valued_relations)
-        self.config = PipelineConfig(
-            chunk_size=settings.chunk_size,
-            chunk_overlap=settings.chunk_overlap,
-            entity_similarity=settings.entity_similarity,
-        )
+        self.config = PipelineConfig(settings.chunk_size, settings.chunk_overlap, settings.entity_similarity)
         self._result_lock = threading.Lock()
-        #: this engine's claims on memories it processes, kept fresh while it works
+        #: this part's claims on memories it processes, kept fresh while it works
         self.owner = new_owner()
         self._heartbeat = Heartbeat(lambda: store.renew_claims(self.owner, self.now()),
                                     settings.processing_timeout / 4)
-        if verify_embedder:
-            store.check_embedder(embedder.name, embedder.dimension)
-
-    def now(self) -> dt.datetime:
-        return as_utc(self.clock())
-
-    def close(self) -> None:
-        for part in (self.chat, self.embedder, self.reranker):
-            if part is not None:
-                part.close()
-        self.store.close()
 
     # -- input -------------------------------------------------------------------------------
     def _to_memory(
@@ -218,21 +165,8 @@ class Engine(LifecycleMixin, ImproveMixin):
 
         ``remember`` stores them directly as ``processing`` (it processes them at once): one
         write fewer per memory, and a crash still leaves them visible and reclaimable."""
-        check_dataset(dataset)
-        items = content_items(content)
-        if not items:
-            raise ValidationError("nothing to remember: content is an empty list")
-        check_text(kind, "kind", max_chars=64)
-        check_text(source, "source", optional=True, max_chars=2000)
-        check_metadata(metadata)
-        now = self.now()
-        reference = parse_when(valid_at, now, "valid_at")
-        # Validate every item before storing any, so a bad batch stores nothing.
-        memories = [
-            self._to_memory(i, dataset=dataset, kind=kind, source=source, valid_at=reference,
-                            metadata=metadata, now=now, status=status)
-            for i in items
-        ]
+        memories = self._memories(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
+                                  metadata=metadata, status=status)
         if len(memories) > 1:  # one call of several items is an episode: its turns, in order
             episode = new_id("ep")
             for position, memory in enumerate(memories):
@@ -262,7 +196,7 @@ class Engine(LifecycleMixin, ImproveMixin):
         check_flag(force, "force")
         if check_flag(dry_run, "dry_run"):
             return self._estimate(content, dataset=dataset, kind=kind, source=source,
-                                  valid_at=valid_at, metadata=metadata, force=force)
+                                  valid_at=valid_at, metadata=metadata)
         with self._heartbeat:
             added = self.add(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
                              metadata=metadata, status="processing")
@@ -317,24 +251,30 @@ class Engine(LifecycleMixin, ImproveMixin):
         flt.dead_owners = dead_owners(self.store.claim_owners(flt.dataset))
         return self.store.claim(self.owner, self.now(), flt)
 
-    def _estimate(self, content: ContentInput | Sequence[ContentInput], *, dataset: str,
-                  force: bool, **fields: Any) -> RememberResult:
-        """What ``remember`` would spend, without storing anything or calling any model: the
-        memories grouped as ``remember`` would group them, each group estimated by the pipeline."""
+    def _memories(self, content: ContentInput | Sequence[ContentInput], *, dataset: str, kind: str,
+                  source: str | None, valid_at: dt.datetime | str | None, metadata: dict[str, Any] | None,
+                  status: str = "pending") -> list[Memory]:
+        """Every input of a call checked and made a Memory before any is stored, so a bad
+        batch stores nothing."""
         check_dataset(dataset)
         items = content_items(content)
         if not items:
             raise ValidationError("nothing to remember: content is an empty list")
-        check_text(fields["kind"], "kind", max_chars=64)
-        check_text(fields["source"], "source", optional=True, max_chars=2000)
-        check_metadata(fields["metadata"])
+        check_text(kind, "kind", max_chars=64)
+        check_text(source, "source", optional=True, max_chars=2000)
+        check_metadata(metadata)
         now = self.now()
-        memories = [self._to_memory(i, dataset=dataset, now=now, kind=fields["kind"],
-                                    source=fields["source"], valid_at=parse_when(fields["valid_at"], now, "valid_at"),
-                                    metadata=fields["metadata"]) for i in items]
+        reference = parse_when(valid_at, now, "valid_at")
+        return [self._to_memory(i, dataset=dataset, kind=kind, source=source, valid_at=reference,
+                                metadata=metadata, now=now, status=status) for i in items]
+
+    def _estimate(self, content: ContentInput | Sequence[ContentInput], **fields: Any) -> RememberResult:
+        """What ``remember`` would spend, without storing anything or calling any model: the
+        memories grouped as ``remember`` would group them, each group estimated by the pipeline."""
+        memories = self._memories(content, **fields)
         unique = list({m.content_hash: m for m in reversed(memories)}.values())[::-1]
         usage = estimate_usage(unique, config=self.config, extractor=self.extractor, store=self.store,
-                               chat=self.chat, remote_embedder=not self.embedder.name.startswith("hashing"))
+                               chat=self.chat, remote_embedder=self.embedder.makes_calls)
         return RememberResult(dry_run=True, memory_ids=[], usage=usage)
 
     def cognify(
@@ -357,14 +297,10 @@ class Engine(LifecycleMixin, ImproveMixin):
         # (reclaimed at once, its owner being dead), and parallel workers share the backlog.
         with self._heartbeat:
             while batch := self._claim(ClaimFilter(statuses, self._stale_before(), dataset=dataset,
-                                                   after=after, limit=self._claim_batch)):
+                                                   after=after, limit=GROUP_DOCS * self.settings.llm_concurrency)):
                 after = (batch[-1].created_at, batch[-1].id)
                 self._process(batch, result, progress)
         return result
-
-    @property
-    def _claim_batch(self) -> int:
-        return GROUP_DOCS * self.settings.llm_concurrency
 
     # -- processing --------------------------------------------------------------------------
     def _process(self, memories: list[Memory], out: CognifyResult,
@@ -413,7 +349,6 @@ class Engine(LifecycleMixin, ImproveMixin):
 
     def _finish(self, memory: Memory, drafted: Drafted | Exception, part: Usage, out: CognifyResult) -> None:
         """Resolve one drafted memory against the store as it is now, and commit it."""
-        usage = out.usage
         try:
             if isinstance(drafted, Exception):
                 raise drafted
@@ -423,12 +358,12 @@ class Engine(LifecycleMixin, ImproveMixin):
             part.seconds = round(part.seconds + time.perf_counter() - started, 6)
             committed = self.store.atomic(lambda txn: self._commit(txn, memory, plan, part))
         except _LostClaim as lost:
-            self._lost(memory, lost, part, usage, out)
+            self._lost(memory, lost, part, out)
             return
         except Exception as exc:  # noqa: BLE001 - any failure must leave the memory visible as failed
-            self._fail(memory, self._reason(exc, memory.id), part, usage, out)
+            self._fail(memory, self._reason(exc, memory.id), part, out)
             return
-        self._record(memory, committed, part, usage, out)
+        self._record(memory, committed, part, out)
 
     @staticmethod
     def _reason(exc: Exception, memory_id: str) -> str:
@@ -447,13 +382,36 @@ class Engine(LifecycleMixin, ImproveMixin):
             raise _LostClaim("another worker took it over", forgotten=False)
         now = self.now()
         plan.now = now
-        plan.memory_fields = {
-            "status": "superseded" if memory.superseded_by else "active", "claimed_by": None,
-            "error": None, "processed_at": now, "updated_at": now, "usage": spent.model_dump(),
-        }
+        plan.memory_fields = {**_processed(memory, now, spent), "claimed_by": None}
         return apply_plan(txn, plan, self.rules)
 
-    def _lost(self, memory: Memory, lost: _LostClaim, spent: Usage, usage: Usage, out: CognifyResult) -> None:
+    def reprocess(self, memory: Memory, fields: dict[str, Any], now: dt.datetime) -> None:
+        """``update``'s new version of a processed memory: extracted first (model calls outside
+        any transaction), then its graph swapped in one transaction. A failure changes nothing
+        and is raised."""
+        new = memory.model_copy(update=fields)
+        spent = Usage()
+        started = time.perf_counter()
+        try:
+            plan = build_plan(
+                new, config=self.config, extractor=self.extractor, embedder=self.embedder,
+                store=self.store, chat=self.chat, now=now, replace=memory.processed_at is not None,
+                usage=spent,
+            )
+        except KenningError:
+            log.warning("update failed", extra={"memory_id": memory.id, "dataset": memory.dataset})
+            raise
+        spent.seconds = round(time.perf_counter() - started, 6)
+        plan.memory_fields = {**fields, **_processed(memory, now, spent)}
+        old_entities = set(self.store.memory_graph(memory.id)[0])
+
+        def swap(txn: Txn) -> None:
+            apply_plan(txn, plan, self.rules)
+            scrub_entities(self.store, txn, old_entities, gone=set(), replaced={memory.id: new.content})
+
+        self.store.atomic(swap)
+
+    def _lost(self, memory: Memory, lost: _LostClaim, spent: Usage, out: CognifyResult) -> None:
         """Nothing was written: the memory was forgotten meanwhile (reported as failed: it is not
         stored) or another worker holds it now (skipped: that worker reports it)."""
         with self._result_lock:
@@ -461,10 +419,10 @@ class Engine(LifecycleMixin, ImproveMixin):
                 out.failed[memory.id] = lost.message
             else:
                 out.skipped.append(memory.id)
-            usage.add(spent)
+            out.usage.add(spent)
         log.warning("claim lost", extra={"memory_id": memory.id, "forgotten": lost.forgotten})
 
-    def _fail(self, memory: Memory, reason: str, spent: Usage, usage: Usage, out: CognifyResult) -> None:
+    def _fail(self, memory: Memory, reason: str, spent: Usage, out: CognifyResult) -> None:
         fields: dict[str, Any] = {"status": "failed", "error": reason, "claimed_by": None, "updated_at": self.now()}
         if spent.chat_calls or spent.embedding_calls:  # money spent on a failure still counts
             fields["usage"] = spent.model_dump()
@@ -474,12 +432,10 @@ class Engine(LifecycleMixin, ImproveMixin):
             log.error("could not record failure", extra={"memory_id": memory.id, "error_type": type(exc).__name__})
         with self._result_lock:
             out.failed[memory.id] = reason
-            usage.add(spent)
+            out.usage.add(spent)
         log.warning("memory failed", extra={"memory_id": memory.id, "dataset": memory.dataset})
 
-    def _record(
-        self, memory: Memory, committed: CommitOutcome, spent: Usage, usage: Usage, out: CognifyResult
-    ) -> None:
+    def _record(self, memory: Memory, committed: CommitOutcome, spent: Usage, out: CognifyResult) -> None:
         with self._result_lock:
             out.processed.append(memory.id)
             if not (committed.facts_created or committed.facts_merged or committed.facts_invalidated):
@@ -487,7 +443,7 @@ class Engine(LifecycleMixin, ImproveMixin):
             out.entities_created += len(committed.entities_created)
             out.facts_created += len(committed.facts_created)
             out.facts_invalidated.extend(committed.facts_invalidated)
-            usage.add(spent)
+            out.usage.add(spent)
         log.info(
             "memory processed",
             extra={
@@ -500,7 +456,8 @@ class Engine(LifecycleMixin, ImproveMixin):
             },
         )
 
-    def reembed(self, *, missing_only: bool = False, page: int = 512) -> dict[str, int]:
+    def reembed(self, *, missing_only: bool = False, page: int = 512,
+                progress: Callable[[int], None] | None = None) -> dict[str, int]:
         """Rewrite every stored vector with this engine's embedder, then record it as the
         store's embedder. While it runs the store names no valid embedder, so an interrupted
         run is noticed (and simply run again) rather than leaving mixed vectors in use."""
@@ -513,177 +470,77 @@ class Engine(LifecycleMixin, ImproveMixin):
                 vectors = self.embedder.embed([text for _, text in rows])
                 self.store.set_embeddings(kind, [(i, v) for (i, _), v in zip(rows, vectors)])
                 after, done = rows[-1][0], done + len(rows)
+                if progress:
+                    progress(len(rows))
             counts[kind] = done
         self.store.set_embedder(self.embedder.name, self.embedder.dimension)
         log.info("re-embedded store", extra={"embedder_dimension": self.embedder.dimension, **counts})
         return counts
 
-    # -- reads -------------------------------------------------------------------------------
-    def _readable(self, dataset: str) -> None:
-        """A read names a dataset that exists (the default ``main`` always does; so does one
-        created empty through the server's ``datasets create``), or a NotFoundError names the
-        ones that do. The server checks access first, so only a caller who may see every
-        dataset (an admin, or the local user) ever gets this list."""
-        check_dataset(dataset)
-        if dataset == "main":
+    # -- supersession ------------------------------------------------------------------------
+    def _check_supersedes(self, memories: Sequence[Memory]) -> None:
+        """Validate every ``supersedes`` list of a batch before anything is stored."""
+        claimed: dict[str, str] = {}
+        for memory in memories:
+            if not memory.supersedes:
+                continue
+            found = {m.id: m for m in self.store.get_memories(list(dict.fromkeys(memory.supersedes)))}
+            for old_id in memory.supersedes:
+                old = found.get(old_id)
+                if old is None or old.dataset != memory.dataset:
+                    raise ValidationError(
+                        f"supersedes names unknown memory {old_id!r} in dataset {memory.dataset!r}"
+                    )
+                if old.superseded_by is not None:
+                    raise ValidationError(
+                        f"memory {old_id!r} is already superseded by {old.superseded_by!r}; "
+                        "supersede the newest memory of its chain"
+                    )
+                if old.status == "processing":
+                    raise ConflictError(f"memory {old_id!r} is being processed; try again when it is done")
+                if claimed.setdefault(old_id, memory.id) != memory.id:
+                    raise ValidationError(f"memory {old_id!r} is superseded twice in one batch")
+
+    def _apply_supersession(self, memory: Memory) -> None:
+        """Mark the memories ``memory`` supersedes (one transaction)."""
+        if not memory.supersedes:
             return
-        existing = self.store.datasets()
-        if dataset in existing:
-            return
-        from .store.auth import AuthStore
-
-        if isinstance(self.store, AuthStore) and self.store.dataset_records([dataset]):
-            return
-        raise NotFoundError(f"no dataset {dataset!r}; datasets: {', '.join(existing) or 'none yet'}")
-
-    def stats(self, dataset: str | None = None) -> Stats:
-        if dataset is not None:
-            self._readable(dataset)
-        return self.store.stats(dataset)
-
-    def get(self, memory_id: str) -> Memory:
-        found = self.store.get_memories([check_text(memory_id, "memory id", max_chars=200)])
-        if not found:
-            raise NotFoundError(f"no memory {memory_id!r}")
-        return found[0]
-
-    def list(self, flt: MemoryFilter) -> list[Memory]:
-        if flt.dataset is not None:
-            self._readable(flt.dataset)
-        check_choice(flt.kind, "kind", MEMORY_KINDS)
-        check_choice(flt.status, "status", MEMORY_STATUSES)
-        check_choice(flt.retention, "retention", RETENTIONS)
-        check_flag(flt.pinned, "pinned", optional=True)
-        check_choice(flt.order_by, "order_by", ORDERS)
-        check_flag(flt.descending, "descending")
-        check_int(flt.limit, "limit", 1, MAX_LIST)
-        check_int(flt.offset, "offset", 0, 10**9)
-        return self.store.list_memories(flt)
-
-    def timeline(self, entity: str, *, dataset: str = "main", relation: str | None = None) -> Timeline:
-        self._readable(dataset)
-        check_text(entity, "entity", max_chars=1000)
-        check_text(relation, "relation", optional=True, max_chars=200)
-        entity_id = self._entity_id(entity, dataset)
-        rel = normalize_relation(relation) if relation else None
-        return Timeline(
-            entity=self.store.get_entities([entity_id])[0],
-            facts=self.store.entity_facts(entity_id, rel),
-        )
-
-    def _entity_id(self, name: str, dataset: str) -> str:
-        """An entity by exact name, id, alias or an unambiguous start of its name ("Bob" for
-        "Bob Stone"); otherwise a NotFoundError that suggests the near names."""
-        key = normalize_name(name)
-        found = self.store.find_entities(dataset, [key])
-        if key in found:
-            return found[key].id
-        by_id = self.store.get_entities([name])
-        if by_id and by_id[0].dataset == dataset:
-            return by_id[0].id
-        from .search.recall import terms_of
-
-        scored = self.store.lexical(dataset, "entity", terms_of(name), 20)
-        near = self.store.get_entities([s.id for s in scored])
-        fits = [e for e in near if normalize_name(e.name).startswith(key + " ")
-                or key in {normalize_name(a) for a in e.aliases}]
-        if len(fits) == 1:
-            return fits[0].id
-        names = ", ".join(dict.fromkeys(e.name for e in (fits or near)[:5]))
-        hint = f"; did you mean: {names}" if names else ""
-        raise NotFoundError(f"no entity {name!r} in dataset {dataset!r}{hint}")
-
-    # -- recall ------------------------------------------------------------------------------
-    def recall(
-        self,
-        query: str,
-        *,
-        dataset: str = "main",
-        search_type: str | None = "hybrid",
-        top_k: int = 10,
-        depth: int = 1,
-        as_of: dt.datetime | str | None = None,
-        known_at: dt.datetime | str | None = None,
-        answer: bool = False,
-        explain: bool = False,
-        neighbors: int = 0,
-        lanes: frozenset[str] | None = None,
-    ) -> RecallResult:
-        """``neighbors`` attaches that many turns on each side of every hit; ``lanes``
-        (internal, for evaluation) restricts recall to some of its lanes."""
-        self._readable(dataset)
-        check_text(query, "query")
-        check_text(search_type, "search_type", optional=True, max_chars=64)
-        check_int(top_k, "top_k", 1, 1000)
-        check_int(depth, "depth", 0, 5)
-        check_flag(answer, "answer")
-        check_flag(explain, "explain")
-        check_int(neighbors, "neighbors", 0, 10)
-        started = time.perf_counter()
-        kind = search_type or "auto"
-        if kind not in SEARCH_TYPES:
-            raise ValidationError(f"unknown search type {kind!r}; choose one of {', '.join(SEARCH_TYPES)}")
-        if kind == "auto":
-            kind = route(query)
-        answer = answer or kind in ANSWER_MODES
         now = self.now()
-        as_of_t, known_at_t = parse_when(as_of, now, "as_of"), parse_when(known_at, now, "known_at")
-        if answer and self.chat is None:
-            raise ModelNotConfiguredError(
-                "an answer needs a chat model: set KENNING_LLM (and KENNING_LLM_BASE_URL) or pass llm=…"
-            )
-        q = Query(text=query, dataset=dataset, search_type=ANSWER_MODES.get(kind, kind), top_k=top_k,
-                  depth=depth, as_of=as_of_t, known_at=known_at_t, explain=explain,
-                  neighbors=neighbors, lanes=lanes)
-        if kind == "temporal" and as_of_t is None:
-            q.as_of = dates_in_query(query, now)
-        usage = Usage()
-        if self.reranker is not None:  # fused hits beyond top_k may be reranked into it
-            q.top_k = max(top_k, min(self.settings.rerank_top_n, 1000))
-        hits, memories = search(self.store, self.embedder, self.settings, q, now, usage)
-        if self.reranker is not None:
-            hits, memories = self._rerank(query, hits, memories, top_k)
-        result = RecallResult(query=query, dataset=dataset, search_type=kind, hits=hits,
-                              as_of=q.as_of, known_at=known_at_t, memories=memories, usage=usage)
-        if hits:
-            self.store.record_access(
-                dataset,
-                [m.id for m in memories],
-                [h.id for h in hits if h.kind == "entity"],
-                [h.id for h in hits if h.kind == "fact"],
-                now,
-            )
-        if answer:
-            self._answer(result, now)
-        result.seconds = round(time.perf_counter() - started, 6)
-        log.info("recall", extra={"dataset": dataset, "search_type": kind, "hits": len(hits),
-                                  "seconds": result.seconds})
+
+        def mark(txn: Txn) -> None:
+            for old_id in dict.fromkeys(memory.supersedes):
+                txn.update_memory(
+                    old_id, {"status": "superseded", "superseded_by": memory.id, "updated_at": now}
+                )
+
+        self.store.atomic(mark)
+        log.info("memories superseded", extra={"memory_id": memory.id, "dataset": memory.dataset,
+                                               "superseded_ids": list(memory.supersedes)})
+
+
+    # -- improve -----------------------------------------------------------------------------
+    def improve(self, *, dataset: str = "main") -> ImproveResult:
+        """Process what is pending, merge duplicate entities, fill missing embeddings."""
+        check_dataset(dataset)
+        result = ImproveResult()
+        cognified = self.cognify(dataset=dataset)
+        result.processed, result.failed = cognified.processed, cognified.failed
+        for drop, keep in self._duplicates(dataset):
+            result.facts_merged += self.store.atomic(lambda txn: txn.merge_entities(keep.id, drop.id))
+            result.entities_merged[drop.id] = keep.id
+        result.embeddings_filled = sum(self.reembed(missing_only=True).values())
+        log.info("improved", extra={"dataset": dataset, "processed": len(result.processed),
+                                    "entities_merged": len(result.entities_merged),
+                                    "facts_merged": len(result.facts_merged),
+                                    "embeddings_filled": result.embeddings_filled})
         return result
 
-    def _rerank(self, query: str, hits: list[Hit], memories: list[Memory], top_k: int) -> tuple[list[Hit], list[Memory]]:
-        """The configured reranker's order of the first hits, cut to ``top_k``. A reranker
-        that fails leaves the fused order (its hits then carry no ``rerank`` lane): recall
-        keeps answering while a reranking endpoint is down."""
-        try:
-            hits = rerank_hits(self.reranker, query, hits, self.settings.rerank_top_n)
-        except KenningError as exc:
-            log.warning("rerank failed; fused order kept", extra={"error_type": type(exc).__name__})
-        hits = hits[:top_k]
-        used = {memory_id for hit in hits for memory_id in hit.memory_ids}
-        return hits, [m for m in memories if m.id in used]
-
-    def _answer(self, result: RecallResult, now: dt.datetime) -> None:
-        """One model call with the retrieved facts, their timelines and the current time."""
-        if not result.hits:
-            result.answer = "No relevant memories."
-            return
-        from .search.answer import AnswerFact, answer_question
-
-        facts = [
-            AnswerFact(
-                id=h.id, sentence=h.text, valid_at=h.valid_at, invalid_at=h.invalid_at,
-                current=h.current, memory_ids=h.memory_ids,
-            )
-            for h in result.hits
-        ]
-        result.answer, result.citations = answer_question(self.chat, result.query, facts, now, result.usage)
+    def _duplicates(self, dataset: str) -> list[tuple[EntityRow, EntityRow]]:
+        """(duplicate, kept) pairs of the dataset's entities, by name and by embedding."""
+        rows: list[EntityRow] = []
+        after = None
+        while page := self.store.entity_rows(dataset, after, _PAGE):
+            rows += page
+            after = page[-1].id
+        return duplicate_pairs(rows, lambda row: self.store.vector(dataset, "entity", row.embedding, 3),
+                               self.settings.entity_similarity)

@@ -7,7 +7,10 @@ Three entry points:
   "from 2019 to 2021", "in June 2024", "last year"...) and the character spans it consumed, so
   the offline extractor can cut date phrases out before it reads names.
 - ``parse_user_datetime(value, now=)``: a date given by a user on any surface (Python, CLI, HTTP,
-  MCP), relative to the engine's clock; raises ``ValidationError`` naming ``ACCEPTED_FORMS``.
+  MCP), relative to the engine's clock; raises ``ValidationError`` naming ``ACCEPTED_FORMS``
+  (``parse_when`` is the same, letting None through).
+- ``absolute_date(value)``: a date that names its year, as a model writes one; anything else
+  (a phrase relative to a clock, junk) is None.
 
 Conventions (DESIGN §3):
 
@@ -30,10 +33,10 @@ import datetime as dt
 import re
 from dataclasses import dataclass
 
-from .._time import UTC, as_utc, utcnow
-from ..errors import ValidationError
+from ._time import UTC, as_utc, utcnow
+from .errors import ValidationError
 
-__all__ = ["ACCEPTED_FORMS", "DateSpan", "find_dates", "parse_date", "parse_user_datetime"]
+__all__ = ["ACCEPTED_FORMS", "DateSpan", "absolute_date", "find_dates", "parse_date", "parse_user_datetime", "parse_when"]
 
 _MONTH_NUMBERS = {
     name: number
@@ -318,3 +321,33 @@ def _user_datetime(value: object, now: dt.datetime | None) -> dt.datetime:
     if parsed is None:
         raise ValueError("not a date")
     return parsed
+
+
+def parse_when(value: object, now: dt.datetime, name: str) -> dt.datetime | None:
+    """A caller-given instant (None stays None), read by ``parse_user_datetime`` against ``now``."""
+    return None if value is None else parse_user_datetime(value, now=now, name=name)
+
+
+#: the forms that name a date without a reference time
+_ABSOLUTE = ("iso", "us", "mdy", "dmy", "my", "y")
+
+
+def absolute_date(value: object) -> dt.datetime | None:
+    """A date that names its year ("2024", "2024-06", ISO 8601, "June 15, 2024", a year as a
+    number), partial dates at their earliest instant; None for anything else, never an error."""
+    if isinstance(value, int) and not isinstance(value, bool):
+        value = str(value)
+    if not isinstance(value, str) or not value.strip():
+        return None
+    text = " ".join(value.split())
+    try:
+        if partial := _PARTIAL_ISO.fullmatch(text):
+            return dt.datetime(int(partial["y"]), int(partial["m"] or 1), 1, tzinfo=UTC)
+        return as_utc(text)
+    except (ValueError, OverflowError):
+        pass  # not ISO 8601: try the written forms
+    match = next((m for kind in _ABSOLUTE if (m := _FULL[kind].fullmatch(text))), None)
+    try:
+        return _resolve(match.groupdict(), dt.datetime(1, 1, 1, tzinfo=UTC)) if match else None
+    except (ValueError, OverflowError):
+        return None

@@ -1,4 +1,5 @@
-"""Query text: words, English stop words and a light suffix stemmer.
+"""Text keys: words, English stop words and a light suffix stemmer for queries; the keys entity
+names and relations are matched under, for the pipeline and recall alike.
 
 The full-text index stems with FTS5's ``porter`` tokenizer (PostgreSQL: the ``english``
 configuration), so query terms are passed unstemmed; stop words are dropped here, because BM25
@@ -9,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["STOP_WORDS", "light_stem", "terms_of", "words_of"]
+__all__ = ["STOP_WORDS", "light_stem", "normalize_name", "normalize_relation", "terms_of", "words_of"]
 
 WORD = re.compile(r"\w+", re.UNICODE)
 _MAX_CHARS = 32_000
@@ -50,3 +51,21 @@ def light_stem(word: str) -> str:
         if len(word) > len(suffix) + 2 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
+
+
+_POSSESSIVE = re.compile(r"['’]s\b")
+_NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
+
+
+def normalize_name(name: str) -> str:
+    """Key under which entity names are resolved: case, whitespace, punctuation, possessives."""
+    text = _POSSESSIVE.sub("", name.casefold())
+    text = _NON_WORD.sub(" ", text).strip()
+    if text.startswith("the "):
+        text = text[4:]
+    return text
+
+
+def normalize_relation(relation: str) -> str:
+    text = _NON_WORD.sub("_", relation.strip().casefold()).strip("_")
+    return text or "related_to"

@@ -1,0 +1,1 @@
+"""The engine: writing, reading and lifecycle parts composed by ``Engine``."""

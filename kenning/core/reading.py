@@ -1,0 +1,215 @@
+"""Reading: ``recall`` (and its answer), ``timeline``, ``stats``, ``get`` and ``list``.
+
+Reads check their arguments and that the dataset exists, search through ``search/``, rerank
+when a reranker is configured, and record which memories were used.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import time
+from collections.abc import Callable
+from typing import get_args
+
+from .._checks import check_choice, check_flag, check_int, check_text
+from .._identity import check_dataset
+from ..dates import find_dates, parse_when
+from ..errors import KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
+from ..models import Hit, Memory, MemoryKind, MemoryStatus, RecallResult, Retention, Stats, Timeline, Usage
+from ..providers.base import ChatModel, Embedder
+from ..providers.rerank import Reranker
+from ..search.answer import AnswerFact, answer_question
+from ..search.recall import ANSWER_MODES, SEARCH_TYPES, Query, route, search
+from ..search.rerank import rerank_hits
+from ..settings import Settings
+from ..store.base import MemoryFilter, Store
+from ..text import normalize_name, normalize_relation, terms_of
+
+__all__ = ["Reading", "get_memory"]
+
+log = logging.getLogger(__name__)
+
+#: the limits of the Python verbs' arguments (HTTP narrows some: see ``server.schemas``)
+MAX_LIST = 10_000
+ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
+
+
+def get_memory(store: Store, memory_id: str) -> Memory:
+    """One memory by id, or a NotFoundError."""
+    found = store.get_memories([check_text(memory_id, "memory id", max_chars=200)])
+    if not found:
+        raise NotFoundError(f"no memory {memory_id!r}")
+    return found[0]
+
+
+class Reading:
+    def __init__(
+        self, settings: Settings, store: Store, embedder: Embedder, chat: ChatModel | None,
+        reranker: Reranker | None, now: Callable[[], dt.datetime],
+    ) -> None:
+        self.settings, self.store, self.embedder, self.chat, self.reranker = settings, store, embedder, chat, reranker
+        self.now = now
+
+    # -- reads -------------------------------------------------------------------------------
+    def _readable(self, dataset: str) -> None:
+        """A read names a dataset that exists (the default ``main`` always does; so does one
+        created empty through the server's ``datasets create``), or a NotFoundError names the
+        ones that do. The server checks access first, so only a caller who may see every
+        dataset (an admin, or the local user) ever gets this list."""
+        check_dataset(dataset)
+        if dataset == "main":
+            return
+        existing = self.store.datasets()
+        if dataset in existing:
+            return
+        from ..store.auth import AuthStore
+
+        if isinstance(self.store, AuthStore) and self.store.dataset_records([dataset]):
+            return
+        raise NotFoundError(f"no dataset {dataset!r}; datasets: {', '.join(existing) or 'none yet'}")
+
+    def stats(self, dataset: str | None = None) -> Stats:
+        if dataset is not None:
+            self._readable(dataset)
+        return self.store.stats(dataset)
+
+    def get(self, memory_id: str) -> Memory:
+        return get_memory(self.store, memory_id)
+
+    def list(self, flt: MemoryFilter) -> list[Memory]:
+        if flt.dataset is not None:
+            self._readable(flt.dataset)
+        check_choice(flt.kind, "kind", get_args(MemoryKind))
+        check_choice(flt.status, "status", get_args(MemoryStatus))
+        check_choice(flt.retention, "retention", get_args(Retention))
+        check_flag(flt.pinned, "pinned", optional=True)
+        check_choice(flt.order_by, "order_by", ORDERS)
+        check_flag(flt.descending, "descending")
+        check_int(flt.limit, "limit", 1, MAX_LIST)
+        check_int(flt.offset, "offset", 0, 10**9)
+        return self.store.list_memories(flt)
+
+    def timeline(self, entity: str, *, dataset: str = "main", relation: str | None = None) -> Timeline:
+        self._readable(dataset)
+        check_text(entity, "entity", max_chars=1000)
+        check_text(relation, "relation", optional=True, max_chars=200)
+        entity_id = self._entity_id(entity, dataset)
+        rel = normalize_relation(relation) if relation else None
+        return Timeline(
+            entity=self.store.get_entities([entity_id])[0],
+            facts=self.store.entity_facts(entity_id, rel),
+        )
+
+    def _entity_id(self, name: str, dataset: str) -> str:
+        """An entity by exact name, id, alias or an unambiguous start of its name ("Bob" for
+        "Bob Stone"); otherwise a NotFoundError that suggests the near names."""
+        key = normalize_name(name)
+        found = self.store.find_entities(dataset, [key])
+        if key in found:
+            return found[key].id
+        by_id = self.store.get_entities([name])
+        if by_id and by_id[0].dataset == dataset:
+            return by_id[0].id
+        scored = self.store.lexical(dataset, "entity", terms_of(name), 20)
+        near = self.store.get_entities([s.id for s in scored])
+        fits = [e for e in near if normalize_name(e.name).startswith(key + " ")
+                or key in {normalize_name(a) for a in e.aliases}]
+        if len(fits) == 1:
+            return fits[0].id
+        names = ", ".join(dict.fromkeys(e.name for e in (fits or near)[:5]))
+        hint = f"; did you mean: {names}" if names else ""
+        raise NotFoundError(f"no entity {name!r} in dataset {dataset!r}{hint}")
+
+    # -- recall ------------------------------------------------------------------------------
+    def recall(
+        self,
+        query: str,
+        *,
+        dataset: str = "main",
+        search_type: str | None = "hybrid",
+        top_k: int = 10,
+        depth: int = 1,
+        as_of: dt.datetime | str | None = None,
+        known_at: dt.datetime | str | None = None,
+        answer: bool = False,
+        explain: bool = False,
+        neighbors: int = 0,
+        lanes: frozenset[str] | None = None,
+    ) -> RecallResult:
+        """``neighbors`` attaches that many turns on each side of every hit; ``lanes``
+        (internal, for evaluation) restricts recall to some of its lanes."""
+        self._readable(dataset)
+        check_text(query, "query")
+        check_text(search_type, "search_type", optional=True, max_chars=64)
+        check_int(top_k, "top_k", 1, 1000)
+        check_int(depth, "depth", 0, 5)
+        check_flag(answer, "answer")
+        check_flag(explain, "explain")
+        check_int(neighbors, "neighbors", 0, 10)
+        started = time.perf_counter()
+        kind = search_type or "auto"
+        if kind not in SEARCH_TYPES:
+            raise ValidationError(f"unknown search type {kind!r}; choose one of {', '.join(SEARCH_TYPES)}")
+        if kind == "auto":
+            kind = route(query)
+        answer = answer or kind in ANSWER_MODES
+        now = self.now()
+        as_of_t, known_at_t = parse_when(as_of, now, "as_of"), parse_when(known_at, now, "known_at")
+        if answer and self.chat is None:
+            raise ModelNotConfiguredError(
+                "an answer needs a chat model: set KENNING_LLM (and KENNING_LLM_BASE_URL) or pass llm=…"
+            )
+        q = Query(text=query, dataset=dataset, search_type=ANSWER_MODES.get(kind, kind), top_k=top_k,
+                  depth=depth, as_of=as_of_t, known_at=known_at_t, explain=explain,
+                  neighbors=neighbors, lanes=lanes)
+        if kind == "temporal" and as_of_t is None:
+            q.as_of = find_dates(query, now).valid_at  # the instant it asks about ("in June 2024")
+        usage = Usage()
+        if self.reranker is not None:  # fused hits beyond top_k may be reranked into it
+            q.top_k = max(top_k, min(self.settings.rerank_top_n, 1000))
+        hits, memories = search(self.store, self.embedder, self.settings, q, now, usage)
+        if self.reranker is not None:
+            hits, memories = self._rerank(query, hits, memories, top_k)
+        result = RecallResult(query=query, dataset=dataset, search_type=kind, hits=hits,
+                              as_of=q.as_of, known_at=known_at_t, memories=memories, usage=usage)
+        if hits:
+            self.store.record_access(
+                dataset,
+                [m.id for m in memories],
+                [h.id for h in hits if h.kind == "entity"],
+                [h.id for h in hits if h.kind == "fact"],
+                now,
+            )
+        if answer:
+            self._answer(result, now)
+        result.seconds = round(time.perf_counter() - started, 6)
+        log.info("recall", extra={"dataset": dataset, "search_type": kind, "hits": len(hits),
+                                  "seconds": result.seconds})
+        return result
+
+    def _rerank(self, query: str, hits: list[Hit], memories: list[Memory], top_k: int) -> tuple[list[Hit], list[Memory]]:
+        """The configured reranker's order of the first hits, cut to ``top_k``. A reranker
+        that fails leaves the fused order (its hits then carry no ``rerank`` lane): recall
+        keeps answering while a reranking endpoint is down."""
+        try:
+            hits = rerank_hits(self.reranker, query, hits, self.settings.rerank_top_n)
+        except KenningError as exc:
+            log.warning("rerank failed; fused order kept", extra={"error_type": type(exc).__name__})
+        hits = hits[:top_k]
+        used = {memory_id for hit in hits for memory_id in hit.memory_ids}
+        return hits, [m for m in memories if m.id in used]
+
+    def _answer(self, result: RecallResult, now: dt.datetime) -> None:
+        """One model call with the retrieved facts, their timelines and the current time."""
+        if not result.hits:
+            result.answer = "No relevant memories."
+            return
+        facts = [
+            AnswerFact(
+                id=h.id, sentence=h.text, valid_at=h.valid_at, invalid_at=h.invalid_at,
+                current=h.current, memory_ids=h.memory_ids,
+            )
+            for h in result.hits
+        ]
+        result.answer, result.citations = answer_question(self.chat, result.query, facts, now, result.usage)

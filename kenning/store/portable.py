@@ -1,0 +1,447 @@
+"""Export a store's datasets to a file, and import such a file into any store.
+
+The file is JSON Lines: a header line, one line per row, and an end line::
+
+    {"datasets":["main"],"embedder":{"dimension":384,"name":"local:…"},"format":"kenning-export",
+     "kenning":"0.1.0","vectors":true,"version":1}
+    {"row":{"id":"…","dataset":"main",…},"table":"memories"}
+    …
+    {"end":{"rows":{"chunks":3,"memories":2,…}}}
+
+Rows come table by table in foreign-key order, each table sorted by its primary key, and every
+value in one form whatever the backend (timestamps as fixed-width RFC 3339 text, JSON columns as
+JSON, vectors as base64 of little-endian float32, keys sorted), so exporting the same contents
+gives the same bytes, and export → import → export is byte-identical across SQLite and
+PostgreSQL. Vectors are included unless asked otherwise: they are derived, but re-embedding a
+store costs model calls, and the header records the embedder that made them. A file without
+vectors, or imported without its vectors, goes into a store with any embedder (the facade then
+embeds what is missing).
+
+What is exported for a set of datasets: the datasets, their memories, chunks, entities, facts,
+both provenance tables, the dataset owners and grants of the auth tables, and the users those
+name (never API keys), plus the rows of any other table with a ``dataset`` column.
+
+Import writes everything in one transaction of the target. A row whose primary key the target
+already holds is skipped when it is identical and refused (ConflictError naming it) when it
+differs, so importing a file twice changes nothing; a dataset the target has already is merged
+into (its record is kept); a clash on another unique key (the same
+content in a dataset under another id, a user name) is a ConflictError too. Bad input (not
+JSON, another format or version, a truncated file) is a ValidationError; nothing is written.
+
+This module reads both backends' tables directly, which only code inside ``kenning.store`` may.
+"""
+
+from __future__ import annotations
+
+import base64
+import datetime as dt
+import json
+import re
+import sqlite3
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import numpy as np
+
+from .._time import to_text
+from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
+from ..models import TransferResult
+from .base import Store
+from .copy import _driver_error, _in_order, _PostgresSide, _side, _SQLiteSide, _vector
+
+__all__ = ["FORMAT", "VERSION", "export_file", "export_graph", "export_store", "import_file"]
+
+FORMAT, VERSION = "kenning-export", 1
+Side = _SQLiteSide | _PostgresSide
+Progress = Callable[[int], None] | None
+
+#: columns whose values are not plain text or numbers (a test checks these against PostgreSQL's
+#: column types, so a new column of such a type cannot be forgotten here)
+KINDS: dict[tuple[str, str], str] = {
+    **{("memories", c): "json" for c in ("decisions", "rationale", "metadata", "supersedes", "usage")},
+    ("entities", "aliases"): "json",
+    ("chunks", "location"): "json",
+    ("memories", "pinned"): "bool",
+    ("auth_users", "admin"): "bool",
+    ("auth_grants", "permissions"): "list",
+    **{(t, "embedding"): "vector" for t in ("chunks", "entities", "facts")},
+}
+#: how each table's rows are chosen for a set of datasets (``{ds}``: the list of names)
+SCOPES: dict[str, str] = {
+    "datasets": "name IN ({ds})",
+    "auth_datasets": "name IN ({ds})",
+    "fact_memories": "fact_id IN (SELECT id FROM facts WHERE dataset IN ({ds}))",
+    "entity_memories": "entity_id IN (SELECT id FROM entities WHERE dataset IN ({ds}))",
+    "auth_users": "id IN (SELECT user_id FROM auth_grants WHERE dataset IN ({ds}))"
+                  " OR id IN (SELECT owner_id FROM auth_datasets WHERE name IN ({ds}))"
+                  " OR id IN (SELECT owner_id FROM datasets WHERE name IN ({ds}))",
+}
+#: tables never exported (secrets); a store's own bookkeeping is left out by ``copy`` already
+NEVER = {"auth_keys"}
+#: tables whose rows, when the target holds the key already, are kept as the target has them:
+#: importing into a dataset that exists merges into it
+KEEP = {"datasets"}
+
+
+# -- one form for every value ----------------------------------------------------------------
+def _out(kind: str | None, value: Any) -> Any:
+    """A stored value (either backend) in the file's form."""
+    if value is None:
+        return None
+    if kind == "vector":
+        return base64.b64encode(np.asarray(_vector(value), dtype="<f4").tobytes()).decode()
+    if kind == "json":
+        return json.loads(value) if isinstance(value, str) else value
+    if kind == "bool":
+        return bool(value)
+    if kind == "list":
+        return sorted(p for p in (value.split(",") if isinstance(value, str) else value) if p)
+    if isinstance(value, dt.datetime):
+        return to_text(value)
+    return value
+
+
+def _in(kind: str | None, value: Any, where: str, dimension: int | None) -> Any:
+    """A value from the file, ready for ``copy``'s converters."""
+    if value is None or kind != "vector":
+        return value
+    try:
+        vector = np.frombuffer(base64.b64decode(value, validate=True), dtype="<f4").astype(np.float32)
+    except (TypeError, ValueError) as exc:
+        raise ValidationError(f"{where}: an embedding is not base64 float32 ({exc})") from exc
+    if len(vector) != dimension:
+        raise ValidationError(f"{where}: an embedding has {len(vector)} dimensions, the header says {dimension}")
+    return vector
+
+
+def _line(value: dict[str, Any]) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+# -- choosing rows ---------------------------------------------------------------------------
+def _tables(side: Side) -> list[str]:
+    return [t for t in _in_order(side, side.tables()) if t not in NEVER and _scope(side, t) is not None]
+
+
+def _scope(side: Side, table: str) -> str | None:
+    if table in SCOPES:
+        return SCOPES[table]
+    return "dataset IN ({ds})" if "dataset" in side.columns(table) else None
+
+
+def _all_datasets(side: Side) -> list[str]:
+    names: set[str] = set()
+    for table in side.tables():
+        if table in NEVER:
+            continue
+        column = "name" if table in ("datasets", "auth_datasets") else "dataset"
+        if column in side.columns(table):
+            names.update(r[0] for r in side.select(f'SELECT DISTINCT "{column}" FROM "{table}"'))
+    return sorted(names)
+
+
+def _chosen(side: Side, datasets: Iterable[str] | None) -> list[str]:
+    existing = _all_datasets(side)
+    if isinstance(datasets, str):
+        datasets = [datasets]
+    chosen = existing if datasets is None else sorted(set(datasets))
+    if missing := [d for d in chosen if d not in existing]:
+        raise NotFoundError(f"no dataset {missing[0]!r}; datasets: {', '.join(existing) or 'none yet'}")
+    return chosen
+
+
+def _rows(side: Side, table: str, datasets: list[str], batch: int) -> Iterator[list[dict[str, Any]]]:
+    columns = list(side.columns(table))
+    kinds = [KINDS.get((table, c)) for c in columns]
+    marks = ", ".join([side.mark] * len(datasets))
+    where = _scope(side, table).replace("{ds}", marks)  # type: ignore[union-attr]
+    order = ", ".join(f'"{c}"{side.collate}' for c in side.primary_key(table)) or "1"
+    args = datasets * where.count(marks)
+    for rows in side.read(table, columns, batch, f"WHERE {where} ORDER BY {order}", args):
+        yield [{c: _out(k, v) for c, k, v in zip(columns, kinds, row)} for row in rows]
+
+
+# -- export ----------------------------------------------------------------------------------
+def export_file(store: Store, path: str | Path, *, datasets: Iterable[str] | None = None,
+                format: str = "jsonl", vectors: bool = True, progress: Progress = None) -> TransferResult:
+    """Write ``path`` (through ``path.part``, renamed over it once complete): ``"jsonl"`` with
+    :func:`export_store`, ``"graphml"`` or ``"json"`` with :func:`export_graph`."""
+    target = Path(path)
+    part = target.with_name(target.name + ".part")
+    try:
+        with part.open("w", encoding="utf-8", newline="\n") as out:
+            if format == "jsonl":
+                report = export_store(store, out, datasets=datasets, vectors=vectors, progress=progress)
+            else:
+                report = export_graph(store, out, datasets=datasets, format=format, progress=progress)
+        part.replace(target)
+    except OSError as exc:
+        raise ValidationError(f"cannot write {target}: {exc.strerror or exc}") from exc
+    finally:
+        part.unlink(missing_ok=True)
+    return report
+
+
+def export_store(store: Store, out: IO[str], *, datasets: Iterable[str] | None = None,
+                 vectors: bool = True, batch: int = 1000, progress: Progress = None) -> TransferResult:
+    """Write the rows of ``datasets`` (all of them by default) to ``out`` as JSON Lines, all
+    read in one snapshot of the store."""
+    side = _side(store)
+    with side.snapshot():
+        return _export(side, out, datasets, vectors, batch, progress)
+
+
+def _export(side: Side, out: IO[str], datasets: Iterable[str] | None, vectors: bool, batch: int,
+            progress: Progress) -> TransferResult:
+    from .. import __version__
+
+    chosen = _chosen(side, datasets)
+    embedder = side.embedder()
+    report = TransferResult(datasets=chosen, vectors=vectors, embedder=embedder)
+    out.write(_line({"format": FORMAT, "version": VERSION, "kenning": __version__, "datasets": chosen,
+                     "vectors": vectors, "embedder": embedder and {"name": embedder[0], "dimension": embedder[1]}}))
+    for table in _tables(side) if chosen else []:
+        for rows in _rows(side, table, chosen, batch):
+            for row in rows:
+                if not vectors and "embedding" in row:
+                    row["embedding"] = None
+                out.write(_line({"table": table, "row": row}))
+            report.rows[table] = report.rows.get(table, 0) + len(rows)
+            if progress:
+                progress(len(rows))
+    out.write(_line({"end": {"rows": report.rows}}))
+    return report
+
+
+def export_graph(store: Store, out: IO[str], *, datasets: Iterable[str] | None = None,
+                 format: str = "graphml", progress: Progress = None) -> TransferResult:
+    """Entities as nodes and facts as edges (closed ones too, with both timelines), as GraphML
+    or as a JSON node-link graph (``{"nodes": […], "edges": […]}``)."""
+    if format not in _GRAPH_FORMATS:
+        raise ValidationError(f"format must be one of {', '.join(_GRAPH_FORMATS)}, not {format!r}")
+    side = _side(store)
+    with side.snapshot():
+        chosen = _chosen(side, datasets)
+        nodes, edges = ([{k: v for k, v in r.items() if k != "embedding"}
+                         for rows in _rows(side, table, chosen, 1000) for r in rows] if chosen else []
+                        for table in ("entities", "facts"))
+    _GRAPH_FORMATS[format](out, nodes, edges)
+    if progress:
+        progress(len(nodes) + len(edges))
+    return TransferResult(datasets=chosen, vectors=False, embedder=side.embedder(),
+                          rows={"entities": len(nodes), "facts": len(edges)})
+
+
+_XML_INVALID = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ufffe\uffff]")  # no XML 1.0 document may hold these
+_NODE = ("name", "type", "description", "dataset", "aliases", "created_at")
+_EDGE = ("relation", "description", "dataset", "valid_at", "invalid_at", "created_at", "expired_at",
+         "superseded_by", "memory_id", "weight")
+
+
+def _graphml(out: IO[str], nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> None:
+    from xml.etree import ElementTree as ET
+
+    root = ET.Element("graphml", xmlns="http://graphml.graphdrawing.org/xmlns")
+    for scope, names in (("node", _NODE), ("edge", _EDGE)):
+        for name in names:
+            kind = "double" if name == "weight" else "string"
+            ET.SubElement(root, "key", {"id": f"{scope[0]}_{name}", "for": scope, "attr.name": name,
+                                        "attr.type": kind})
+    graph = ET.SubElement(root, "graph", id="kenning", edgedefault="directed")
+    for scope, items, names in (("node", nodes, _NODE), ("edge", edges, _EDGE)):
+        for item in items:
+            attrs = {"id": item["id"]}
+            if scope == "edge":
+                attrs |= {"source": item["source_id"], "target": item["target_id"]}
+            element = ET.SubElement(graph, scope, attrs)
+            for name in names:
+                value = item.get(name)
+                if value is not None and value != []:
+                    text = "; ".join(value) if isinstance(value, list) else str(value)
+                    ET.SubElement(element, "data", key=f"{scope[0]}_{name}").text = _XML_INVALID.sub("", text)
+    ET.indent(root)
+    out.write(ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n")
+
+
+def _json_graph(out: IO[str], nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> None:
+    edges = [{"source": e["source_id"], "target": e["target_id"],
+              **{k: v for k, v in e.items() if k not in ("source_id", "target_id")}} for e in edges]
+    out.write(json.dumps({"directed": True, "nodes": nodes, "edges": edges}, sort_keys=True,
+                         ensure_ascii=False, indent=1) + "\n")
+
+
+_GRAPH_FORMATS = {"graphml": _graphml, "json": _json_graph}
+
+
+# -- import ----------------------------------------------------------------------------------
+@dataclass
+class _File:
+    header: dict[str, Any]
+    tables: dict[str, list[dict[str, Any]]]
+
+
+def _parse(lines: Iterable[str], name: str) -> _File:
+    header: dict[str, Any] | None = None
+    tables: dict[str, list[dict[str, Any]]] = {}
+    end: dict[str, Any] | None = None
+    for number, text in enumerate(lines, 1):
+        where = f"{name} line {number}"
+        if end is not None:
+            raise ValidationError(f"{where}: text after the end line")
+        try:
+            item = json.loads(text)
+        except ValueError as exc:
+            raise ValidationError(f"{where} is not JSON ({exc.args[0]}); was the file cut short?") from exc
+        if not isinstance(item, dict):
+            raise ValidationError(f"{where} is not a JSON object")
+        if header is None:
+            header = _check_header(item, where)
+        elif "end" in item:
+            end = item["end"]
+        elif isinstance(item.get("table"), str) and isinstance(item.get("row"), dict):
+            tables.setdefault(item["table"], []).append(item["row"])
+        else:
+            raise ValidationError(f"{where}: expected a {{\"table\", \"row\"}} line")
+    if header is None:
+        raise ValidationError(f"{name} is empty")
+    counts = {t: len(r) for t, r in tables.items()}
+    if end is None or not isinstance(end, dict) or end.get("rows") != counts:
+        raise ValidationError(f"{name} is truncated or altered: its end line does not match its rows")
+    return _File(header, tables)
+
+
+def _check_header(item: dict[str, Any], where: str) -> dict[str, Any]:
+    if item.get("format") != FORMAT:
+        raise ValidationError(f"{where}: not a kenning export (no \"format\": \"{FORMAT}\" header)")
+    if item.get("version") != VERSION:
+        raise ValidationError(f"{where}: export format version {item.get('version')!r}; this kenning"
+                              f" reads version {VERSION} (upgrade kenning to import it)")
+    embedder = item.get("embedder")
+    if not (isinstance(item.get("datasets"), list) and all(isinstance(d, str) for d in item["datasets"])
+            and isinstance(item.get("vectors"), bool)
+            and (embedder is None or (isinstance(embedder, dict) and isinstance(embedder.get("name"), str)
+                                      and isinstance(embedder.get("dimension"), int)))):
+        raise ValidationError(f"{where}: the header's datasets, vectors or embedder are malformed")
+    return item
+
+
+def import_file(store: Store, path: str | Path, *, vectors: bool = True, batch: int = 1000,
+                progress: Progress = None) -> TransferResult:
+    """Load an export file into ``store`` (see the module's rules), in one transaction.
+    ``vectors=False`` ignores the file's vectors (for a store with another embedder; the
+    facade then embeds the rows here)."""
+    path = Path(path)
+    try:
+        with path.open(encoding="utf-8") as handle:
+            parsed = _parse(handle, path.name)
+    except OSError as exc:
+        raise ValidationError(f"cannot read {path}: {exc.strerror or exc}") from exc
+    except UnicodeDecodeError as exc:
+        raise ValidationError(f"{path.name} is not UTF-8 text, so not a kenning export") from exc
+    header = parsed.header
+    embedder = header.get("embedder")
+    embedder = (embedder["name"], int(embedder["dimension"])) if embedder else None
+    side = _side(store)
+    vectors = vectors and header["vectors"]
+    _check_embedder(side, embedder, vectors)
+    report = TransferResult(datasets=header["datasets"], vectors=vectors, embedder=embedder)
+    _check_tables(side, store, parsed)
+    try:
+        with side.writing():
+            for table in _in_order(side, list(parsed.tables)):
+                _write(side, table, parsed.tables[table], report, batch, progress)
+    except (sqlite3.IntegrityError, *_integrity_errors()) as exc:
+        raise ConflictError(f"the import clashes with the store and was rolled back: {exc}") from exc
+    except (KeyError, TypeError, ValueError, sqlite3.Error, _driver_error()) as exc:
+        if isinstance(exc, ValidationError):
+            raise
+        raise StoreError(f"the import failed and was rolled back: {type(exc).__name__}: {exc}") from exc
+    if embedder and report.vectors and side.embedder() is None:
+        store.set_embedder(*embedder)
+    return report
+
+
+def _integrity_errors() -> tuple[type[Exception], ...]:
+    try:
+        import psycopg
+    except ImportError:
+        return ()
+    return (psycopg.errors.IntegrityError,)
+
+
+def _check_embedder(side: Side, embedder: tuple[str, int] | None, vectors: bool) -> None:
+    stored = side.embedder()
+    if vectors and embedder and stored and stored != embedder:
+        raise ConflictError(
+            f"the file's vectors were made by {embedder[0]!r} ({embedder[1]} dimensions), this store"
+            f" uses {stored[0]!r} ({stored[1]}): import into a store with that embedder, or import"
+            " without the file's vectors (kenning import --no-vectors) to embed the rows here")
+
+
+def _check_tables(side: Side, store: Store, parsed: _File) -> None:
+    tables = side.tables()
+    wanted = set(parsed.tables)
+    if wanted - set(tables):
+        create_auth = getattr(store, "_auth_migrate", None)
+        if create_auth is not None:
+            create_auth()  # tables a store creates on first use (users, grants)
+            tables = side.tables()
+    for table in sorted(wanted):
+        if table in NEVER or table not in tables:
+            raise ValidationError(f"the file has rows for table {table!r}, which this store cannot take")
+        lost = {c for row in parsed.tables[table] for c in row} - set(side.columns(table))
+        if lost:
+            raise StoreError(f"this store's {table} table lacks columns {', '.join(sorted(lost))};"
+                             " upgrade kenning here first")
+
+
+def _write(side: Side, table: str, rows: list[dict[str, Any]], report: TransferResult, batch: int,
+           progress: Progress) -> None:
+    columns = list(side.columns(table))
+    key = side.primary_key(table)
+    kinds = {c: KINDS.get((table, c)) for c in columns}
+    source = {c: "ARRAY" for c, k in kinds.items() if k == "list"}
+    ignored = {} if report.vectors else {c: None for c, k in kinds.items() if k == "vector"}
+    for start in range(0, len(rows), batch):
+        part = rows[start:start + batch]
+        held = _held(side, table, columns, key, part)
+        fresh = []
+        for row in part:
+            full = {c: row.get(c) for c in columns} | ignored
+            old = held.get(tuple(full[k] for k in key))
+            if old is not None:
+                old |= ignored  # a held row's own vector is not compared when the file's are ignored
+            if old is None:
+                fresh.append(full)
+            elif old != full and table not in KEEP:
+                ident = ", ".join(f"{k}={full[k]!r}" for k in key)
+                differ = sorted(c for c in columns if old[c] != full[c])
+                raise ConflictError(f"the store already holds {table} {ident} with other values"
+                                    f" ({', '.join(differ)}); nothing was imported")
+        if fresh:
+            dimension = report.embedder[1] if report.embedder else None
+            side.write(table, columns, [tuple(_in(kinds[c], r[c], table, dimension) for c in columns)
+                                        for r in fresh], source)
+        report.rows[table] = report.rows.get(table, 0) + len(fresh)
+        report.skipped[table] = report.skipped.get(table, 0) + len(part) - len(fresh)
+        if progress:
+            progress(len(part))
+
+
+def _held(side: Side, table: str, columns: list[str], key: list[str],
+          rows: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
+    """The target's rows (in the file's form) with the primary keys of ``rows``."""
+    if not key:
+        return {}
+    one = "(" + ", ".join([side.mark] * len(key)) + ")"
+    names = ", ".join(f'"{c}"' for c in columns)
+    target = "(" + ", ".join(f'"{k}"' for k in key) + ")"
+    query = f'SELECT {names} FROM "{table}" WHERE {target} IN (VALUES {", ".join([one] * len(rows))})'
+    found = side.select(query, [row.get(k) for row in rows for k in key])
+    out = {}
+    for values in found:
+        row = {c: _out(KINDS.get((table, c)), v) for c, v in zip(columns, values)}
+        out[tuple(row[k] for k in key)] = row
+    return out
