@@ -25,6 +25,7 @@ __all__ = [
     "check_int",
     "check_metadata",
     "check_number",
+    "check_scope",
     "check_text",
 ]
 
@@ -49,6 +50,11 @@ def check_text(value: Any, name: str, *, empty: bool = False, optional: bool = F
     except UnicodeEncodeError as exc:
         raise ValidationError(f"{name} is not valid Unicode text: {exc.reason} at {exc.start}") from None
     return value
+
+
+def check_scope(value: Any, name: str) -> str | None:
+    """A ``user``, ``agent`` or ``session`` id: None, or text of at most 200 characters."""
+    return check_text(value, name, optional=True, max_chars=200)
 
 
 def check_choice(value: Any, name: str, choices: Sequence[str]) -> Any:

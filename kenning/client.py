@@ -244,6 +244,8 @@ class Kenning:
     datasets = _verb("datasets", lambda engine, args: engine.store.datasets())
     feedback = _verb("feedback")
     improve = _verb("improve")
+    context = _verb("context")
+    sessions = _verb("sessions")
 
     # -- export / import (kenning/store/portable.py, docs/export.md) ---------------------------
     def export(self, path: str | os.PathLike[str], *, datasets: Sequence[str] | None = None,

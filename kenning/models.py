@@ -276,6 +276,8 @@ class RecallResult(_Model):
     answer: str | None = None
     citations: list[str] = Field(default_factory=list)
     memories: list[Memory] = Field(default_factory=list)
+    #: with ``session``: its latest messages, oldest first, processed or not
+    messages: list[Memory] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     seconds: float = 0.0
 

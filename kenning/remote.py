@@ -31,6 +31,7 @@ from pydantic import ValidationError as PydanticValidationError
 
 from . import errors as e
 from .models import (
+    Context,
     ImproveResult,
     CognifyResult,
     ForgetResult,
@@ -39,6 +40,7 @@ from .models import (
     PruneResult,
     RecallResult,
     RememberResult,
+    Session,
     Stats,
     Timeline,
 )
@@ -46,6 +48,7 @@ from .requests import (
     AddRequest,
     ChainRequest,
     CognifyRequest,
+    ContextRequest,
     DatasetsRequest,
     DeleteRequest,
     FeedbackRequest,
@@ -58,6 +61,7 @@ from .requests import (
     PruneRequest,
     RecallRequest,
     RememberRequest,
+    SessionsRequest,
     StatsRequest,
     TimelineRequest,
     UnpinRequest,
@@ -120,6 +124,8 @@ ROUTES: dict[type[VerbRequest], Route] = {
     DatasetsRequest: Route("GET", "/v1/datasets", list[str], lambda body: [d["name"] for d in body]),
     FeedbackRequest: Route("POST", "/v1/feedback", float, _key("weight")),
     ImproveRequest: Route("POST", "/v1/improve", ImproveResult),
+    ContextRequest: Route("POST", "/v1/context", Context, idempotent=True),
+    SessionsRequest: Route("GET", "/v1/sessions", list[Session]),
 }
 
 

@@ -14,12 +14,14 @@ reads them with the one date parser (``kenning.dates``) against its own clock.
 from __future__ import annotations
 
 import datetime as dt
+import json
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
 from ._identity import DATASET_PATTERN
-from .models import MemoryInput, MemoryKind, MemoryStatus, Retention
+from .errors import ValidationError
+from .models import MemoryInput, MemoryKind, MemoryStatus, Message, Retention
 from .dates import ACCEPTED_FORMS
 from .search.recall import SEARCH_TYPES
 
@@ -32,6 +34,7 @@ __all__ = [
     "AddRequest",
     "ChainRequest",
     "CognifyRequest",
+    "ContextRequest",
     "DatasetsRequest",
     "DeleteRequest",
     "FeedbackRequest",
@@ -44,6 +47,7 @@ __all__ = [
     "PruneRequest",
     "RecallRequest",
     "RememberRequest",
+    "SessionsRequest",
     "StatsRequest",
     "TimelineRequest",
     "UnpinRequest",
@@ -61,13 +65,33 @@ Dataset = Annotated[str, Field(pattern=DATASET_PATTERN, description="Dataset nam
 MemoryId = Annotated[str, Field(min_length=1, max_length=200, description="A memory id.")]
 #: a date as text in any form the date parser reads, or a datetime (never a number)
 When = Annotated[str, Field(max_length=100)] | Annotated[dt.datetime, Strict()]
-Content = str | MemoryInput
+Content = str | MemoryInput | Message
 Metadata = Annotated[dict[str, Any], Field(
     description="A JSON object: string keys, at most 16 levels deep, 1,000 keys and 64 KiB as "
     "JSON, finite numbers only.",
 )]
 SearchType = Literal[SEARCH_TYPES]  # type: ignore[valid-type]
 Days = Annotated[float, Field(ge=0, le=1e6)]
+Scope = Annotated[str, Field(min_length=1, max_length=200)]
+Filters = Annotated[dict[str, Any], Field(
+    description='Metadata conditions, all of which must hold: {"key": value} (equality), '
+    '{"key": {"in": [..]}}, {"key": {"gte": 2, "lte": 5}} (numbers or ISO dates); dotted keys reach '
+    "into nested objects.",
+)]
+
+
+def _scope(what: str) -> Any:
+    return Field(default=None, description=what)
+
+
+def _json_object(value: Any) -> Any:
+    """A JSON object given as text (a query string carries ``filters`` so) read as an object."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except json.JSONDecodeError as exc:
+            raise ValueError(f"not a JSON object: {exc.msg}") from None
+    return value
 
 
 def _when(what: str) -> Any:
@@ -100,18 +124,31 @@ class _Write(VerbRequest):
     source: Annotated[str, Field(max_length=2000)] | None = Field(None, description="Where it came from.")
     valid_at: When | None = _when("When it happened (default: now)")
     metadata: Metadata | None = None
+    user: Scope | None = _scope("The user these memories belong to (the speaker of role-user messages).")
+    agent: Scope | None = _scope("The agent these memories belong to (the speaker of role-assistant messages).")
+    session: Scope | None = _scope("The conversation these messages continue.")
 
     @field_validator("content", mode="before")
     @classmethod
     def _content_shape(cls, value: Any) -> Any:
         # One sentence instead of an error per branch of the union.
-        if not isinstance(value, (str, dict, list, tuple, MemoryInput)):
-            raise ValueError("content must be text, a structured memory (an object with a topic) or a list of them")
+        if not isinstance(value, (str, dict, list, tuple, MemoryInput, Message)):
+            raise ValueError("content must be text, a structured memory (an object with a topic), "
+                             "chat messages ({role, content}) or a list of them")
+        from .pipeline.messages import is_messages, read_messages
+
+        if is_messages(value):  # the engine's checks, so each surface names the bad message alike
+            try:
+                read_messages(value if isinstance(value, (list, tuple)) else [value], now=dt.datetime.now(dt.timezone.utc))
+            except ValidationError as exc:
+                raise ValueError(exc.message) from None
         return value
 
 
 class RememberRequest(_Write):
-    """Store and process now: a string, a structured memory, or a list of them. ``force``
+    """Store and process now: a string, a structured memory, chat messages (``{"role",
+    "content", "name"?, "created_at"?}``, each kept as a ``message`` memory with its speaker),
+    or a list of them. ``user``, ``agent`` and ``session`` scope what is stored. ``force``
     reprocesses content seen before; ``dry_run`` estimates model calls and tokens without
     storing or calling anything."""
 
@@ -136,7 +173,9 @@ class CognifyRequest(VerbRequest):
 class RecallRequest(VerbRequest):
     """Hybrid search over chunks, facts and entities; no model call unless ``answer``.
     ``as_of`` asks about another time than now, ``known_at`` answers with what was believed
-    then; ``neighbors=N`` attaches the N turns before and after each hit in its episode."""
+    then; ``neighbors=N`` attaches the N turns before and after each hit in its episode.
+    ``user``, ``agent``, ``session`` and metadata ``filters`` narrow the evidence; with a
+    ``session`` its latest messages come back too, processed or not."""
 
     positional = ("query",)
     query: Annotated[str, Field(min_length=1, max_length=10_000)]
@@ -149,6 +188,12 @@ class RecallRequest(VerbRequest):
     answer: bool = Field(False, description="Ask the configured model for an answer (one call).")
     explain: bool = Field(False, description="Say which lanes ranked each hit where.")
     neighbors: Annotated[int, Field(ge=0, le=10, description="Turns to attach on each side of every hit.")] = 0
+    user: Scope | None = _scope("Only what this user's memories state.")
+    agent: Scope | None = _scope("Only what this agent's memories state.")
+    session: Scope | None = _scope("Only this session's memories.")
+    filters: Filters | None = None
+
+    _filters_json = field_validator("filters", mode="before")(_json_object)
 
 
 class TimelineRequest(VerbRequest):
@@ -200,7 +245,8 @@ class PinRequest(_One):
 
 
 class ListRequest(VerbRequest):
-    """Stored memories, newest first, a page at a time."""
+    """Stored memories, newest first, a page at a time; ``user``, ``agent``, ``session`` and
+    metadata ``filters`` narrow them."""
 
     dataset: Dataset | None = DEFAULT_DATASET
     kind: MemoryKind | None = None
@@ -211,6 +257,12 @@ class ListRequest(VerbRequest):
     descending: bool = True
     limit: Annotated[int, Field(ge=1, le=10_000)] = 50
     offset: Annotated[int, Field(ge=0, le=10**9)] = 0
+    user: Scope | None = _scope("Only what this user's memories state.")
+    agent: Scope | None = _scope("Only what this agent's memories state.")
+    session: Scope | None = _scope("Only this session's memories.")
+    filters: Filters | None = None
+
+    _filters_json = field_validator("filters", mode="before")(_json_object)
 
 
 class UpdateRequest(_One):
@@ -232,12 +284,14 @@ class UpdateRequest(_One):
 
 
 class ForgetRequest(VerbRequest):
-    """Hard-delete one memory, a whole dataset, or everything: exactly one of them."""
+    """Hard-delete one memory, a whole dataset, everything, or what one ``user``'s memories
+    stated (in ``dataset``, default ``main``): exactly one of them."""
 
     positional = ("memory_id",)
     memory_id: MemoryId | None = None
     dataset: Dataset | None = None
     everything: bool = False
+    user: Scope | None = _scope("Forget this user's memories (and what only they stated).")
 
 
 class PruneRequest(VerbRequest):
@@ -265,10 +319,35 @@ class FeedbackRequest(VerbRequest):
 
 
 class ImproveRequest(VerbRequest):
-    """Tidy a dataset: process pending memories (such as session turns added with ``add``),
-    merge duplicate entities, and fill missing embeddings."""
+    """Tidy a dataset: process pending memories (such as session turns added with ``add``;
+    only that session's with ``session``), merge duplicate entities, and fill missing
+    embeddings."""
 
     dataset: Dataset = DEFAULT_DATASET
+    session: Scope | None = _scope("Process only this session's pending messages.")
+
+
+class ContextRequest(VerbRequest):
+    """The block an agent puts in its prompt: current facts with the dates they hold since,
+    the entities they concern, the session's latest messages and (with a ``query``) the
+    recalled evidence, within ``max_tokens``. A closed fact is never shown as current."""
+
+    positional = ("query",)
+    query: Annotated[str, Field(min_length=1, max_length=10_000)] | None = None
+    dataset: Dataset = DEFAULT_DATASET
+    user: Scope | None = _scope("Only what this user's memories state.")
+    session: Scope | None = _scope("Show this session's latest messages; facts from its memories.")
+    max_tokens: Annotated[int, Field(ge=50, le=100_000)] = 1500
+
+
+class SessionsRequest(VerbRequest):
+    """The conversations of a dataset (of one ``user`` or ``agent``), latest first."""
+
+    dataset: Dataset = DEFAULT_DATASET
+    user: Scope | None = None
+    agent: Scope | None = None
+    limit: Annotated[int, Field(ge=1, le=10_000)] = 50
+    offset: Annotated[int, Field(ge=0, le=10**9)] = 0
 
 
 #: every verb of the facade and its request model, in the order the docs list them
@@ -279,4 +358,5 @@ VERBS: dict[str, type[VerbRequest]] = {
     "forget": ForgetRequest, "provenance": ProvenanceRequest, "pin": PinRequest,
     "unpin": UnpinRequest, "chain": ChainRequest, "prune": PruneRequest,
     "datasets": DatasetsRequest, "feedback": FeedbackRequest, "improve": ImproveRequest,
+    "context": ContextRequest, "sessions": SessionsRequest,
 }

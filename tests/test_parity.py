@@ -29,14 +29,15 @@ HTTP = {
     "pin": ("post", "/v1/memories/{memory_id}/pin"), "unpin": ("post", "/v1/memories/{memory_id}/unpin"),
     "chain": ("get", "/v1/memories/{memory_id}/chain"), "prune": ("post", "/v1/prune"),
     "datasets": ("get", "/v1/datasets"), "feedback": ("post", "/v1/feedback"),
-    "improve": ("post", "/v1/improve"),
+    "improve": ("post", "/v1/improve"), "context": ("post", "/v1/context"), "sessions": ("get", "/v1/sessions"),
 }
 CLI = {
     "remember": ["remember"], "add": ["add"], "cognify": ["cognify"], "recall": ["recall"],
     "timeline": ["timeline"], "stats": ["stats"], "improve": ["improve"], "feedback": ["feedback"],
     "prune": ["prune"], "forget": ["forget"], "list": ["memories", "list"], "get": ["memories", "show"],
     "update": ["memories", "update"], "delete": ["memories", "delete"], "pin": ["memories", "pin"],
-    "unpin": ["memories", "unpin"], "chain": ["memories", "chain"],
+    "unpin": ["memories", "unpin"], "chain": ["memories", "chain"], "context": ["context"],
+    "sessions": ["sessions"],
 }
 
 

@@ -47,7 +47,7 @@ def test_mcp_forget_names_only_its_own_options(tmp_path):
         for args in ({}, {"memory_id": "mem_x", "dataset": "main"}):
             error = anyio.run(main, args)
             assert error["code"] == "validation_error"
-            assert "everything" not in error["message"] and "memory_id or dataset" in error["message"]
+            assert "everything" not in error["message"] and "memory_id, dataset or user" in error["message"]
 
 
 def test_docs_page_loads_its_assets_from_the_server_not_a_cdn(tmp_path):

@@ -19,6 +19,7 @@ from ..errors import NotFoundError, PermissionDeniedError, ValidationError
 from ..models import (
     AddResult,
     CognifyResult,
+    Context,
     FeedbackResult,
     ForgetResult,
     Memory,
@@ -28,6 +29,7 @@ from ..models import (
     PruneResult,
     RecallResult,
     RememberResult,
+    Session,
     Stats,
     Timeline,
 )
@@ -116,9 +118,14 @@ class Service:
             return self.kn.delete(memory_id)
 
     def forget(self, who: Principal, memory_id: str | None = None, *, dataset: str | None = None,
-               everything: bool = False) -> ForgetResult:
-        if sum([memory_id is not None, dataset is not None, everything]) != 1:
-            raise ValidationError("give exactly one of memory_id, dataset or everything")
+               everything: bool = False, user: str | None = None) -> ForgetResult:
+        if sum([memory_id is not None, dataset is not None and user is None, everything, user is not None]) != 1:
+            raise ValidationError("give exactly one of memory_id, dataset, everything or user (with its dataset)")
+        if user is not None:
+            dataset = dataset or DEFAULT_DATASET
+            self.access.require(who, dataset, "delete")
+            with self.locks.hold([dataset]):
+                return self.kn.forget(dataset=dataset, user=user)
         if memory_id is not None:
             memory = self._memory(who, memory_id, "delete")
             with self.locks.hold([memory.dataset]):
@@ -160,6 +167,15 @@ class Service:
     def timeline(self, who: Principal, entity: str, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> Timeline:
         self.access.require(who, dataset, "read")
         return self.kn.timeline(entity, dataset=dataset, **kw)
+
+    def context(self, who: Principal, query: str | None = None, *, dataset: str = DEFAULT_DATASET,
+                **kw: Any) -> Context:
+        self.access.require(who, dataset, "read")
+        return self.kn.context(query, dataset=dataset, **kw)
+
+    def sessions(self, who: Principal, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> list[Session]:
+        self.access.require(who, dataset, "read")
+        return self.kn.sessions(dataset=dataset, **kw)
 
     def get(self, who: Principal, memory_id: str) -> Memory:
         return self._memory(who, memory_id)

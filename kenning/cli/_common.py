@@ -18,16 +18,52 @@ from ..requests import DEFAULT_DATASET
 
 T = TypeVar("T")
 
-__all__ = ["ALIASES", "CLI_ONLY", "check_path", "count", "dataset_option", "dump_json", "fail", "open_kenning",
-           "run", "short_time"]
+__all__ = ["ALIASES", "CLI_ONLY", "check_path", "count", "dataset_option", "dump_json", "fail", "json_arg",
+           "open_kenning", "read_json", "run", "scope_options", "short_time"]
 
-#: CLI spellings of the verbs' parameters (``kenning.requests``), listed in docs/architecture.md: TEXTS
-#: and --file give ``content``; ``--asc`` is ``descending=False``; ``--context`` is ``context``
-ALIASES = {"texts": "content", "files": "content", "asc": "descending", "context_": "context"}
+#: CLI spellings of the verbs' parameters (``kenning.requests``), listed in docs/architecture.md: TEXTS,
+#: --file and --messages give ``content``; ``--asc`` is ``descending=False``; ``--context`` is ``context``
+ALIASES = {"texts": "content", "files": "content", "messages": "content", "asc": "descending",
+           "context_": "context"}
 #: options of the CLI alone, not parameters of any verb
 CLI_ONLY = frozenset({"as_json", "yes"})
 #: ``--dataset`` of a verb that names one dataset (default ``main``)
 dataset_option = click.option("--dataset", "-d", default=DEFAULT_DATASET, show_default=True)
+
+
+def scope_options(*names: str):  # noqa: ANN201
+    """``--user``, ``--agent``, ``--session`` (those named) and ``--filters`` when named."""
+    helps = {"user": "Only this user's memories.", "agent": "Only this agent's memories.",
+             "session": "Only this session's memories.",
+             "filters": 'Metadata conditions as JSON: \'{"topic": "billing", "priority": {"gte": 2}}\'.'}
+
+    def decorate(fn):  # noqa: ANN001, ANN202
+        for name in reversed(names):
+            fn = click.option(f"--{name}", default=None, help=helps[name])(fn)
+        return fn
+
+    return decorate
+
+
+def json_arg(value: str | None, name: str) -> Any:
+    """An option's JSON text, read (None stays None)."""
+    if value is None:
+        return None
+    try:
+        return json.loads(value)
+    except json.JSONDecodeError as exc:
+        fail(f"{name} is not JSON: {exc.msg}")
+
+
+def read_json(name: str) -> Any:
+    """A JSON file ('-': standard input)."""
+    try:
+        text = sys.stdin.read() if name == "-" else Path(name).read_text(encoding="utf-8")
+        return json.loads(text)
+    except (OSError, UnicodeDecodeError) as exc:
+        fail(f"cannot read {name}: {exc}")
+    except json.JSONDecodeError as exc:
+        fail(f"{name} is not JSON: {exc.msg} (line {exc.lineno})")
 
 
 def check_path(db: str | None, create: bool) -> None:

@@ -13,12 +13,22 @@ import click
 from ..models import Hit, RecallResult, RememberResult
 from ..requests import SEARCH_TYPES
 from .memories import KINDS
-from ._common import call, check_path, count, dataset_option, dump_json, fail, open_kenning, short_time
+from ._common import (
+    call, check_path, count, dataset_option, dump_json, fail, json_arg, open_kenning, read_json, scope_options,
+    short_time,
+)
 from ._progress import progress
 
 __all__ = ["register"]
 
-def _read_inputs(texts: tuple[str, ...], files: tuple[str, ...]) -> list[str]:
+def _read_inputs(texts: tuple[str, ...], files: tuple[str, ...], messages: str | None = None) -> list:
+    if messages is not None:
+        if texts or files:
+            fail("give --messages alone: a chat is remembered as its messages, not beside other texts")
+        chat = read_json(messages)
+        if not isinstance(chat, list):
+            fail(f"{messages} must hold a JSON list of messages ({{\"role\": …, \"content\": …}})")
+        return chat
     items: list[str] = []
     for text in texts:
         items.append(sys.stdin.read() if text == "-" else text)
@@ -41,6 +51,11 @@ def _remember_options(fn):  # noqa: ANN001, ANN202
         click.option("--kind", type=KINDS, default="knowledge", show_default=True),
         click.option("--source", default=None, help="Where the text came from."),
         click.option("--valid-at", default=None, help="Reference time of the input (default: now): 2024-06-01, 2024-06, 'June 2024', 'last year'…"),
+        click.option("--messages", default=None, metavar="CHAT.json",
+                     help="A JSON list of chat messages ({role, content, name?, created_at?}); '-' reads stdin."),
+        click.option("--user", default=None, help="The user they belong to (speaker of role-user messages)."),
+        click.option("--agent", default=None, help="The agent they belong to (speaker of role-assistant messages)."),
+        click.option("--session", default=None, help="The conversation the messages continue."),
         click.option("--json", "as_json", is_flag=True, help="Print JSON."),
     ]):
         fn = option(fn)
@@ -48,7 +63,8 @@ def _remember_options(fn):  # noqa: ANN001, ANN202
 
 
 def register(group: click.Group) -> None:
-    for command in (remember, add, cognify, recall, timeline, stats, improve, feedback, reembed, demo):
+    for command in (remember, add, cognify, recall, context, sessions, timeline, stats, improve, feedback, reembed,
+                    demo):
         group.add_command(command)
 
 
@@ -56,20 +72,21 @@ def register(group: click.Group) -> None:
 @_remember_options
 @click.option("--force", is_flag=True, help="Reprocess content seen before.")
 @click.pass_context
-def remember(ctx, texts, files, dataset, kind, source, valid_at, as_json, force) -> None:  # noqa: ANN001
-    """Store and process memories now.
+def remember(ctx, texts, files, dataset, kind, source, valid_at, messages, user, agent, session, as_json,  # noqa: ANN001
+             force) -> None:
+    """Store and process memories now (or a chat: --messages chat.json --user alice).
 
     Example: kenning remember "Alice works at Acme." "Bob lives in Paris."
     """
-    items = _read_inputs(texts, files)
+    items = _read_inputs(texts, files, messages)
+    fields = {"dataset": dataset, "kind": kind, "source": source, "valid_at": valid_at, "force": force,
+              "user": user, "agent": agent, "session": session}
     with open_kenning(ctx, create=True) as kn:
         if len(items) > 1 and not as_json:
             with progress("remembering", "memories", total=len(items)) as advance:
-                result = call(kn.remember, items, dataset=dataset, kind=kind, source=source,
-                              valid_at=valid_at, force=force, progress=advance)
+                result = call(kn.remember, items, progress=advance, **fields)
         else:
-            result = call(kn.remember, items if len(items) > 1 else items[0], dataset=dataset,
-                          kind=kind, source=source, valid_at=valid_at, force=force)
+            result = call(kn.remember, items if len(items) > 1 or messages else items[0], **fields)
     if as_json:
         dump_json(result)
         return
@@ -101,14 +118,15 @@ def _remembered(result: RememberResult) -> str:
 @click.command()
 @_remember_options
 @click.pass_context
-def add(ctx, texts, files, dataset, kind, source, valid_at, as_json) -> None:  # noqa: ANN001
+def add(ctx, texts, files, dataset, kind, source, valid_at, messages, user, agent, session, as_json) -> None:  # noqa: ANN001
     """Store memories as pending, to be processed by `kenning cognify`.
 
     Example: kenning add -f notes.md && kenning cognify
     """
-    items = _read_inputs(texts, files)
+    items = _read_inputs(texts, files, messages)
     with open_kenning(ctx, create=True) as kn:
-        ids = call(kn.add, items, dataset=dataset, kind=kind, source=source, valid_at=valid_at)
+        ids = call(kn.add, items, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
+                   user=user, agent=agent, session=session)
     if as_json:
         dump_json({"memory_ids": ids})
     else:
@@ -190,9 +208,11 @@ def print_result(result: RecallResult) -> None:
 @click.option("--explain", is_flag=True, help="Show which lanes ranked each hit where.")
 @click.option("--neighbors", default=0, show_default=True, type=click.IntRange(0, 10),
               help="Show this many turns before and after each hit (same episode).")
+@scope_options("user", "agent", "session", "filters")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def recall(ctx, query, dataset, top_k, search_type, depth, as_of, known_at, answer, explain, neighbors, as_json) -> None:  # noqa: ANN001,PLR0913
+def recall(ctx, query, dataset, top_k, search_type, depth, as_of, known_at, answer, explain, neighbors,  # noqa: ANN001,PLR0913
+           user, agent, session, filters, as_json) -> None:
     """Search memory: full-text, vector and graph lanes, fused.
 
     Example: kenning recall "Where does Alice work?" --as-of 2023-06-01
@@ -200,14 +220,61 @@ def recall(ctx, query, dataset, top_k, search_type, depth, as_of, known_at, answ
     with open_kenning(ctx) as kn:
         result = call(kn.recall, query, dataset=dataset, search_type=search_type, top_k=top_k,
                       depth=depth, as_of=as_of, known_at=known_at, answer=answer, explain=explain,
-                      neighbors=neighbors)
+                      neighbors=neighbors, user=user, agent=agent, session=session,
+                      filters=json_arg(filters, "--filters"))
     if as_json:
         dump_json(result)
         return
     print_result(result)
+    for message in result.messages:
+        click.echo(f"  [{short_time(message.valid_at)}] {message.speaker or message.role}: {message.content}")
     if explain:
         for hit in result.hits:
             click.echo(f"  {hit.id}: {hit.explanation}")
+
+
+@click.command()
+@click.argument("query", required=False)
+@dataset_option
+@scope_options("user", "session")
+@click.option("--max-tokens", default=1500, show_default=True, type=click.IntRange(50, 100_000))
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def context(ctx, query, dataset, user, session, max_tokens, as_json) -> None:  # noqa: ANN001
+    """Print the context block for an agent's prompt: current facts, entities, the session's
+    latest messages and (with QUERY) what recall finds.
+
+    Example: kenning context "what does she eat?" --user alice --session s1
+    """
+    with open_kenning(ctx) as kn:
+        result = call(kn.context, query, dataset=dataset, user=user, session=session, max_tokens=max_tokens)
+    if as_json:
+        dump_json(result)
+    else:
+        click.echo(result.text or "(nothing known yet)")
+
+
+@click.command()
+@dataset_option
+@scope_options("user", "agent")
+@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option("--offset", type=click.IntRange(0), default=0)
+@click.option("--json", "as_json", is_flag=True)
+@click.pass_context
+def sessions(ctx, dataset, user, agent, limit, offset, as_json) -> None:  # noqa: ANN001
+    """List conversations, latest first.
+
+    Example: kenning sessions --user alice
+    """
+    with open_kenning(ctx) as kn:
+        found = call(kn.sessions, dataset=dataset, user=user, agent=agent, limit=limit, offset=offset)
+    if as_json:
+        dump_json([s.model_dump(mode="json") for s in found])
+        return
+    for session in found:
+        who = " ".join(f"{k}={v}" for k, v in (("user", session.user), ("agent", session.agent)) if v)
+        click.echo(f"{session.id}  {count(session.messages, 'message')}  {short_time(session.first_at)} → "
+                   f"{short_time(session.last_at)}  {who}".rstrip())
 
 
 @click.command()
@@ -264,15 +331,16 @@ def stats(ctx, dataset, as_json) -> None:  # noqa: ANN001
 
 @click.command()
 @dataset_option
+@click.option("--session", default=None, help="Process only this session's pending messages.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def improve(ctx, dataset, as_json) -> None:  # noqa: ANN001
+def improve(ctx, dataset, session, as_json) -> None:  # noqa: ANN001
     """Process pending memories, merge duplicate entities, fill missing embeddings.
 
     Example: kenning improve --dataset main
     """
     with open_kenning(ctx) as kn:
-        result = call(kn.improve, dataset=dataset)
+        result = call(kn.improve, dataset=dataset, session=session)
     if as_json:
         dump_json(result)
         return

@@ -12,7 +12,7 @@ import click
 
 from ..models import ForgetResult, Memory, MemoryKind, MemoryStatus, PruneResult, Retention
 from ..requests import ORDERS
-from ._common import call, count, dataset_option, dump_json, fail, open_kenning, short_time
+from ._common import call, count, dataset_option, dump_json, fail, json_arg, open_kenning, scope_options, short_time
 
 __all__ = ["register"]
 
@@ -72,17 +72,20 @@ def memories() -> None:
 @click.option("--asc", is_flag=True, help="Oldest (smallest) first.")
 @click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
 @click.option("--offset", type=click.IntRange(0), default=0)
+@scope_options("user", "agent", "session", "filters")
 @_json_option
 @click.pass_context
 def list_(ctx: click.Context, dataset: str, kind: str | None, status: str | None, retention: str | None,
-          pinned: bool | None, order_by: str, asc: bool, limit: int, offset: int, as_json: bool) -> None:
+          pinned: bool | None, order_by: str, asc: bool, limit: int, offset: int, user: str | None,
+          agent: str | None, session: str | None, filters: str | None, as_json: bool) -> None:
     """List memories, newest first.
 
     Example: kenning memories list --retention decision --pinned
     """
     with open_kenning(ctx) as kn:
         found = call(kn.list, dataset=dataset, kind=kind, status=status, retention=retention,
-                     pinned=pinned, order_by=order_by, descending=not asc, limit=limit, offset=offset)
+                     pinned=pinned, order_by=order_by, descending=not asc, limit=limit, offset=offset,
+                     user=user, agent=agent, session=session, filters=json_arg(filters, "--filters"))
     if as_json:
         dump_json([m.model_dump(mode="json") for m in found])
         return
@@ -261,23 +264,25 @@ def prune(ctx: click.Context, dataset: str, max_age_days: float | None, min_scor
 @click.argument("memory_id", required=False)
 @click.option("--dataset", "-d", default=None, help="Forget a whole dataset.")
 @click.option("--everything", is_flag=True, help="Forget every memory of every dataset.")
+@click.option("--user", default=None, help="Forget this user's memories (in --dataset, default main).")
 @click.option("--yes", "-y", is_flag=True, help="Do not ask for confirmation.")
 @_json_option
 @click.pass_context
 def forget(ctx: click.Context, memory_id: str | None, dataset: str | None, everything: bool,
-           yes: bool, as_json: bool) -> None:
-    """Hard-delete one memory, a dataset or everything, with whatever only they stated.
+           user: str | None, yes: bool, as_json: bool) -> None:
+    """Hard-delete one memory, a dataset, a user's memories or everything, with whatever only
+    they stated.
 
     Example: kenning forget --dataset scratch --yes
     """
-    if sum([memory_id is not None, dataset is not None, everything]) != 1:
-        fail("give exactly one of: a memory id, --dataset NAME, --everything")
+    if sum([memory_id is not None, dataset is not None and user is None, everything, user is not None]) != 1:
+        fail("give exactly one of: a memory id, --dataset NAME, --everything, --user NAME (with its --dataset)")
     if not yes:
-        what = ("EVERY memory" if everything else f"every memory of dataset {dataset!r}"
-                if dataset is not None else f"memory {memory_id}")
+        what = ("EVERY memory" if everything else f"every memory of user {user!r}" if user is not None
+                else f"every memory of dataset {dataset!r}" if dataset is not None else f"memory {memory_id}")
         click.confirm(f"Forget {what}? This cannot be undone", abort=True, err=True)
     with open_kenning(ctx) as kn:
-        result = call(kn.forget, memory_id, dataset=dataset, everything=everything)
+        result = call(kn.forget, memory_id, dataset=dataset, everything=everything, user=user)
     if as_json:
         dump_json(result)
     else:

@@ -1,7 +1,7 @@
 """The one core behind ``Kenning`` and ``AsyncKenning``: three parts composed.
 
 ``Writing`` (add, remember, cognify, reembed, improve), ``Reading`` (recall, timeline, stats,
-get, list) and ``Lifecycle`` (update, delete, forget, provenance, pin, unpin, chain, prune,
+get, list, context, sessions) and ``Lifecycle`` (update, delete, forget, provenance, pin, unpin, chain, prune,
 feedback) each receive what they need, passed in or built from settings here. The engine is
 synchronous and thread-safe; the async facade runs it on a worker thread.
 """
@@ -82,6 +82,8 @@ class Engine:
     stats = _Verb("reading", Reading.stats)
     get = _Verb("reading", Reading.get)
     list = _Verb("reading", Reading.list)
+    context = _Verb("reading", Reading.context)
+    sessions = _Verb("reading", Reading.sessions)
     update = _Verb("lifecycle", Lifecycle.update)
     delete = _Verb("lifecycle", Lifecycle.delete)
     forget = _Verb("lifecycle", Lifecycle.forget)

@@ -15,7 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any, get_args
 
-from .._checks import check_choice, check_flag, check_metadata, check_number, check_text
+from .._checks import check_choice, check_flag, check_metadata, check_number, check_scope, check_text
 from .._identity import check_dataset, content_hash
 from ..dates import parse_user_datetime
 from ..errors import ConflictError, NotFoundError, ValidationError
@@ -127,16 +127,21 @@ class Lifecycle:
         return ForgetResult(memory_ids=[memory_id], entity_ids=entity_ids, fact_ids=fact_ids)
 
     def forget(
-        self, memory_id: str | None = None, *, dataset: str | None = None, everything: bool = False
+        self, memory_id: str | None = None, *, dataset: str | None = None, everything: bool = False,
+        user: str | None = None,
     ) -> ForgetResult:
-        """Hard-delete one memory, a dataset or everything (exactly one selector)."""
+        """Hard-delete one memory, a dataset, everything, or one user's memories in a dataset
+        (default ``main``): exactly one selector (``dataset`` goes with ``user``)."""
 
         check_flag(everything, "everything")  # only True forgets everything, never a truthy "no"
-        chosen = sum([memory_id is not None, dataset is not None, everything])
+        check_scope(user, "user")
+        chosen = sum([memory_id is not None, dataset is not None and user is None, everything, user is not None])
         if chosen != 1:
-            raise ValidationError("forget needs exactly one of: a memory id, dataset=…, everything=True")
+            raise ValidationError("forget needs exactly one of: a memory id, dataset=…, everything=True, user=…")
         if memory_id is not None:
             return self.delete(memory_id)
+        if user is not None:
+            dataset = dataset or "main"
         if dataset is not None:
             check_dataset(dataset)
         started = time.perf_counter()
@@ -144,7 +149,7 @@ class Lifecycle:
         # Each page is deleted in its own transaction, so forgetting a huge dataset never
         # holds the write lock for long; a rerun finishes an interrupted forget.
         while page := self.store.list_memories(
-            MemoryFilter(dataset=dataset, order_by="created_at", descending=False, limit=_PAGE)
+            MemoryFilter(dataset=dataset, user=user, order_by="created_at", descending=False, limit=_PAGE)
         ):
             entity_ids, fact_ids = self._remove(page)
             out.memory_ids += [m.id for m in page]
@@ -152,7 +157,7 @@ class Lifecycle:
             out.fact_ids += fact_ids
         self.store.scrub()
         log.info("forgot", extra={
-            "dataset": dataset, "everything": bool(everything), "memories": len(out.memory_ids),
+            "dataset": dataset, "everything": bool(everything), "user_scoped": user is not None, "memories": len(out.memory_ids),
             "entities_removed": len(out.entity_ids), "facts_removed": len(out.fact_ids),
             "seconds": round(time.perf_counter() - started, 6),
         })

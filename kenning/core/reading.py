@@ -10,20 +10,24 @@ import datetime as dt
 import logging
 import time
 from collections.abc import Callable
-from typing import get_args
+from typing import Any, get_args
 
-from .._checks import check_choice, check_flag, check_int, check_text
+from .._checks import check_choice, check_flag, check_int, check_scope, check_text
 from .._identity import check_dataset
 from ..dates import find_dates, parse_when
 from ..errors import KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
-from ..models import Hit, Memory, MemoryKind, MemoryStatus, RecallResult, Retention, Stats, Timeline, Usage
+from ..models import (
+    Context, Hit, Memory, MemoryKind, MemoryStatus, RecallResult, Retention, Session, Stats, Timeline, Usage,
+)
 from ..providers.base import ChatModel, Embedder
 from ..providers.rerank import Reranker
 from ..search.answer import AnswerFact, answer_question
+from ..search.context import MESSAGES, build_context
 from ..search.recall import ANSWER_MODES, SEARCH_TYPES, Query, route, search
 from ..search.rerank import rerank_hits
 from ..settings import Settings
 from ..store.base import MemoryFilter, Store
+from ..store.filters import parse_filters
 from ..text import normalize_name, normalize_relation, terms_of
 
 __all__ = ["Reading", "get_memory"]
@@ -88,7 +92,38 @@ class Reading:
         check_flag(flt.descending, "descending")
         check_int(flt.limit, "limit", 1, MAX_LIST)
         check_int(flt.offset, "offset", 0, 10**9)
+        for name in ("user", "agent", "session"):
+            check_scope(getattr(flt, name), name)
         return self.store.list_memories(flt)
+
+    def sessions(self, *, dataset: str = "main", user: str | None = None, agent: str | None = None,
+                 limit: int = 50, offset: int = 0) -> list[Session]:
+        self._readable(dataset)
+        check_int(limit, "limit", 1, MAX_LIST)
+        check_int(offset, "offset", 0, 10**9)
+        return self.store.sessions(MemoryFilter(dataset=dataset, user=check_scope(user, "user"),
+                                                agent=check_scope(agent, "agent"), limit=limit, offset=offset))
+
+    def context(self, query: str | None = None, *, dataset: str = "main", user: str | None = None,
+                session: str | None = None, max_tokens: int = 1500) -> Context:
+        """The prompt block of a scope (``search/context.py``); with a ``query``, the evidence
+        recall finds in the same scope."""
+        self._readable(dataset)
+        check_int(max_tokens, "max_tokens", 50, 100_000)
+        scope = MemoryFilter(dataset=dataset, user=check_scope(user, "user"), session=check_scope(session, "session"))
+        evidence: list[Hit] = []
+        if query is not None:
+            evidence = self.recall(query, dataset=dataset, user=user, session=session).hits
+        return build_context(self.store, scope, as_of=self.now(), max_tokens=max_tokens, evidence=evidence)
+
+    def _scope(self, dataset: str, now: dt.datetime, **scope: Any) -> MemoryFilter | None:
+        """The filter of a scoped recall, or None when nothing narrows the dataset."""
+        filters = parse_filters(scope.pop("filters"), now=now)
+        for name, value in scope.items():
+            check_scope(value, name)
+        if not filters and not any(scope.values()):
+            return None
+        return MemoryFilter(dataset=dataset, filters=filters, **scope)
 
     def timeline(self, entity: str, *, dataset: str = "main", relation: str | None = None) -> Timeline:
         self._readable(dataset)
@@ -135,10 +170,15 @@ class Reading:
         answer: bool = False,
         explain: bool = False,
         neighbors: int = 0,
+        user: str | None = None,
+        agent: str | None = None,
+        session: str | None = None,
+        filters: dict[str, Any] | None = None,
         lanes: frozenset[str] | None = None,
     ) -> RecallResult:
         """``neighbors`` attaches that many turns on each side of every hit; ``lanes``
-        (internal, for evaluation) restricts recall to some of its lanes."""
+        (internal, for evaluation) restricts recall to some of its lanes. A ``session``'s
+        latest messages come back in ``messages`` whether extraction has run on them or not."""
         self._readable(dataset)
         check_text(query, "query")
         check_text(search_type, "search_type", optional=True, max_chars=64)
@@ -162,7 +202,8 @@ class Reading:
             )
         q = Query(text=query, dataset=dataset, search_type=ANSWER_MODES.get(kind, kind), top_k=top_k,
                   depth=depth, as_of=as_of_t, known_at=known_at_t, explain=explain,
-                  neighbors=neighbors, lanes=lanes)
+                  neighbors=neighbors, lanes=lanes,
+                  scope=self._scope(dataset, now, user=user, agent=agent, session=session, filters=filters))
         if kind == "temporal" and as_of_t is None:
             q.as_of = find_dates(query, now).valid_at  # the instant it asks about ("in June 2024")
         usage = Usage()
@@ -173,6 +214,8 @@ class Reading:
             hits, memories = self._rerank(query, hits, memories, top_k)
         result = RecallResult(query=query, dataset=dataset, search_type=kind, hits=hits,
                               as_of=q.as_of, known_at=known_at_t, memories=memories, usage=usage)
+        if session is not None:
+            result.messages = self.store.session_messages(dataset, session, MESSAGES)
         if hits:
             self.store.record_access(
                 dataset,

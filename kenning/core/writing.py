@@ -16,7 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from typing import Any, get_args
 
-from .._checks import check_choice, check_flag, check_metadata, check_text
+from .._checks import check_choice, check_flag, check_metadata, check_scope, check_text
 from .._identity import check_dataset, content_hash
 from .._lease import Heartbeat, dead_owners, new_owner
 from ..dates import parse_when
@@ -25,6 +25,7 @@ from ..lifecycle.improve import duplicate_pairs
 from ..lifecycle.remove import scrub_entities
 from ..models import CognifyResult, ImproveResult, Memory, MemoryInput, MemoryKind, RememberResult, Usage
 from ..pipeline.commit import CommitOutcome, apply_plan, new_id
+from ..pipeline.messages import is_messages, message_memories, read_messages
 from ..pipeline.extract import Extractor
 from ..pipeline.process import (
     BATCH_MEMORIES,
@@ -41,7 +42,7 @@ from ..pipeline.process import (
 from ..pipeline.temporal import RelationRules
 from ..providers.base import ChatModel, Embedder
 from ..settings import Settings
-from ..store.base import ClaimFilter, EntityRow, Store, Txn
+from ..store.base import ClaimFilter, EntityRow, MemoryFilter, Store, Txn
 
 __all__ = ["ContentInput", "Writing"]
 
@@ -159,6 +160,9 @@ class Writing:
         source: str | None = None,
         valid_at: dt.datetime | str | None = None,
         metadata: dict[str, Any] | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        session: str | None = None,
         status: str = "pending",
     ) -> list[tuple[str, bool]]:
         """Store memories as ``pending``; returns (id, created) in input order.
@@ -166,8 +170,8 @@ class Writing:
         ``remember`` stores them directly as ``processing`` (it processes them at once): one
         write fewer per memory, and a crash still leaves them visible and reclaimable."""
         memories = self._memories(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
-                                  metadata=metadata, status=status)
-        if len(memories) > 1:  # one call of several items is an episode: its turns, in order
+                                  metadata=metadata, status=status, user=user, agent=agent, session=session)
+        if len(memories) > 1 and memories[0].episode is None:  # one call of several items is an episode
             episode = new_id("ep")
             for position, memory in enumerate(memories):
                 memory.episode, memory.position = episode, position
@@ -189,17 +193,21 @@ class Writing:
         source: str | None = None,
         valid_at: dt.datetime | str | None = None,
         metadata: dict[str, Any] | None = None,
+        user: str | None = None,
+        agent: str | None = None,
+        session: str | None = None,
         force: bool = False,
         dry_run: bool = False,
         progress: Callable[[int], None] | None = None,
     ) -> RememberResult:
         check_flag(force, "force")
+        scope = {"user": user, "agent": agent, "session": session}
         if check_flag(dry_run, "dry_run"):
             return self._estimate(content, dataset=dataset, kind=kind, source=source,
-                                  valid_at=valid_at, metadata=metadata)
+                                  valid_at=valid_at, metadata=metadata, **scope)
         with self._heartbeat:
             added = self.add(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
-                             metadata=metadata, status="processing")
+                             metadata=metadata, status="processing", **scope)
             ids = [memory_id for memory_id, _ in added]
             todo, outcome = self._remember_todo(added, force)
             self._process([self._restate(m, source) for m in todo], outcome, progress)
@@ -253,10 +261,15 @@ class Writing:
 
     def _memories(self, content: ContentInput | Sequence[ContentInput], *, dataset: str, kind: str,
                   source: str | None, valid_at: dt.datetime | str | None, metadata: dict[str, Any] | None,
-                  status: str = "pending") -> list[Memory]:
+                  status: str = "pending", user: str | None = None, agent: str | None = None,
+                  session: str | None = None) -> list[Memory]:
         """Every input of a call checked and made a Memory before any is stored, so a bad
-        batch stores nothing."""
+        batch stores nothing. Chat messages become ``message`` memories (``messages.py``)
+        that continue their session; other inputs carry the call's scope, which is part of
+        their identity (one user's "I like tea" is not another's)."""
         check_dataset(dataset)
+        scope = {name: check_scope(value, name) for name, value in
+                 (("user", user), ("agent", agent), ("session", session))}
         items = content_items(content)
         if not items:
             raise ValidationError("nothing to remember: content is an empty list")
@@ -265,8 +278,30 @@ class Writing:
         check_metadata(metadata)
         now = self.now()
         reference = parse_when(valid_at, now, "valid_at")
-        return [self._to_memory(i, dataset=dataset, kind=kind, source=source, valid_at=reference,
-                                metadata=metadata, now=now, status=status) for i in items]
+        if is_messages(items):
+            return self._messages(items, dataset=dataset, source=source, valid_at=reference,
+                                  metadata=metadata, now=now, status=status, **scope)
+        memories = [self._to_memory(i, dataset=dataset, kind=kind, source=source, valid_at=reference,
+                                    metadata=metadata, now=now, status=status) for i in items]
+        if any(scope.values()):
+            for memory in memories:
+                memory.user, memory.agent, memory.session = scope["user"], scope["agent"], scope["session"]
+                memory.content_hash = content_hash(memory.content, *scope.values())
+        return memories
+
+    def _messages(self, items: list[Any], *, dataset: str, now: dt.datetime, session: str | None,
+                  **fields: Any) -> list[Memory]:
+        """One ``message`` memory per turn, after the session's last stored one."""
+        turns = read_messages(items, user=fields["user"], agent=fields["agent"], now=now)
+        limit = self.settings.max_content_chars
+        for index, turn in enumerate(turns):
+            if len(turn.content) > limit:
+                raise ValidationError(f"messages[{index}].content is {len(turn.content)} characters; "
+                                      f"the limit is {limit}: split it")
+        last = self.store.session_messages(dataset, session, 1) if session else []
+        start = last[-1].position + 1 if last and last[-1].position is not None else 0
+        fields["metadata"] = check_metadata(dict(fields["metadata"] or {}))
+        return message_memories(turns, dataset=dataset, now=now, session=session, start=start, **fields)
 
     def _estimate(self, content: ContentInput | Sequence[ContentInput], **fields: Any) -> RememberResult:
         """What ``remember`` would spend, without storing anything or calling any model: the
@@ -519,11 +554,12 @@ class Writing:
 
 
     # -- improve -----------------------------------------------------------------------------
-    def improve(self, *, dataset: str = "main") -> ImproveResult:
-        """Process what is pending, merge duplicate entities, fill missing embeddings."""
+    def improve(self, *, dataset: str = "main", session: str | None = None) -> ImproveResult:
+        """Process what is pending (of one ``session`` when given), merge duplicate entities,
+        fill missing embeddings."""
         check_dataset(dataset)
         result = ImproveResult()
-        cognified = self.cognify(dataset=dataset)
+        cognified = self.cognify(dataset=dataset) if session is None else self._cognify_session(dataset, session)
         result.processed, result.failed = cognified.processed, cognified.failed
         for drop, keep in self._duplicates(dataset):
             result.facts_merged += self.store.atomic(lambda txn: txn.merge_entities(keep.id, drop.id))
@@ -533,6 +569,19 @@ class Writing:
                                     "entities_merged": len(result.entities_merged),
                                     "facts_merged": len(result.facts_merged),
                                     "embeddings_filled": result.embeddings_filled})
+        return result
+
+    def _cognify_session(self, dataset: str, session: str) -> CognifyResult:
+        """Process a session's pending (and stale) memories, a page at a time."""
+        flt = MemoryFilter(dataset=dataset, session=check_scope(session, "session"), status="pending",
+                           order_by="created_at", descending=False, limit=_PAGE)
+        result = CognifyResult()
+        with self._heartbeat:
+            while ids := [m.id for m in self.store.list_memories(flt)]:
+                claimed = self._claim(ClaimFilter(["pending"], self._stale_before(), dataset=dataset, ids=ids))
+                if not claimed:
+                    break
+                self._process(claimed, result, None)
         return result
 
     def _duplicates(self, dataset: str) -> list[tuple[EntityRow, EntityRow]]:

@@ -155,14 +155,21 @@ def _tool(s: Service, t: _Tools, verb: str) -> Callable[..., Any]:
     async def tool(ctx: Context, **args: Any) -> Json | list[Any]:
         if partial:  # only the fields given are changed; a tool cannot tell None from unset
             args = {k: v for k, v in args.items() if v is not None}
-        if verb == "forget" and (args.get("memory_id") is None) == (args.get("dataset") is None):
-            raise ToolError(json.dumps(error_body("validation_error", "give exactly one of memory_id or dataset")))
+        if verb == "forget" and _selectors(args) != 1:
+            raise ToolError(json.dumps(error_body("validation_error", "give exactly one of memory_id, dataset or user "
+                                                                      "(user with its dataset)")))
         return await t.run(ctx, s.accounts.datasets if verb == "datasets" else getattr(s, verb), **args)
 
     tool.__name__ = tool.__qualname__ = verb
     tool.__doc__ = VERBS[verb].__doc__
     tool.__signature__ = tool_signature(verb)  # type: ignore[attr-defined]
     return tool
+
+
+def _selectors(args: dict[str, Any]) -> int:
+    """How many things a ``forget`` call names (a dataset beside a user only scopes the user)."""
+    user = args.get("user") is not None
+    return sum([args.get("memory_id") is not None, args.get("dataset") is not None and not user, user])
 
 
 def _register(mcp: MCPServer, s: Service, t: _Tools) -> None:

@@ -34,7 +34,8 @@ from ..models import Memory, Message, Role
 from .commit import new_id
 from ..dates import parse_user_datetime
 
-__all__ = ["ROLES", "Turn", "addressee", "memory_text", "message_memories", "read_messages", "transcript"]
+__all__ = ["ROLES", "Turn", "addressee", "is_messages", "memory_text", "message_memories", "read_messages",
+           "transcript"]
 
 ROLES: tuple[str, ...] = get_args(Role)
 #: the most messages one call may carry
@@ -52,6 +53,14 @@ class Turn:
     content: str
     speaker: str | None
     said_at: dt.datetime | None
+
+
+def is_messages(content: Any) -> bool:
+    """Whether a verb's ``content`` is chat messages: a message (a ``Message`` or an object
+    with a ``role``) or a list that starts with one."""
+    if isinstance(content, (list, tuple)) and content:
+        content = content[0]
+    return isinstance(content, Message) or (isinstance(content, Mapping) and "role" in content)
 
 
 def read_messages(

@@ -23,6 +23,7 @@ the offline estimate the chunker uses (``count_tokens``).
 from __future__ import annotations
 
 import datetime as dt
+import re
 from collections.abc import Sequence
 
 from ..models import Context, Entity, Fact, Hit, Memory
@@ -43,6 +44,7 @@ _HEADINGS = {
     "messages": "# Recent messages",
     "evidence": "# Relevant memories",
 }
+_PERSONAL = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|we|our|us|you|your|yours)\b", re.IGNORECASE)
 _PRIORITY = ("facts", "messages", "evidence", "entities", "history")
 
 
@@ -93,8 +95,8 @@ def render_context(
     current = [f for f in facts if fact_is_current(f, as_of)]
     history = [f for f in facts if not fact_is_current(f, as_of)]
     candidates: dict[str, list[tuple[str, object]]] = {
-        "facts": [(f"- {f.description} ({_since(f)})", f) for f in current],
-        "history": [(f"- {f.description} ({_period(f)})", f) for f in history],
+        "facts": [(f"- {_said(f.description, f)} ({_since(f)})", f) for f in current],
+        "history": [(f"- {_said(f.description, f)} ({_period(f)})", f) for f in history],
         "entities": [(_entity_line(e), e) for e in entities],
         # the latest messages matter most: taken newest first, written oldest first
         "messages": [(_message_line(m), m) for m in reversed(messages)],
@@ -133,6 +135,14 @@ def _fit(
     return chosen, used, omitted
 
 
+def _said(sentence: str, fact: Fact | Hit) -> str:
+    """A fact's sentence, unless it speaks in the first or second person ("I moved to Paris",
+    said by Alice): out of its turn "I" names nobody, so the fact's ends are written instead."""
+    if not _PERSONAL.search(sentence) or not (fact.source and fact.relation and fact.target):
+        return sentence
+    return f"{fact.source} {fact.relation.replace('_', ' ')} {fact.target}"
+
+
 def _day(value: dt.datetime) -> str:
     return value.date().isoformat()
 
@@ -163,9 +173,9 @@ def _evidence_line(hit: Hit, as_of: dt.datetime) -> str:
     if hit.kind == "fact" and hit.valid_at is not None:
         end = hit.invalid_at or hit.expired_at
         if hit.current and (end is None or end > as_of) and hit.valid_at <= as_of:
-            return f"- {_short(hit.text)} (since {_day(hit.valid_at)})"
+            return f"- {_short(_said(hit.text, hit))} (since {_day(hit.valid_at)})"
         period = f"{_day(hit.valid_at)} to {_day(end)}" if end else f"from {_day(hit.valid_at)}"
-        return f"- {_short(hit.text)} (not valid now: {period})"
+        return f"- {_short(_said(hit.text, hit))} (not valid now: {period})"
     when = f" ({_day(hit.valid_at)})" if hit.valid_at else ""
     return f"- {_short(hit.text)}{when}"
 

@@ -503,8 +503,9 @@ def _evidence_hit(ctx: _Context, ev: _Evidence, window: Window | None) -> Hit | 
         return None
     memory = mems[0]
     ev.multiplier = ctx.decay(mems)
-    speaker = _SPEAKER.match(memory.content)
-    if speaker and LANE_WEIGHTS["speaker"] and ctx.q.uses("speaker") and _names_in(speaker.group(1), ctx.q.text):
+    # a message names its speaker; other text may begin "Name: …"
+    speaker = memory.speaker or ((m := _SPEAKER.match(memory.content)) and m.group(1))
+    if speaker and LANE_WEIGHTS["speaker"] and ctx.q.uses("speaker") and _names_in(speaker, ctx.q.text):
         ev.multiplier *= 1.0 + LANE_WEIGHTS["speaker"]
         ev.why.append(f"speaker x{1 + LANE_WEIGHTS['speaker']:g}")
     fact = _best_fact(ctx, ev)

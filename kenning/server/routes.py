@@ -10,6 +10,7 @@ from fastapi import APIRouter, Depends, File, Form, Path, Query, UploadFile
 from ..access import Principal
 from ..errors import ValidationError
 from ..models import (
+    Context,
     ImproveResult,
     CognifyResult,
     ForgetResult,
@@ -18,6 +19,7 @@ from ..models import (
     PruneResult,
     RecallResult,
     RememberResult,
+    Session,
     Stats,
     Timeline,
 )
@@ -26,6 +28,7 @@ from ..requests import (
     DEFAULT_DATASET,
     AddRequest,
     CognifyRequest,
+    ContextRequest,
     FeedbackRequest,
     ForgetRequest,
     ImproveRequest,
@@ -34,6 +37,7 @@ from ..requests import (
     PruneRequest,
     RecallRequest,
     RememberRequest,
+    SessionsRequest,
     StatsRequest,
     TimelineRequest,
     UpdateRequest,
@@ -106,6 +110,14 @@ def build_router(service: Service, caller: Callable[..., Principal]) -> APIRoute
     def recall(body: RecallRequest, who: Caller) -> RecallResult:
         return service.recall(who, **body.arguments())
 
+    @router.post("/context", tags=["memory"], summary="The context block for an agent's prompt.")
+    def context(body: ContextRequest, who: Caller) -> Context:
+        return service.context(who, **body.arguments())
+
+    @router.get("/sessions", tags=["memory"], summary="Conversations, latest first.")
+    def sessions(query: Annotated[SessionsRequest, Query()], who: Caller) -> list[Session]:
+        return service.sessions(who, **query.arguments())
+
     @router.get("/timeline", tags=["memory"], summary="An entity's facts in time order.")
     def timeline(query: Annotated[TimelineRequest, Query()], who: Caller) -> Timeline:
         return service.timeline(who, **query.arguments())
@@ -122,7 +134,7 @@ def build_router(service: Service, caller: Callable[..., Principal]) -> APIRoute
     def prune(body: PruneRequest, who: Caller) -> PruneResult:
         return service.prune(who, **body.arguments())
 
-    @router.post("/forget", tags=["lifecycle"], summary="Hard-delete a memory, a dataset or everything.")
+    @router.post("/forget", tags=["lifecycle"], summary="Hard-delete a memory, a dataset, a user's memories or everything.")
     def forget(body: ForgetRequest, who: Caller) -> ForgetResult:
         return service.forget(who, **body.arguments())
 
