@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Annotated, Any
 
 import anyio.to_thread
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, BeforeValidator, Field
 
 from ..access import Principal
 from ..client import Kenning
@@ -142,10 +142,19 @@ def tool_signature(verb: str) -> inspect.Signature:
     for name, field in model.model_fields.items():
         if name in OMITTED.get(verb, ()):
             continue
-        annotation = Annotated[(field.annotation, *field.metadata, Field(description=field.description))]
+        annotation = Annotated[(field.annotation, *field.metadata, Field(description=field.description),
+                                *_checks(model, name))]
         default = inspect.Parameter.empty if field.is_required() else field.default
         params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
     return inspect.Signature(params, return_annotation=Json | list[Any])
+
+
+def _checks(model: type[BaseModel], name: str) -> list[BeforeValidator]:
+    """The model's own checks of a field (a chat message without content, filters given as
+    JSON text), run on the tool's argument: the SDK's argument error then carries the verb's
+    words ("messages[0] has no content …")."""
+    return [BeforeValidator(d.func) for d in model.__pydantic_decorators__.field_validators.values()
+            if name in d.info.fields and d.info.mode == "before"]
 
 
 def _tool(s: Service, t: _Tools, verb: str) -> Callable[..., Any]:
