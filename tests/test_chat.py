@@ -267,3 +267,16 @@ def test_the_remote_client_speaks_the_chat_verbs(tmp_path, clock) -> None:  # no
             remote.recall("x", filters={"a": {"near": 1}})
         with pytest.raises(ValidationError, match="has no content"):
             remote.remember([{"role": "user"}])
+
+
+def test_the_readme_chat_example_runs_offline(capsys) -> None:  # noqa: ANN001
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Chat agents", 1)[1].split("\n## ", 1)[0]
+    code = section.split("```python\n", 1)[1].split("```", 1)[0]
+    exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the documented example, as written
+    out = capsys.readouterr().out
+    assert "# Facts valid now" in out and "- Alice lives in Paris (since 2021-01-01)" in out
+    assert "Alice: I live in Lyon now." in out  # pending, already in the block
+    assert "('Alice', 'lives_in', 'Lyon')" in out and "[('s1', 4)]" in out
