@@ -19,7 +19,7 @@ from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 
-from ._identity import DATASET_PATTERN
+from ._identity import DATASET_PATTERN, DEFAULT_DATASET
 from .errors import ValidationError
 from .models import MemoryInput, MemoryKind, MemoryStatus, Message, Retention
 from .dates import ACCEPTED_FORMS
@@ -55,8 +55,6 @@ __all__ = [
     "VerbRequest",
 ]
 
-#: the dataset every verb uses when none is named
-DEFAULT_DATASET = "main"
 #: the orders ``list`` sorts by
 ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
 MAX_ITEMS = 1000

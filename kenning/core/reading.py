@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, get_args
 
 from .._checks import check_choice, check_flag, check_int, check_scope, check_text
-from .._identity import check_dataset
+from .._identity import DEFAULT_DATASET, check_dataset
 from ..dates import find_dates, parse_when
 from ..errors import KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
 from ..models import (
@@ -62,7 +62,7 @@ class Reading:
         ones that do. The server checks access first, so only a caller who may see every
         dataset (an admin, or the local user) ever gets this list."""
         check_dataset(dataset)
-        if dataset == "main":
+        if dataset == DEFAULT_DATASET:
             return
         existing = self.store.datasets()
         if dataset in existing:
@@ -96,7 +96,7 @@ class Reading:
             check_scope(getattr(flt, name), name)
         return self.store.list_memories(flt)
 
-    def sessions(self, *, dataset: str = "main", user: str | None = None, agent: str | None = None,
+    def sessions(self, *, dataset: str = DEFAULT_DATASET, user: str | None = None, agent: str | None = None,
                  limit: int = 50, offset: int = 0) -> list[Session]:
         self._readable(dataset)
         check_int(limit, "limit", 1, MAX_LIST)
@@ -104,7 +104,7 @@ class Reading:
         return self.store.sessions(MemoryFilter(dataset=dataset, user=check_scope(user, "user"),
                                                 agent=check_scope(agent, "agent"), limit=limit, offset=offset))
 
-    def context(self, query: str | None = None, *, dataset: str = "main", user: str | None = None,
+    def context(self, query: str | None = None, *, dataset: str = DEFAULT_DATASET, user: str | None = None,
                 session: str | None = None, max_tokens: int = 1500) -> Context:
         """The prompt block of a scope (``search/context.py``); with a ``query``, the evidence
         recall finds in the same scope."""
@@ -125,7 +125,7 @@ class Reading:
             return None
         return MemoryFilter(dataset=dataset, filters=filters, **scope)
 
-    def timeline(self, entity: str, *, dataset: str = "main", relation: str | None = None) -> Timeline:
+    def timeline(self, entity: str, *, dataset: str = DEFAULT_DATASET, relation: str | None = None) -> Timeline:
         self._readable(dataset)
         check_text(entity, "entity", max_chars=1000)
         check_text(relation, "relation", optional=True, max_chars=200)
@@ -161,7 +161,7 @@ class Reading:
         self,
         query: str,
         *,
-        dataset: str = "main",
+        dataset: str = DEFAULT_DATASET,
         search_type: str | None = "hybrid",
         top_k: int = 10,
         depth: int = 1,

@@ -17,7 +17,7 @@ from contextlib import nullcontext
 from typing import Any, get_args
 
 from .._checks import check_choice, check_flag, check_metadata, check_scope, check_text
-from .._identity import check_dataset, content_hash
+from .._identity import DEFAULT_DATASET, check_dataset, content_hash
 from .._lease import Heartbeat, dead_owners, new_owner
 from ..dates import parse_when
 from ..errors import ConflictError, KenningError, ValidationError
@@ -155,7 +155,7 @@ class Writing:
         self,
         content: ContentInput | Sequence[ContentInput],
         *,
-        dataset: str = "main",
+        dataset: str = DEFAULT_DATASET,
         kind: str = "knowledge",
         source: str | None = None,
         valid_at: dt.datetime | str | None = None,
@@ -188,7 +188,7 @@ class Writing:
         self,
         content: ContentInput | Sequence[ContentInput],
         *,
-        dataset: str = "main",
+        dataset: str = DEFAULT_DATASET,
         kind: str = "knowledge",
         source: str | None = None,
         valid_at: dt.datetime | str | None = None,
@@ -554,7 +554,7 @@ class Writing:
 
 
     # -- improve -----------------------------------------------------------------------------
-    def improve(self, *, dataset: str = "main", session: str | None = None) -> ImproveResult:
+    def improve(self, *, dataset: str = DEFAULT_DATASET, session: str | None = None) -> ImproveResult:
         """Process what is pending (of one ``session`` when given), merge duplicate entities,
         fill missing embeddings."""
         check_dataset(dataset)

@@ -33,6 +33,7 @@ from ..text import STOP_WORDS, WORD, light_stem, normalize_name, terms_of
 from ..providers.base import Embedder
 from ..settings import Settings
 from ..store.base import ChunkRow, FactRow, MemoryFilter, Scored, Store
+from .._identity import DEFAULT_DATASET
 from .when import Window, query_window
 
 __all__ = ["LANE_WEIGHTS", "SEARCH_TYPES", "Query", "asked_relations", "route", "search", "terms_of"]
@@ -128,7 +129,7 @@ LANES = ("lexical", "vector", "graph", "neighbor", "window", "speaker", "expansi
 @dataclass
 class Query:
     text: str
-    dataset: str = "main"
+    dataset: str = DEFAULT_DATASET
     search_type: str = "hybrid"
     top_k: int = 10
     depth: int = 1
