@@ -78,6 +78,14 @@ def test_with_a_model_one_call_reads_the_turns_with_their_speakers(tmp_path, fak
         assert "Alice: I moved to Paris." in sent and "Ken: How do you like it?" in sent
         assert "Alice: I joined Globex in March." in sent
         assert ("Alice", "lives_in", "Paris") in _facts(kn, user="Alice")
+        assert "<context>" not in sent  # the session's first turns: nothing before them
+        # a follow-up turn is shown the turns before it, to read, not to extract from
+        fake_openai.chat_responder = lambda request: {"entities": [], "facts": []}
+        kn.remember([{"role": "user", "content": "Yes, the one near the station."}], user="Alice", session="s1")
+        follow_up = fake_openai.chat_requests[-1].json["messages"]
+        assert ("<context>\nAlice: I moved to Paris.\nKen: How do you like it?\nAlice: I joined Globex in March."
+                "\n</context>\n<document") in follow_up[-1]["content"]
+        assert "extract nothing that only the context states" in follow_up[0]["content"]
 
 
 # -- scopes and filters -------------------------------------------------------------------------

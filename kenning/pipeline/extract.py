@@ -59,6 +59,9 @@ class Document(BaseModel):
     reference_time: dt.datetime
     speaker: str | None = None
     addressee: str | None = None
+    #: the turns of its conversation before it, "Speaker: text" lines: read for references
+    #: ("yes, that one"), never extracted from (a model extractor shows them; others may ignore them)
+    context: str | None = None
 
 
 class Extractor(ABC):

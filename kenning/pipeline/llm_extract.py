@@ -135,6 +135,10 @@ _SYSTEM_DOCUMENTS = """
 The text is several documents, each in <document id=… time=…> with its own reference time: \
 answer one item per document, with its id."""
 
+_SYSTEM_CONTEXT = """
+<context> holds the turns of the conversation before the text: read it to resolve what the text \
+refers to ("yes", "that one", "there"), but extract nothing that only the context states."""
+
 _DEFAULT_RELATIONS = "works_at, lives_in, founded"
 M = TypeVar("M", bound=BaseModel)
 _RETRY = "That answer was invalid: {error}\nReply with the corrected JSON only."
@@ -221,12 +225,15 @@ class LLMExtractor(Extractor):
         known: list[CandidateFact] | tuple[CandidateFact, ...] = (),
         speaker: str | None = None,
         addressee: str | None = None,
+        context: str | None = None,
     ) -> Extraction:
         """One call per batch of chunks; ``known`` stored facts are shown for verdicts; the
-        prompt names ``speaker`` ("I") and ``addressee`` ("you") when given."""
+        prompt names ``speaker`` ("I") and ``addressee`` ("you") when given, and shows
+        ``context`` (earlier turns) before the text."""
         labels = _KnownLabels(list(known))
         voices = _voices(speaker, addressee)
-        results = [self._extract_text(text, reference_time, usage, labels, voices) for text in self.batches(chunks)]
+        results = [self._extract_text(text, reference_time, usage, labels, voices, context)
+                   for text in self.batches(chunks)]
         return _merge(results)
 
     def extract_many(
@@ -256,7 +263,8 @@ class LLMExtractor(Extractor):
     ) -> Extraction | ModelResponseError:
         try:
             return self.extract(document.chunks, reference_time=document.reference_time, usage=usage,
-                                known=known, speaker=document.speaker, addressee=document.addressee)
+                                known=known, speaker=document.speaker, addressee=document.addressee,
+                                context=document.context)
         except ModelResponseError as exc:
             return exc
 
@@ -280,15 +288,19 @@ class LLMExtractor(Extractor):
     def messages(
         self, text: str, reference_time: dt.datetime, known: list[CandidateFact] | tuple[CandidateFact, ...] = (),
         voices: str = "",
+        context: str | None = None,
     ) -> list[dict[str, str]]:
         labels = known if isinstance(known, _KnownLabels) else _KnownLabels(list(known))
-        system = self.system_prompt + (_SYSTEM_KNOWN if labels.ids else "")
-        user = f"Reference time: {_stamp(reference_time)}\n{labels.prompt()}<document{voices}>\n{text}\n</document>"
+        system = self.system_prompt + (_SYSTEM_KNOWN if labels.ids else "") + (_SYSTEM_CONTEXT if context else "")
+        user = (f"Reference time: {_stamp(reference_time)}\n{labels.prompt()}{_context(context)}"
+                f"<document{voices}>\n{text}\n</document>")
         return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
     def _group_messages(self, documents: list[Document], labels: _KnownLabels) -> list[dict[str, str]]:
-        system = self.system_prompt + (_SYSTEM_KNOWN if labels.ids else "") + _SYSTEM_DOCUMENTS
-        parts = [labels.prompt()]
+        context = documents[0].context
+        system = self.system_prompt + (_SYSTEM_KNOWN if labels.ids else "") + _SYSTEM_DOCUMENTS + (
+            _SYSTEM_CONTEXT if context else "")
+        parts = [labels.prompt(), _context(context)]
         for i, document in enumerate(documents):
             text = self.batches(document.chunks)[0] if document.chunks else ""
             voices = _voices(document.speaker, document.addressee)
@@ -307,6 +319,7 @@ class LLMExtractor(Extractor):
         reference_time: dt.datetime | None = None,
         known: list[CandidateFact] | tuple[CandidateFact, ...] = (),
         voices: str = "",
+        context: str | None = None,
     ) -> Usage:
         """Calls and tokens an ``extract`` would spend (no call is made): for ``dry_run``.
 
@@ -316,7 +329,7 @@ class LLMExtractor(Extractor):
         labels = _KnownLabels(list(known))
         usage = Usage()
         for text in self.batches(chunks):
-            usage.add(self._estimate(self.messages(text, when, labels, voices), _schema(bool(labels.ids), False),
+            usage.add(self._estimate(self.messages(text, when, labels, voices, context), _schema(bool(labels.ids), False),
                                      _tokens(text)))
         return usage
 
@@ -326,7 +339,8 @@ class LLMExtractor(Extractor):
         """What one ``extract_many`` call would spend (no call is made)."""
         if len(documents) == 1:
             one = documents[0]
-            return self.estimate(one.chunks, one.reference_time, known, _voices(one.speaker, one.addressee))
+            return self.estimate(one.chunks, one.reference_time, known, _voices(one.speaker, one.addressee),
+                                 one.context)
         labels = _KnownLabels(list(known))
         messages = self._group_messages(documents, labels)
         text = sum(_tokens(c) for d in documents for c in d.chunks)
@@ -341,9 +355,10 @@ class LLMExtractor(Extractor):
                      completion_tokens=completion)
 
     def _extract_text(
-        self, text: str, reference_time: dt.datetime, usage: Usage, labels: _KnownLabels, voices: str
+        self, text: str, reference_time: dt.datetime, usage: Usage, labels: _KnownLabels, voices: str,
+        context: str | None = None,
     ) -> Extraction:
-        messages = self.messages(text, reference_time, labels, voices)
+        messages = self.messages(text, reference_time, labels, voices, context)
         raw = self._ask(messages, _schema(bool(labels.ids), documents=False), _RawExtraction, usage)
         return _clean(raw, self.entity_types, labels)
 
@@ -395,6 +410,11 @@ def _voices(speaker: str | None, addressee: str | None) -> str:
     """Document attributes naming who says the text ("I") and to whom ("you")."""
     said = [(k, v) for k, v in (("speaker", speaker), ("addressee", addressee)) if v]
     return "".join(f" {key}={json.dumps(' '.join(value.split()), ensure_ascii=False)}" for key, value in said)
+
+
+def _context(turns: str | None) -> str:
+    """Earlier turns of the conversation, shown before the text (empty when there are none)."""
+    return f"<context>\n{turns}\n</context>\n" if turns else ""
 
 
 def _stamp(reference_time: dt.datetime) -> str:

@@ -25,7 +25,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import KenningError, ValidationError
-from .messages import addressee, memory_text
+from .messages import addressee, memory_text, transcript
 from ..models import Memory, Usage
 from ..providers.base import ChatModel, Embedder
 from ..store.base import ChunkRow, Store
@@ -94,6 +94,8 @@ BATCH_MEMORIES = 256
 KNOWN_FACTS = 8
 #: a group call holds at most this many memories, and this many tokens of their text
 GROUP_DOCS = 4
+#: the most earlier turns of its session a message's extraction is shown, and their characters
+CONTEXT_TURNS, CONTEXT_CHARS = 6, 2000
 GROUP_TOKENS = 1200
 #: n-grams of the text looked up as entity names before extraction (longest names in words)
 _MAX_NAME_WORDS = 4
@@ -194,7 +196,7 @@ def draft_group(
     prepared = [_prepare(m, config, store, scan=judged) for m in memories]
     shared = Usage() if len(memories) > 1 else usages[0]
     try:
-        extractions = _extract(prepared, extractor, shared)
+        extractions = _extract(prepared, extractor, shared, earlier_turns(memories[0], store) if chat else None)
     finally:
         if len(memories) > 1:
             _split(shared, [len(m.content) for m in memories], usages)
@@ -276,6 +278,7 @@ def estimate_usage(
             known = list({f.id: f for p in prepared for f in p.known}.values())  # type: ignore[attr-defined]
             documents = [Document(chunks=t, reference_time=p.memory.valid_at, **speakers_of(p.memory))
                          for t, p in zip(texts, prepared)]
+            documents[0].context = earlier_turns(group[0], store)
             usage.add(extractor.estimate_many(documents, known))
             usage.chat_calls += len(group) if has_facts else 0
         usage.embedded_texts += sum(len(t) for t in texts)
@@ -354,14 +357,27 @@ def speakers_of(memory: Memory) -> dict[str, str]:
     return voices
 
 
-def _extract(prepared: list[Prepared], extractor: Extractor, usage: Usage) -> list[Extraction | KenningError]:
-    """One extraction per memory; only an extractor that judges was given known facts."""
+def earlier_turns(memory: Memory, store: Store) -> str | None:
+    """The session turns before a message (at most ``CONTEXT_TURNS``), as a transcript; None
+    for other memories and a session's first turn. A group's later turns follow its first in the
+    same call, so only the first is given them."""
+    if memory.kind != "message" or memory.session is None or not memory.position:
+        return None
+    turns = store.session_messages(memory.dataset, memory.session, CONTEXT_TURNS, before=memory.position)
+    return transcript(turns, max_chars=CONTEXT_CHARS) or None
+
+
+def _extract(prepared: list[Prepared], extractor: Extractor, usage: Usage,
+             context: str | None = None) -> list[Extraction | KenningError]:
+    """One extraction per memory; only an extractor that judges was given known facts; the
+    first document gets the turns before it (``context``)."""
     known = list({fact.id: fact for p in prepared for fact in p.known}.values())  # type: ignore[attr-defined]
     try:
         documents = [Document(chunks=[c.text for c in p.chunks], reference_time=p.memory.valid_at,
                               **speakers_of(p.memory)) for p in prepared]
     except KenningError as exc:
         return [exc] * len(prepared)
+    documents[0].context = context
     return list(extractor.extract_many(documents, usage=usage, known=known))
 
 
