@@ -14,9 +14,12 @@ reads them with the one date parser (``kenning.dates``) against its own clock.
 from __future__ import annotations
 
 import datetime as dt
+import os
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from ._identity import DATASET_PATTERN
 from .models import MemoryInput, MemoryKind, MemoryStatus, Retention
@@ -66,6 +69,10 @@ Metadata = Annotated[dict[str, Any], Field(
     description="A JSON object: string keys, at most 16 levels deep, 1,000 keys and 64 KiB as "
     "JSON, finite numbers only.",
 )]
+#: files and folders to remember: a ``Path`` (Python and the CLI; no transport reads the
+#: server's own files, so no JSON schema shows it: HTTP uploads to ``/v1/remember/file``)
+Files = SkipJsonSchema[Path]
+Globs = Annotated[list[Annotated[str, Field(min_length=1, max_length=1000)]], Field(max_length=100)]
 SearchType = Literal[SEARCH_TYPES]  # type: ignore[valid-type]
 Days = Annotated[float, Field(ge=0, le=1e6)]
 
@@ -102,7 +109,7 @@ class _Write(VerbRequest):
     @classmethod
     def _content_shape(cls, value: Any) -> Any:
         # One sentence instead of an error per branch of the union.
-        if not isinstance(value, (str, dict, list, tuple, MemoryInput)):
+        if not isinstance(value, (str, dict, list, tuple, MemoryInput, os.PathLike)):
             raise ValueError("content must be text, a structured memory (an object with a topic) or a list of them")
         return value
 
@@ -110,10 +117,18 @@ class _Write(VerbRequest):
 class RememberRequest(_Write):
     """Store and process now: a string, a structured memory, or a list of them. ``force``
     reprocesses content seen before; ``dry_run`` estimates model calls and tokens without
-    storing or calling anything."""
+    storing or calling anything. A ``pathlib.Path`` (or a list of them) remembers files and
+    folders, one memory per file (docs/files.md): ``include`` and ``exclude`` pick a folder's
+    files, a folder remembered again processes only changed files, and ``sync`` forgets the
+    memories of files deleted from it."""
 
+    content: Content | Files | Annotated[list[Content | Files], Field(max_length=MAX_ITEMS)] = Field(
+        description="Text, a structured memory, or a list of them (one list is one episode).")
     force: bool = False
     dry_run: bool = False
+    include: Globs | None = Field(None, description="Files and folders: remember only the files these globs match.")
+    exclude: Globs | None = Field(None, description="Files and folders: skip what these .gitignore-style patterns match.")
+    sync: bool = Field(False, description="Files and folders: forget the memories of files deleted from the folder.")
 
 
 class AddRequest(_Write):

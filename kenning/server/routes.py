@@ -8,10 +8,12 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, File, Form, Path, Query, UploadFile
 
 from ..access import Principal
-from ..errors import ValidationError
+from ..errors import FileReadError, ValidationError
+from ..files import read_document
 from ..lifecycle.improve import ImproveResult
 from ..models import (
     CognifyResult,
+    FileFailure,
     ForgetResult,
     Memory,
     Provenance,
@@ -60,6 +62,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 MemoryIdPath = Annotated[str, Path(min_length=1, max_length=200)]
 DatasetPath = Annotated[str, Path(pattern=DATASET_PATTERN)]
 UserPath = Annotated[str, Path(min_length=1, max_length=200)]
+_FIELDS = RememberRequest.model_fields
 PinBody = without(PinRequest, "memory_id")
 UpdateBody = without(UpdateRequest, "memory_id")
 
@@ -78,21 +81,34 @@ def build_router(service: Service, caller: Callable[..., Principal]) -> APIRoute
     def remember(body: RememberRequest, who: Caller) -> RememberResult:
         return service.remember(who, **body.arguments())
 
-    @router.post("/remember/file", tags=["memory"], summary="Remember an uploaded UTF-8 text file.")
+    @router.post("/remember/file", tags=["memory"],
+                 summary="Remember uploaded files: text, Markdown, HTML, PDF, DOCX, PPTX, XLSX/CSV, JSON.")
     def remember_file(
         who: Caller,
-        file: Annotated[UploadFile, File(description="A UTF-8 text file.")],
+        file: Annotated[list[UploadFile], File(
+            description="One or more files (repeat the part); a name may be a path (docs/a.pdf): the source.")],
         dataset: Annotated[str, Form(pattern=DATASET_PATTERN)] = DEFAULT_DATASET,
         kind: Annotated[str, Form(min_length=1, max_length=64)] = "knowledge",
         valid_at: Annotated[str | None, Form(max_length=100)] = None,
         force: Annotated[bool, Form()] = False,
+        include: Annotated[list[str] | None, Form(description=_FIELDS["include"].description)] = None,
+        exclude: Annotated[list[str] | None, Form(description=_FIELDS["exclude"].description)] = None,
+        sync: Annotated[bool, Form(description="Forget the memories of earlier uploads not sent now.")] = False,
     ) -> RememberResult:
-        try:
-            text = file.file.read().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ValidationError(f"file is not UTF-8 text: {exc.reason}") from exc
-        return service.remember(who, text, dataset=dataset, kind=kind, valid_at=valid_at,
-                                source=file.filename or None, force=force)
+        documents, failed = [], []
+        for upload in file:
+            name = upload.filename or "upload"
+            try:
+                documents.append(read_document(upload.file.read(), name))
+            except FileReadError as exc:
+                failed.append(FileFailure(source=name, error=exc.message))
+        if not documents:  # nothing readable: the request fails, naming the file
+            raise FileReadError(failed[0].error, path=failed[0].source)
+        result = service.remember(who, documents, dataset=dataset, kind=kind, valid_at=valid_at, force=force,
+                                  include=include, exclude=exclude, sync=sync)
+        if result.files is not None:
+            result.files.failed[:0] = failed
+        return result
 
     @router.post("/add", tags=["memory"], summary="Store as pending; cognify processes later.")
     def add(body: AddRequest, who: Caller) -> AddResult:

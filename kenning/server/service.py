@@ -9,11 +9,13 @@ once. Each method is one facade call plus its checks.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from ..access import Access, Accounts, DatasetLocks, Limiter, Principal
 from ..client import Kenning
 from ..errors import NotFoundError, PermissionDeniedError, ValidationError
+from ..files import Document
 from ..models import (
     CognifyResult,
     ForgetResult,
@@ -38,6 +40,8 @@ def _chars(content: Any) -> int:
         return len(content)
     if isinstance(content, MemoryInput):
         return len(content.model_dump_json())
+    if isinstance(content, Document):
+        return len(content.text)
     if isinstance(content, (list, tuple)):
         return sum(_chars(item) for item in content)
     return len(str(content))
@@ -66,6 +70,9 @@ class Service:
 
     # -- writes ------------------------------------------------------------------------------
     def remember(self, who: Principal, content: Any, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> RememberResult:
+        if any(isinstance(c, os.PathLike) for c in (content if isinstance(content, list) else [content])):
+            # a caller of the server never makes it read its own files (docs/files.md)
+            raise ValidationError("the server does not read paths on its machine: upload files to /v1/remember/file")
         self.access.require_write(who, dataset)
         self.writes.spend(who.name, _chars(content))
         with self.locks.hold([dataset]):
