@@ -274,3 +274,20 @@ def test_the_server_never_reads_its_own_paths(tmp_path: Path) -> None:
         server = build_server(kn, auth=False)
         anyio.run(lambda: server.call_tool("remember", {"content": str(secret)}))
         assert [m.content for m in kn.list()] == [str(secret)]  # the path as text, the file unread
+
+
+def test_the_answer_prompt_names_file_and_page(tmp_path: Path, fake_openai) -> None:
+    from kenning.pipeline.offline import OfflineExtractor
+    from kenning.providers.openai_compat import OpenAIChat
+
+    folder = tmp_path / "docs"
+    folder.mkdir()
+    (folder / "report.pdf").write_bytes(with_pypdf(make_pdf(REPORT_PAGES), outline=[("Results", 1)]))
+    chat = OpenAIChat("test-model", fake_openai.base_url, "sk-test", max_retries=0)
+    with Kenning(str(tmp_path / "k.db"), chat=chat, extractor=OfflineExtractor()) as kn:
+        kn.remember(folder)
+        fake_openai.enqueue_chat({"answer": "42 (report.pdf p. 2)", "citations": ["f1"]})
+        result = kn.recall(QUESTION, search_type="chunks", answer=True, top_k=1)
+    user = fake_openai.chat_requests[0].json["messages"][1]["content"]
+    assert user.splitlines()[1].startswith("f1 (report.pdf p. 2 › Results; ")
+    assert result.answer == "42 (report.pdf p. 2)"
