@@ -121,17 +121,20 @@ def test_a_deleted_file_whose_copy_remains_keeps_its_content(store_url: str, tmp
         assert files is not None and files.unchanged == ["copy.md"] and files.removed == []
 
 
-def test_two_folders_in_one_dataset_do_not_sync_each_other_away(tmp_path: Path) -> None:
+def test_two_folders_in_one_dataset_do_not_sync_each_other_away(store_url: str, tmp_path: Path) -> None:
     for name, text in [("team-a", "Frank works at Umbrella."), ("team-b", "Grace works at Cyberdyne.")]:
         (tmp_path / name).mkdir()
         (tmp_path / name / "notes.md").write_text(text)
-    with Kenning(str(tmp_path / "k.db")) as kn:
+    with Kenning(store_url) as kn:
         kn.remember(tmp_path / "team-a", sync=True)
         files = kn.remember(tmp_path / "team-b", sync=True).files
         assert files is not None and files.added == ["notes.md"] and files.removed == []
         files = kn.remember(tmp_path / "team-a", sync=True).files
         assert files is not None and files.unchanged == ["notes.md"] and files.removed == []
         assert sorted(m.content for m in kn.list()) == ["Frank works at Umbrella.", "Grace works at Cyberdyne."]
+        a = str((tmp_path / "team-a").resolve())
+        assert [s for s, _, _ in kn.store.file_memories("main", folder=a)] == ["notes.md"]
+        assert len(kn.store.file_memories("main")) == 2 and kn.store.file_memories("main", folder="") == []
 
 
 def test_a_file_that_cannot_be_read_now_is_not_removed(tmp_path: Path) -> None:

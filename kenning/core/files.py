@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import datetime as dt
 import os
-from collections import defaultdict
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +30,6 @@ __all__ = ["FOLDER", "FORMAT", "Files", "is_files"]
 
 #: the metadata keys of a file's memory (merged over the caller's metadata)
 FORMAT, FOLDER = "format", "folder"
-_PAGE = 500
 Stored = tuple[str, str, str]  # (source, memory id, content hash)
 
 
@@ -99,24 +97,10 @@ class Files:
                    progress or (lambda n: None))
         job.out.dry_run = dry_run
         groups = _read(content, include or (), exclude or ())
-        stored = self._stored(dataset)
         keep = {doc.content_hash for group in groups for doc in group.documents}
         for group in groups:
-            self._group(group, stored.get(group.folder, []), keep, job)
+            self._group(group, self.store.file_memories(dataset, folder=group.folder or ""), keep, job)
         return job.out
-
-    def _stored(self, dataset: str) -> dict[str | None, list[Stored]]:
-        """The dataset's file memories by the folder they were read from."""
-        rows = self.store.file_memories(dataset)
-        folders: dict[str, str | None] = {}
-        for start in range(0, len(rows), _PAGE):
-            for memory in self.store.get_memories([r[1] for r in rows[start : start + _PAGE]]):
-                folders[memory.id] = memory.metadata.get(FOLDER)
-        out: dict[str | None, list[Stored]] = defaultdict(list)
-        for row in rows:
-            if row[1] in folders:
-                out[folders[row[1]]].append(row)
-        return out
 
     def _group(self, group: _Group, stored: list[Stored], keep: set[str], job: _Job) -> None:
         summary = job.out.files
