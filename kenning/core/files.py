@@ -12,6 +12,7 @@ remembered.
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import os
 from collections.abc import Callable, Sequence
@@ -19,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..errors import KenningError, ValidationError
+from ..errors import KenningError, NotFoundError, ValidationError
 from ..files import Document, Matcher, SyncPlan, plan_sync, read_paths
 from ..models import FileFailure, FilesSummary, RememberResult
 from ..store.base import Store
@@ -172,7 +173,8 @@ class Files:
                 continue
             if not job.dry_run:
                 for memory_id in plan.stale[source]:
-                    self.lifecycle.delete(memory_id)
+                    with contextlib.suppress(NotFoundError):  # forgotten meanwhile: as good
+                        self.lifecycle.delete(memory_id)
             summary.removed.append(source)
 
 
