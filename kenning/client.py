@@ -13,11 +13,11 @@ import inspect
 import os
 import typing
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ._time import utcnow
 from .core.engine import Engine
-from .errors import EmbedderMismatchError
+from .errors import ConfigurationError, EmbedderMismatchError
 from .models import TransferResult
 from .pipeline.extract import Extractor
 from .providers.base import ChatModel, Embedder
@@ -26,6 +26,9 @@ from .settings import Settings
 from .store import open_store
 from .requests import VERBS, VerbRequest
 from .store.base import MemoryFilter, Store
+
+if TYPE_CHECKING:
+    from .remote import Remote
 
 __all__ = ["AsyncKenning", "Kenning", "verb_signature"]
 
@@ -86,6 +89,27 @@ def _build_engine(
         raise
 
 
+def _server_settings(path_or_url: str | None, settings: dict[str, Any]) -> Settings | None:
+    """The settings, when ``path_or_url`` (or the ``db`` setting) names a kenning server with
+    http(s)://; None for a local store."""
+    config = Settings(**(settings if path_or_url is None else settings | {"db": str(path_or_url)}))
+    return config if (config.db or "").lower().startswith(("http://", "https://")) else None
+
+
+def _remote(path_or_url: str | None, settings: dict[str, Any], **collaborators: Any) -> Remote | None:
+    """A client of the kenning server that ``path_or_url`` names, or None for a local store."""
+    config = _server_settings(path_or_url, settings)
+    if config is None:
+        return None
+    given = [name for name, value in collaborators.items() if value is not None]
+    if given:
+        raise ConfigurationError(f"Kenning({config.db!r}) speaks to a server, which has its own "
+                                 f"{', '.join(given)}: pass none")
+    from .remote import Remote
+
+    return Remote(config)
+
+
 def verb_signature(model: type[VerbRequest]) -> inspect.Signature:
     """The Python signature of a verb: its model's fields, ``positional`` ones first."""
     params = [inspect.Parameter("self", inspect.Parameter.POSITIONAL_OR_KEYWORD)]
@@ -110,6 +134,8 @@ def _verb(name: str, run: Callable[[Engine, dict[str, Any]], Any] | None = None)
         if not model.partial:
             bound.apply_defaults()
         values = {k: v for k, v in bound.arguments.items() if k != "self"} | extra
+        if self._remote is not None:
+            return self._remote.call(model, values)
         return run(self._engine, values) if run else getattr(self._engine, name)(**values)
 
     method.__name__ = method.__qualname__ = name
@@ -123,7 +149,9 @@ class Kenning:
 
     ``Kenning()`` opens the default store in the user's data directory; ``Kenning(":memory:")``
     an in-memory one; ``Kenning("memory.db")`` or ``Kenning("sqlite:///memory.db")`` a file;
-    ``Kenning("postgresql://…")`` a PostgreSQL database. Other keyword arguments are settings
+    ``Kenning("postgresql://…")`` a PostgreSQL database; ``Kenning("http://host:8000",
+    api_key="kn_…")`` a ``kenning serve`` (the same verbs over HTTP, see ``docs/server.md``).
+    Other keyword arguments are settings
     (see ``docs/settings.md``); ``store``, ``embedder``, ``chat``, ``extractor``, ``reranker``
     and ``clock`` replace a collaborator.
 
@@ -148,6 +176,10 @@ class Kenning:
         reranker: Reranker | None = None,
         **settings: Any,
     ) -> None:
+        self._remote = _remote(path_or_url, settings, store=store, embedder=embedder, chat=chat,
+                               extractor=extractor, clock=clock, reranker=reranker)
+        if self._remote is not None:
+            return
         self._engine = _build_engine(
             path_or_url, store=store, embedder=embedder, chat=chat, extractor=extractor,
             clock=clock, settings=settings, reranker=reranker,
@@ -156,11 +188,13 @@ class Kenning:
     @property
     def settings(self) -> Settings:
         """The settings this instance was opened with."""
-        return self._engine.settings
+        return (self._remote or self._engine).settings
 
     @property
     def store(self) -> Store:
         """The store this instance writes to (for tools that need more than the verbs)."""
+        if self._remote is not None:
+            raise ConfigurationError(f"Kenning({self._remote.url!r}) speaks to a server and has no local store")
         return self._engine.store
 
     @classmethod
@@ -168,8 +202,11 @@ class Kenning:
         """Re-embed a whole store with the configured embedder (after changing embedders):
         ``Kenning.reembed("memory.db", embedder="local:all-MiniLM-L6-v2")``."""
         self = cls.__new__(cls)
+        self._remote = None
         known = {k: kwargs.pop(k, None) for k in ("store", "embedder", "chat", "extractor", "clock", "reranker")}
         progress = kwargs.pop("progress", None)  # called with the number of texts just embedded
+        if _server_settings(path_or_url, dict(kwargs)) is not None:
+            raise ConfigurationError("re-embed where the store is: kenning --db STORE reembed, beside the server")
         self._engine = _build_engine(path_or_url, settings=kwargs, verify_embedder=False, **known)
         with self:
             return self._engine.reembed(progress=progress)
@@ -182,7 +219,7 @@ class Kenning:
 
     def close(self) -> None:
         """Close the store and the model clients."""
-        self._engine.close()
+        (self._remote or self._engine).close()
 
     remember = _verb("remember")
     add = _verb("add", lambda engine, args: [memory_id for memory_id, _ in engine.add(**args)])

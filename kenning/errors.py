@@ -10,7 +10,8 @@ KenningError
  ├── AuthenticationError       missing or wrong API key
  ├── ConflictError             the operation clashes with the stored state
  ├── RateLimitedError          too many requests (failed keys, written characters); retry later
- ├── StoreError                the database failed (I/O, locked, corrupt)
+ ├── StoreError                the database failed (I/O, locked, corrupt), or a remote client
+ │                             could not reach its kenning server
  └── ModelError                a model provider call failed after retries
       ├── ModelResponseError   the model answered, but not with what was asked
       └── ModelNotConfiguredError  an operation needs a model and none is configured

@@ -22,7 +22,8 @@ class Settings(BaseSettings):
     # -- store -----------------------------------------------------------------------------
     db: str | None = Field(
         default=None,
-        description="Store path or URL: a file path, sqlite:///path, :memory:, or postgresql://…",
+        description="Store path or URL: a file path, sqlite:///path, :memory:, postgresql://…, or"
+        " http(s)://… (a kenning server: see api_key).",
     )
     pool_size: int = Field(default=4, ge=1, description="PostgreSQL connection pool size.")
     hnsw_ef_search: int = Field(
@@ -96,6 +97,19 @@ class Settings(BaseSettings):
         default=10_000_000, ge=0,
         description="Server: characters of content one caller may write per minute (remember, "
         "add, update; then 429); 0 = no limit.",
+    )
+
+    # -- remote client (db = http(s)://… names a kenning server) ---------------------------
+    api_key: SecretStr | None = Field(
+        default=None, description="Remote client: the API key sent to the kenning server that db names.",
+    )
+    remote_timeout: float = Field(
+        default=120.0, gt=0, description="Remote client: seconds to wait for the server's answer.",
+    )
+    remote_retries: int = Field(
+        default=3, ge=0, le=10,
+        description="Remote client: retries of a call whose connection failed (backing off from 0.25 s);"
+        " a dropped connection is retried only for idempotent verbs.",
     )
 
     # -- lifecycle -------------------------------------------------------------------------
