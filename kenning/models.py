@@ -202,6 +202,18 @@ class RememberResult(_Model):
     #: files and folders remembered: what happened to each file (None for text)
     files: FilesSummary | None = None
 
+    def add(self, other: RememberResult) -> None:
+        """Count ``other`` (the result of another part of the same work) in this one."""
+        for name in ("memory_ids", "facts_invalidated", "skipped", "no_facts", "errors"):
+            getattr(self, name).extend(getattr(other, name))
+        self.entities_created += other.entities_created
+        self.facts_created += other.facts_created
+        self.usage.add(other.usage)
+        if other.files is not None:
+            self.files = self.files or FilesSummary()
+            for name in FilesSummary.model_fields:
+                getattr(self.files, name).extend(getattr(other.files, name))
+
 
 class CognifyResult(_Model):
     processed: list[str] = Field(default_factory=list)

@@ -294,3 +294,30 @@ def test_the_answer_prompt_names_file_and_page(tmp_path: Path, fake_openai) -> N
     user = fake_openai.chat_requests[0].json["messages"][1]["content"]
     assert user.splitlines()[1].startswith("f1 (report.pdf p. 2 › Results; ")
     assert result.answer == "42 (report.pdf p. 2)"
+
+
+def test_a_remote_kenning_uploads_files_from_its_own_machine(tmp_path: Path, clock) -> None:  # noqa: ANN001
+    from .test_remote import served
+
+    folder = make_folder(tmp_path)
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "report.pdf").write_bytes(make_pdf([["Another report", "Olivia leads the Faro office."]]))
+    with served(str(tmp_path / "k.db"), clock) as (kn, base, key), Kenning(base, api_key=key) as remote:
+        files = remote.remember(folder).files
+        assert files is not None and sorted(files.added) == READABLE
+        assert {f.source for f in files.failed} == UNREADABLE
+        assert remote.remember(other, sync=True).files.added == ["report.pdf"]
+        (folder / "guide.html").unlink()
+        files = remote.remember(folder, sync=True, exclude=["*.bin", "gone.txt", "broken.pdf", "locked.pdf"]).files
+        assert files is not None and files.removed == ["guide.html"] and files.failed == []
+        assert sorted(files.unchanged) == ["handbook.docx", "notes/windows.txt", "report.pdf"]
+        memories = kn.list(limit=10)  # the server's store: the other folder's report.pdf is still there
+        assert sorted(m.source for m in memories) == ["handbook.docx", "notes/windows.txt", "report.pdf", "report.pdf"]
+        assert {m.metadata["folder"] for m in memories} == {str(folder.resolve()), str(other.resolve())}
+        hit = remote.recall(QUESTION, search_type="chunks").hits[0]
+        assert str(hit.location) == "p. 2 › Results"
+        with pytest.raises(ValidationError):
+            remote.remember(folder / "missing.pdf")
+        out = CliRunner().invoke(cli, ["--db", base, "remember", "-f", str(other)], env={"KENNING_API_KEY": key})
+        assert out.exit_code == 0 and "files: 0 added, 0 changed, 1 unchanged" in out.stdout

@@ -102,7 +102,9 @@ def remember(ctx, texts, files, dataset, kind, source, valid_at, as_json, force,
 def _remember_files(ctx: click.Context, paths: list[Path], as_json: bool, **arguments: object) -> None:
     """Files and folders: a progress bar over the files, the summary, one line per failed file."""
     with open_kenning(ctx, create=True) as kn, progress("remembering", "files", quiet=as_json) as advance:
-        result = call(kn._engine.remember, paths, progress=advance, **arguments)
+        # a server reports no progress: the files go up one request per path given
+        remember = kn.remember if kn._remote is not None else functools.partial(kn._engine.remember, progress=advance)
+        result = call(remember, paths, **arguments)
     if as_json:
         dump_json(result)
     else:

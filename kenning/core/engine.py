@@ -19,7 +19,8 @@ from ..providers.base import ChatModel, Embedder
 from ..providers.rerank import Reranker
 from ..settings import Settings
 from ..store.base import Store
-from .files import Files, is_files
+from ..files import is_files
+from .files import Files
 from .lifecycle import Lifecycle
 from .reading import Reading
 from .writing import Writing

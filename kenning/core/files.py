@@ -14,39 +14,29 @@ from __future__ import annotations
 
 import contextlib
 import datetime as dt
-import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from ..errors import KenningError, NotFoundError, ValidationError
-from ..files import Document, Matcher, SyncPlan, plan_sync, read_paths
+from ..files import Document, Matcher, SyncPlan, is_files, plan_sync, read_paths
 from ..models import FileFailure, FilesSummary, RememberResult
 from ..store.base import Store
 from .lifecycle import Lifecycle
 from .writing import Writing
 
-__all__ = ["FOLDER", "FORMAT", "Files", "is_files"]
+__all__ = ["FOLDER", "FORMAT", "Files"]
 
 #: the metadata keys of a file's memory (merged over the caller's metadata)
 FORMAT, FOLDER = "format", "folder"
 Stored = tuple[str, str, str]  # (source, memory id, content hash)
 
 
-def is_files(content: Any) -> bool:
-    """Whether ``content`` names files (``Path``s, or ``Document``s read from uploads), not text."""
-    items = content if isinstance(content, (list, tuple)) else [content]
-    files = [isinstance(item, (os.PathLike, Document)) for item in items]
-    if any(files) and not all(files):
-        raise ValidationError("content mixes files (Path) with text: remember them in separate calls")
-    return bool(files) and all(files)
-
-
 @dataclass
 class _Group:
     """Documents read from one place: a folder (``whole``: a file missing from it was deleted),
-    a file given alone, or uploads (``folder`` None, ``whole``)."""
+    a file given alone, or the uploads of one folder (``whole``; ``folder`` None when unnamed)."""
 
     folder: str | None
     documents: list[Document]
@@ -149,16 +139,8 @@ class Files:
         except KenningError as exc:
             summary.failed.append(FileFailure(source=doc.source, error=f"{doc.source}: {exc.message}"))
             return None
-        out = job.out
-        out.usage.add(result.usage)
-        out.memory_ids += result.memory_ids
-        out.skipped += result.skipped
-        out.entities_created += result.entities_created
-        out.facts_created += result.facts_created
-        out.facts_invalidated += result.facts_invalidated
-        out.no_facts += result.no_facts
+        job.out.add(result)
         if result.errors:
-            out.errors += result.errors
             summary.failed.append(FileFailure(source=doc.source, error=f"{doc.source}: " + "; ".join(
                 e.split(": ", 1)[-1] for e in result.errors)))
             return None
@@ -186,10 +168,10 @@ def _read(content: Any, include: Sequence[str], exclude: Sequence[str]) -> list[
         if not path.exists():
             raise ValidationError(f"no such file or folder: {path}", path=str(path))
     groups = []
-    uploads = [item for item in items if isinstance(item, Document)]
-    if uploads:
-        matcher = Matcher(exclude, include)
-        groups.append(_Group(None, [d for d in uploads if matcher.selected(d.source)], [], whole=True))
+    matcher = Matcher(exclude, include)
+    uploads = [item for item in items if isinstance(item, Document) and matcher.selected(item.source)]
+    for folder in dict.fromkeys(d.folder for d in uploads):  # uploads: one group per folder named
+        groups.append(_Group(folder, [d for d in uploads if d.folder == folder], [], whole=True))
     for path in paths:
         read = read_paths(path, include=include, exclude=exclude)
         folder = path if path.is_dir() else path.parent

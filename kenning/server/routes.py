@@ -3,6 +3,7 @@
 # No `from __future__ import annotations`: FastAPI must see the local `Caller` alias.
 
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Path, Query, UploadFile
@@ -93,19 +94,24 @@ def build_router(service: Service, caller: Callable[..., Principal]) -> APIRoute
         force: Annotated[bool, Form()] = False,
         include: Annotated[list[str] | None, Form(description=_FIELDS["include"].description)] = None,
         exclude: Annotated[list[str] | None, Form(description=_FIELDS["exclude"].description)] = None,
-        sync: Annotated[bool, Form(description="Forget the memories of earlier uploads not sent now.")] = False,
+        sync: Annotated[bool, Form(description="Forget the memories of earlier uploads of this folder "
+                                               "not sent now.")] = False,
+        folder: Annotated[str | None, Form(max_length=2000, description=(
+            "The folder these files come from: sync compares them with earlier uploads of this folder only."
+        ))] = None,
+        dry_run: Annotated[bool, Form()] = False,
     ) -> RememberResult:
         documents, failed = [], []
         for upload in file:
             name = upload.filename or "upload"
             try:
-                documents.append(read_document(upload.file.read(), name))
+                documents.append(replace(read_document(upload.file.read(), name), folder=folder))
             except FileReadError as exc:
                 failed.append(FileFailure(source=name, error=exc.message))
         if not documents:  # nothing readable: the request fails, naming the file
             raise FileReadError(failed[0].error, path=failed[0].source)
         result = service.remember(who, documents, dataset=dataset, kind=kind, valid_at=valid_at, force=force,
-                                  include=include, exclude=exclude, sync=sync)
+                                  include=include, exclude=exclude, sync=sync, dry_run=dry_run)
         if result.files is not None:
             result.files.failed[:0] = failed
         return result
