@@ -118,6 +118,9 @@ def verb_signature(model: type[VerbRequest]) -> inspect.Signature:
         kind = inspect.Parameter.POSITIONAL_OR_KEYWORD if name in model.positional else inspect.Parameter.KEYWORD_ONLY
         default = inspect.Parameter.empty if field.is_required() else field.default
         params.append(inspect.Parameter(name, kind, default=default, annotation=hints[name]))
+    if model.progress:
+        params.append(inspect.Parameter("progress", inspect.Parameter.KEYWORD_ONLY, default=None,
+                                        annotation=Callable[[int], None] | None))
     return inspect.Signature(params)
 
 
@@ -135,6 +138,7 @@ def _verb(name: str, run: Callable[[Engine, dict[str, Any]], Any] | None = None)
             bound.apply_defaults()
         values = {k: v for k, v in bound.arguments.items() if k != "self"} | extra
         if self._remote is not None:
+            values.pop("progress", None)
             return self._remote.call(model, values)
         return run(self._engine, values) if run else getattr(self._engine, name)(**values)
 

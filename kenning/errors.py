@@ -102,3 +102,8 @@ class ModelResponseError(ModelError):
 
 class ModelNotConfiguredError(ModelError):
     code = "model_not_configured"
+
+
+def error_body(code: str, message: str) -> dict[str, object]:
+    """The one shape an error leaves a server in (HTTP and MCP): ``{"error": {"code", "message"}}``."""
+    return {"error": {"code": code, "message": message}}

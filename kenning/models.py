@@ -8,17 +8,21 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 __all__ = [
+    "AddResult",
     "Chunk",
     "CognifyResult",
     "Entity",
     "Fact",
+    "FeedbackResult",
     "FileFailure",
     "FilesSummary",
     "ForgetResult",
     "Hit",
+    "ImproveResult",
     "Location",
     "Memory",
     "MemoryInput",
+    "MemoryPage",
     "Neighbor",
     "Provenance",
     "PruneResult",
@@ -362,3 +366,35 @@ class TransferResult(_Model):
     rows: dict[str, int] = Field(default_factory=dict)
     #: table -> rows the store held already, identical, so skipped (import)
     skipped: dict[str, int] = Field(default_factory=dict)
+
+
+class AddResult(_Model):
+    """What ``add`` stored (over HTTP; the Python verb returns the ids)."""
+
+    memory_ids: list[str]
+
+
+class MemoryPage(_Model):
+    """One page of a memory listing; ``next_offset`` asks for the next page (None: last page)."""
+
+    items: list[Memory]
+    limit: int
+    offset: int
+    next_offset: int | None = None
+
+
+class FeedbackResult(_Model):
+    """A fact's new weight after ``feedback`` (over HTTP; the Python verb returns the weight)."""
+
+    fact_id: str
+    weight: float
+
+
+class ImproveResult(_Model):
+    """What ``improve`` did: memories processed or failed, entities and facts merged, embeddings filled."""
+
+    processed: list[str] = Field(default_factory=list)
+    failed: dict[str, str] = Field(default_factory=dict)
+    entities_merged: dict[str, str] = Field(default_factory=dict)  # duplicate id -> kept id
+    facts_merged: list[str] = Field(default_factory=list)
+    embeddings_filled: int = 0

@@ -32,8 +32,8 @@ from pydantic import ValidationError as PydanticValidationError
 
 from . import errors as e
 from .files import find_files, is_files
-from .lifecycle.improve import ImproveResult
 from .models import (
+    ImproveResult,
     CognifyResult,
     FileFailure,
     FilesSummary,
@@ -134,7 +134,7 @@ def _error_classes(cls: type[e.KenningError]) -> dict[str, type[e.KenningError]]
     return found
 
 
-#: the server's error codes: kenning's own, then those of the web layer (server/errors.py, guard.py)
+#: the server's error codes: kenning's own, then those of the web layer (server/errors.py, access/guard.py)
 _BY_CODE = _error_classes(e.KenningError) | {
     "invalid_json": e.ValidationError, "bad_request": e.ValidationError,
     "payload_too_large": e.ValidationError, "unsupported_media_type": e.ValidationError,

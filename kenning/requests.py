@@ -83,11 +83,15 @@ def _when(what: str) -> Any:
 
 class VerbRequest(BaseModel):
     """A verb's arguments. ``positional`` names the fields a Python call may pass by position;
-    ``partial``: only the fields given are passed on (``update``)."""
+    ``partial``: only the fields given are passed on (``update``). ``progress``: the Python verb
+    also takes ``progress``, a callback called with the number of memories (files, for
+    ``remember`` of files and folders) just processed (no
+    request field: it never crosses a wire, and a remote call does not call it)."""
 
     model_config = ConfigDict(extra="forbid")
     positional: ClassVar[tuple[str, ...]] = ()
     partial: ClassVar[bool] = False
+    progress: ClassVar[bool] = False
 
     def arguments(self) -> dict[str, Any]:
         """The keyword arguments of the verb's call (of a partial verb: only those given)."""
@@ -129,6 +133,7 @@ class RememberRequest(_Write):
     include: Globs | None = Field(None, description="Files and folders: remember only the files these globs match.")
     exclude: Globs | None = Field(None, description="Files and folders: skip what these .gitignore-style patterns match.")
     sync: bool = Field(False, description="Files and folders: forget the memories of files deleted from the folder.")
+    progress = True
 
 
 class AddRequest(_Write):
@@ -141,6 +146,7 @@ class CognifyRequest(VerbRequest):
     dataset: Dataset | None = Field(None, description="Only this dataset (None: every dataset).")
     force: bool = False
     retry_failed: bool = False
+    progress = True
 
 
 class RecallRequest(VerbRequest):

@@ -191,7 +191,7 @@ def test_dry_run_progress_and_async(tmp_path: Path) -> None:
         assert estimate.dry_run and estimate.files is not None and sorted(estimate.files.added) == READABLE
         assert kn.stats().memories == 0
         done: list[int] = []
-        kn._engine.remember(folder, progress=done.append)
+        kn.remember(folder, progress=done.append)
         assert sum(done) == len(READABLE) + len(UNREADABLE)
 
     async def remember() -> list[str]:
@@ -263,7 +263,7 @@ def test_uploads_over_http(tmp_path: Path) -> None:
 
 
 def test_the_server_never_reads_its_own_paths(tmp_path: Path) -> None:
-    from kenning.server.service import build_service
+    from kenning.access.service import build_service
 
     secret = tmp_path / "secret.txt"
     secret.write_text("The vault code is 0000.")

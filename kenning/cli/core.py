@@ -11,7 +11,6 @@ from pathlib import Path
 
 import click
 
-from .._time import utcnow
 from ..models import Hit, RecallResult, RememberResult
 from ..requests import SEARCH_TYPES
 from .memories import KINDS
@@ -83,7 +82,7 @@ def remember(ctx, texts, files, dataset, kind, source, valid_at, as_json, force,
     with open_kenning(ctx, create=True) as kn:
         if len(items) > 1 and not as_json:
             with progress("remembering", "memories", total=len(items)) as advance:
-                result = call(kn._engine.remember, items, dataset=dataset, kind=kind, source=source,
+                result = call(kn.remember, items, dataset=dataset, kind=kind, source=source,
                               valid_at=valid_at, force=force, progress=advance)
         else:
             result = call(kn.remember, items if len(items) > 1 else items[0], dataset=dataset,
@@ -102,9 +101,7 @@ def remember(ctx, texts, files, dataset, kind, source, valid_at, as_json, force,
 def _remember_files(ctx: click.Context, paths: list[Path], as_json: bool, **arguments: object) -> None:
     """Files and folders: a progress bar over the files, the summary, one line per failed file."""
     with open_kenning(ctx, create=True) as kn, progress("remembering", "files", quiet=as_json) as advance:
-        # a server reports no progress: the files go up one request per path given
-        remember = kn.remember if kn._remote is not None else functools.partial(kn._engine.remember, progress=advance)
-        result = call(remember, paths, **arguments)
+        result = call(kn.remember, paths, progress=advance, **arguments)
     if as_json:
         dump_json(result)
     else:
@@ -165,7 +162,7 @@ def cognify(ctx, dataset, force, retry_failed, as_json) -> None:  # noqa: ANN001
     Example: kenning cognify --retry-failed
     """
     with open_kenning(ctx) as kn, progress("cognifying", "memories", quiet=as_json) as advance:
-        result = call(kn._engine.cognify, dataset=dataset, force=force, retry_failed=retry_failed,
+        result = call(kn.cognify, dataset=dataset, force=force, retry_failed=retry_failed,
                       progress=advance)
     if as_json:
         dump_json(result)
@@ -209,7 +206,7 @@ def print_result(result: RecallResult) -> None:
     memories = {m.id: m for m in result.memories}
     if not result.hits:
         click.echo("no relevant memories")
-    at = result.as_of or result.known_at or utcnow()
+    at = result.as_of or result.known_at or dt.datetime.now(dt.timezone.utc)
     for rank, hit in enumerate(result.hits, 1):
         print_hit(hit, rank, memories, at)
     if result.answer is not None:

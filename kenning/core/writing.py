@@ -21,9 +21,9 @@ from .._identity import check_dataset, content_hash
 from .._lease import Heartbeat, dead_owners, new_owner
 from ..dates import parse_when
 from ..errors import ConflictError, KenningError, ValidationError
-from ..lifecycle.improve import ImproveResult, duplicate_pairs
+from ..lifecycle.improve import duplicate_pairs
 from ..lifecycle.remove import scrub_entities
-from ..models import CognifyResult, Memory, MemoryInput, MemoryKind, RememberResult, Usage
+from ..models import CognifyResult, ImproveResult, Memory, MemoryInput, MemoryKind, RememberResult, Usage
 from ..pipeline.commit import CommitOutcome, apply_plan, new_id
 from ..pipeline.extract import Extractor
 from ..pipeline.process import (

@@ -13,25 +13,16 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from pydantic import BaseModel, Field
 
 from ..store.base import EntityRow, Scored
 
-__all__ = ["ImproveResult", "duplicate_pairs", "feedback_weight", "merge_key"]
+__all__ = ["duplicate_pairs", "feedback_weight", "merge_key"]
 
 _SUFFIX = re.compile(
     r"\s+(inc|incorporated|corp|corporation|co|company|ltd|limited|llc|plc|gmbh|ag|sa|group)$"
 )
 #: how much one piece of feedback moves a fact's weight, and the bounds of the weight
 _UP, _DOWN, _MIN, _MAX = 1.25, 0.8, 0.1, 4.0
-
-
-class ImproveResult(BaseModel):
-    processed: list[str] = Field(default_factory=list)
-    failed: dict[str, str] = Field(default_factory=dict)
-    entities_merged: dict[str, str] = Field(default_factory=dict)  # duplicate id -> kept id
-    facts_merged: list[str] = Field(default_factory=list)
-    embeddings_filled: int = 0
 
 
 def feedback_weight(weight: float, helpful: bool) -> float:

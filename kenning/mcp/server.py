@@ -1,5 +1,5 @@
 """The MCP server: one tool per verb, named as the verb, with the verb's request model as its
-input schema; each tool is one checked call of ``kenning.server.service``.
+input schema; each tool is one checked call of ``kenning.access.service``.
 
 Over stdio the caller is fixed when the server starts (the key in ``KENNING_API_KEY``, or the
 local single user). Over streamable HTTP every request names its caller with
@@ -21,9 +21,9 @@ from ..access import Principal
 from ..client import Kenning
 from ..errors import KenningError
 from ..requests import DEFAULT_DATASET, VERBS
-from ..server.errors import error_body
-from ..server.guard import RequestGuard
-from ..server.service import Service, build_service
+from ..errors import error_body
+from ..access.guard import RequestGuard
+from ..access.service import Service, build_service
 
 try:  # mcp >= 2
     from mcp.server.mcpserver import Context, MCPServer
@@ -125,7 +125,7 @@ def build_server(kn: Kenning, *, auth: bool, principal: Principal | None = None)
 
 def http_app(kn: Kenning, *, auth: bool, bind: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Any:
     """The streamable-HTTP app at ``/mcp`` behind the HTTP server's Host and cross-origin
-    checks (``kenning.server.guard``), so it is as safe bound to any interface as on loopback."""
+    checks (``kenning.access.guard``), so it is as safe bound to any interface as on loopback."""
     app = build_server(kn, auth=auth).streamable_http_app(host=bind)
     return RequestGuard(app, bind=bind, names=tuple(allowed_hosts))
 

@@ -18,10 +18,10 @@ from ..access import Principal
 from ..client import Kenning
 from . import errors
 from .explore import build_graph_router, mount_ui
-from .guard import RequestGuard
+from ..access.guard import RequestGuard
 from .routes import build_router
 from .schemas import Health
-from .service import build_service
+from ..access.service import build_service
 
 __all__ = ["DEFAULT_MAX_BODY", "create_app"]
 
@@ -104,7 +104,7 @@ def create_app(kn: Kenning, *, auth: bool = True, max_body: int | None = None, b
     """The API over ``kn`` (a ``Kenning``). ``auth=False`` is the local single-user mode: every
     request acts as an admin, so serve it on loopback only (``kenning serve`` enforces that).
     ``bind`` (the address served on) and ``allowed_hosts`` decide which ``Host`` headers are
-    answered; cross-origin writes are refused (see ``kenning.server.guard``)."""
+    answered; cross-origin writes are refused (see ``kenning.access.guard``)."""
     service = build_service(kn, auth=auth)
     access = service.access
     bearer = HTTPBearer(auto_error=False, description="An API key: Authorization: Bearer kn_…")

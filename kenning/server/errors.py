@@ -10,6 +10,7 @@ import logging
 from typing import Any
 
 from .. import errors as e
+from ..errors import error_body
 
 __all__ = ["STATUS", "error_body", "install", "status_of"]
 
@@ -42,10 +43,6 @@ def status_of(exc: e.KenningError) -> int:
         if cls in STATUS:
             return STATUS[cls]
     return 500
-
-
-def error_body(code: str, message: str) -> dict[str, Any]:
-    return {"error": {"code": code, "message": message}}
 
 
 def _validation_message(errors: list[dict[str, Any]]) -> str:

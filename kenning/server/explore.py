@@ -20,7 +20,7 @@ from ..access import Principal
 from ..models import Entity, Fact
 from ..requests import DATASET_PATTERN, DEFAULT_DATASET
 from .schemas import ErrorResponse
-from .service import Service
+from ..access.service import Service
 
 __all__ = ["Graph", "GraphNode", "build_graph_router", "mount_ui", "neighbourhood"]
 

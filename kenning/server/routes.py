@@ -3,18 +3,15 @@
 # No `from __future__ import annotations`: FastAPI must see the local `Caller` alias.
 
 from collections.abc import Callable
-from dataclasses import replace
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Path, Query, UploadFile
 
 from ..access import Principal
-from ..errors import FileReadError, ValidationError
-from ..files import read_document
-from ..lifecycle.improve import ImproveResult
+from ..errors import ValidationError
 from ..models import (
+    ImproveResult,
     CognifyResult,
-    FileFailure,
     ForgetResult,
     Memory,
     Provenance,
@@ -53,7 +50,7 @@ from .schemas import (
     WhoAmI,
     without,
 )
-from .service import Service
+from ..access.service import Service
 
 __all__ = ["build_router"]
 
@@ -101,20 +98,9 @@ def build_router(service: Service, caller: Callable[..., Principal]) -> APIRoute
         ))] = None,
         dry_run: Annotated[bool, Form()] = False,
     ) -> RememberResult:
-        documents, failed = [], []
-        for upload in file:
-            name = upload.filename or "upload"
-            try:
-                documents.append(replace(read_document(upload.file.read(), name), folder=folder))
-            except FileReadError as exc:
-                failed.append(FileFailure(source=name, error=exc.message))
-        if not documents:  # nothing readable: the request fails, naming the file
-            raise FileReadError(failed[0].error, path=failed[0].source)
-        result = service.remember(who, documents, dataset=dataset, kind=kind, valid_at=valid_at, force=force,
-                                  include=include, exclude=exclude, sync=sync, dry_run=dry_run)
-        if result.files is not None:
-            result.files.failed[:0] = failed
-        return result
+        uploads = [(upload.filename or "upload", upload.file.read()) for upload in file]
+        return service.remember_uploads(who, uploads, folder=folder, dataset=dataset, kind=kind, valid_at=valid_at,
+                                        force=force, include=include, exclude=exclude, sync=sync, dry_run=dry_run)
 
     @router.post("/add", tags=["memory"], summary="Store as pending; cognify processes later.")
     def add(body: AddRequest, who: Caller) -> AddResult:

@@ -9,7 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..access import DatasetInfo, GrantInfo, Permission
-from ..models import Memory
+from ..models import AddResult, FeedbackResult, MemoryPage
 from ..requests import Dataset, VerbRequest
 
 __all__ = [
@@ -53,24 +53,6 @@ class WhoAmI(_Body):
     name: str
     admin: bool
     auth: bool
-
-
-class AddResult(_Body):
-    memory_ids: list[str]
-
-
-class MemoryPage(_Body):
-    """One page of a memory listing; ``next_offset`` asks for the next page (None: last page)."""
-
-    items: list[Memory]
-    limit: int
-    offset: int
-    next_offset: int | None = None
-
-
-class FeedbackResult(_Body):
-    fact_id: str
-    weight: float
 
 
 def without(model: type[VerbRequest], *names: str) -> type[VerbRequest]:

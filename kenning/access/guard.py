@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import error_body
+from ..errors import error_body
 
 __all__ = ["LOOPBACK", "RequestGuard"]
 

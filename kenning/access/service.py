@@ -10,17 +10,24 @@ once. Each method is one facade call plus its checks.
 from __future__ import annotations
 
 import os
+from dataclasses import replace
 from typing import Any
 
-from ..access import Access, Accounts, DatasetLocks, Limiter, Principal
+from .accounts import Accounts, DatasetLocks
+from .limits import Limiter
+from .rules import Access, Principal
 from ..client import Kenning
-from ..errors import NotFoundError, PermissionDeniedError, ValidationError
-from ..files import Document
+from ..errors import FileReadError, NotFoundError, PermissionDeniedError, ValidationError
+from ..files import Document, read_document
 from ..models import (
+    AddResult,
     CognifyResult,
+    FeedbackResult,
+    FileFailure,
     ForgetResult,
     Memory,
     MemoryInput,
+    MemoryPage,
     Provenance,
     PruneResult,
     RecallResult,
@@ -29,7 +36,6 @@ from ..models import (
     Timeline,
 )
 from ..requests import DEFAULT_DATASET
-from .schemas import AddResult, FeedbackResult, MemoryPage
 
 __all__ = ["Service", "build_service"]
 
@@ -77,6 +83,25 @@ class Service:
         self.writes.spend(who.name, _chars(content))
         with self.locks.hold([dataset]):
             return self.kn.remember(content, dataset=dataset, **kw)
+
+    def remember_uploads(self, who: Principal, uploads: list[tuple[str, bytes]], *, folder: str | None = None,
+                         dataset: str = DEFAULT_DATASET, **kw: Any) -> RememberResult:
+        """Uploaded files (name, bytes), read as the formats their names say and remembered as
+        files of ``folder``; one that cannot be read is listed in ``files.failed``, and when
+        none can be, the first one's FileReadError is raised."""
+        self.access.require_write(who, dataset)  # before any file is converted
+        documents, failed = [], []
+        for name, data in uploads:
+            try:
+                documents.append(replace(read_document(data, name), folder=folder))
+            except FileReadError as exc:
+                failed.append(FileFailure(source=name, error=exc.message))
+        if not documents:
+            raise FileReadError(failed[0].error, path=failed[0].source)
+        result = self.remember(who, documents, dataset=dataset, **kw)
+        if result.files is not None:
+            result.files.failed[:0] = failed
+        return result
 
     def add(self, who: Principal, content: Any, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> AddResult:
         self.access.require_write(who, dataset)
