@@ -11,6 +11,7 @@ __all__ = [
     "AddResult",
     "Chunk",
     "CognifyResult",
+    "Context",
     "Entity",
     "Fact",
     "FeedbackResult",
@@ -23,11 +24,13 @@ __all__ = [
     "Memory",
     "MemoryInput",
     "MemoryPage",
+    "Message",
     "Neighbor",
     "Provenance",
     "PruneResult",
     "RecallResult",
     "RememberResult",
+    "Session",
     "Stats",
     "Timeline",
     "Usage",
@@ -38,6 +41,8 @@ MemoryStatus = Literal["pending", "processing", "active", "failed", "superseded"
 #: the kinds of memory (``session``: turns that ``improve`` persists into the graph)
 MemoryKind = Literal["knowledge", "note", "episode", "message", "session"]
 HitKind = Literal["fact", "entity", "chunk", "memory"]
+#: who speaks a message (the OpenAI chat roles)
+Role = Literal["user", "assistant", "system", "tool"]
 
 
 class _Model(BaseModel):
@@ -99,6 +104,17 @@ class MemoryInput(_Model):
         return "\n".join(lines)
 
 
+class Message(_Model):
+    """One chat turn as input (the OpenAI chat shape): ``name`` is the speaker when it is not
+    the call's user (role ``user``) or agent (role ``assistant``); ``created_at`` is when it was
+    said, in any form the date parser reads."""
+
+    role: Role
+    content: str
+    name: str | None = Field(default=None, max_length=200)
+    created_at: dt.datetime | dt.date | Annotated[str, Field(max_length=100)] | None = None
+
+
 class Memory(_Model):
     """A stored input: the raw content, kept, and its lifecycle state."""
 
@@ -132,6 +148,13 @@ class Memory(_Model):
     #: place there: recall scores and shows neighbouring turns of the same episode
     episode: str | None = None
     position: int | None = None
+    #: scopes inside the dataset: the user and agent a memory concerns, the conversation it is from
+    user: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    #: a message's role and its speaker (the name of the entity first-person statements mean)
+    role: Role | None = None
+    speaker: str | None = None
     #: model calls, tokens and seconds spent processing this memory
     usage: Usage = Field(default_factory=Usage)
 
@@ -398,3 +421,34 @@ class ImproveResult(_Model):
     entities_merged: dict[str, str] = Field(default_factory=dict)  # duplicate id -> kept id
     facts_merged: list[str] = Field(default_factory=list)
     embeddings_filled: int = 0
+
+
+class Session(_Model):
+    """A conversation: the messages stored with one ``session`` id in a dataset."""
+
+    id: str
+    dataset: str
+    user: str | None = None
+    agent: str | None = None
+    #: when its first and last messages were said (their ``valid_at``)
+    first_at: dt.datetime
+    last_at: dt.datetime
+    messages: int = 0
+
+
+class Context(_Model):
+    """The block an agent puts in its prompt: ``text``, rendered within ``max_tokens``, and the
+    parts it shows. ``facts`` are current at ``as_of`` unless listed in ``history`` (closed:
+    never presented as current); ``messages`` are the session's latest turns, oldest first."""
+
+    text: str
+    tokens: int = 0
+    max_tokens: int
+    as_of: dt.datetime
+    facts: list[Fact] = Field(default_factory=list)
+    history: list[Fact] = Field(default_factory=list)
+    entities: list[Entity] = Field(default_factory=list)
+    messages: list[Memory] = Field(default_factory=list)
+    evidence: list[Hit] = Field(default_factory=list)
+    #: parts left out to stay within the budget
+    omitted: int = 0

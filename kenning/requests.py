@@ -21,7 +21,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from ._identity import DATASET_PATTERN
+from ._identity import DATASET_PATTERN, DEFAULT_DATASET
 from .models import MemoryInput, MemoryKind, MemoryStatus, Retention
 from .dates import ACCEPTED_FORMS
 from .search.recall import SEARCH_TYPES
@@ -54,8 +54,6 @@ __all__ = [
     "VerbRequest",
 ]
 
-#: the dataset every verb uses when none is named
-DEFAULT_DATASET = "main"
 #: the orders ``list`` sorts by
 ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
 MAX_ITEMS = 1000

@@ -8,6 +8,7 @@ from click.testing import CliRunner
 
 from kenning import Kenning
 from kenning.cli import cli
+from kenning.pipeline.messages import message_memories, read_messages
 from tests.pg import pg_url
 
 pytestmark = pytest.mark.postgres
@@ -22,6 +23,10 @@ def _fill(url: str, clock) -> None:  # noqa: ANN001
         kn.remember("Carol works at Initech.", dataset="other")
         kn.add("Not processed yet.")
         kn.remember("# Notes\n\n## Games\n\nDave plays go on Sundays.", source="notes.md", metadata={"format": "markdown"})
+        turns = read_messages([{"role": "user", "content": "Dan lives in Oslo."},
+                               {"role": "assistant", "content": "Noted."}], user="dan", agent="ken", now=clock())
+        kn.store.insert_memories(message_memories(turns, dataset="main", now=clock(), user="dan", agent="ken",
+                                                  session="s1"))
         memory = kn.remember({"topic": "Storage", "decisions": ["Use PostgreSQL"],
                               "rationale": ["many writers"]}).memory_ids[0]
         kn.pin(memory, "keep")
@@ -103,6 +108,8 @@ def test_sqlite_to_postgres_to_sqlite_keeps_everything(tmp_path, clock) -> None:
         assert copied[0] == original[0] and set(copied) == set(original)
     assert any(m["access_count"] for m in after["memories"])
     assert any(m["pinned"] for m in after["memories"])
+    assert {(m["user"], m["agent"], m["session"], m["role"], m["speaker"]) for m in after["memories"]
+            if m["kind"] == "message"} == {("dan", "ken", "s1", "user", "dan"), ("dan", "ken", "s1", "assistant", "ken")}
     assert any(f["expired_at"] is not None and f["superseded_by"] for f in after["facts"])
 
 

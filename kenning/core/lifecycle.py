@@ -16,7 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, get_args
 
 from .._checks import check_choice, check_flag, check_metadata, check_number, check_text
-from .._identity import check_dataset, content_hash
+from .._identity import DEFAULT_DATASET, check_dataset, content_hash
 from ..dates import parse_user_datetime
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..lifecycle.improve import feedback_weight
@@ -185,7 +185,7 @@ class Lifecycle:
     def prune(
         self,
         *,
-        dataset: str = "main",
+        dataset: str = DEFAULT_DATASET,
         max_age_days: float | None = None,
         min_score: float | None = None,
         superseded_older_than_days: float | None = None,

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any, get_args
 
 from .._checks import check_choice, check_flag, check_int, check_text
-from .._identity import check_dataset
+from .._identity import DEFAULT_DATASET, check_dataset
 from ..dates import find_dates, parse_when
 from ..errors import KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
 from ..models import Hit, Memory, MemoryKind, MemoryStatus, RecallResult, Retention, Stats, Timeline, Usage
@@ -58,7 +58,7 @@ class Reading:
         ones that do. The server checks access first, so only a caller who may see every
         dataset (an admin, or the local user) ever gets this list."""
         check_dataset(dataset)
-        if dataset == "main":
+        if dataset == DEFAULT_DATASET:
             return
         existing = self.store.datasets()
         if dataset in existing:
@@ -90,7 +90,7 @@ class Reading:
         check_int(flt.offset, "offset", 0, 10**9)
         return self.store.list_memories(flt)
 
-    def timeline(self, entity: str, *, dataset: str = "main", relation: str | None = None) -> Timeline:
+    def timeline(self, entity: str, *, dataset: str = DEFAULT_DATASET, relation: str | None = None) -> Timeline:
         self._readable(dataset)
         check_text(entity, "entity", max_chars=1000)
         check_text(relation, "relation", optional=True, max_chars=200)
@@ -126,7 +126,7 @@ class Reading:
         self,
         query: str,
         *,
-        dataset: str = "main",
+        dataset: str = DEFAULT_DATASET,
         search_type: str | None = "hybrid",
         top_k: int = 10,
         depth: int = 1,

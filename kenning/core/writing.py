@@ -17,7 +17,7 @@ from contextlib import nullcontext
 from typing import Any, get_args
 
 from .._checks import check_choice, check_flag, check_metadata, check_text
-from .._identity import check_dataset, content_hash
+from .._identity import DEFAULT_DATASET, check_dataset, content_hash
 from .._lease import Heartbeat, dead_owners, new_owner
 from ..dates import parse_when
 from ..errors import ConflictError, KenningError, ValidationError
@@ -154,7 +154,7 @@ class Writing:
         self,
         content: ContentInput | Sequence[ContentInput],
         *,
-        dataset: str = "main",
+        dataset: str = DEFAULT_DATASET,
         kind: str = "knowledge",
         source: str | None = None,
         valid_at: dt.datetime | str | None = None,
@@ -184,7 +184,7 @@ class Writing:
         self,
         content: ContentInput | Sequence[ContentInput],
         *,
-        dataset: str = "main",
+        dataset: str = DEFAULT_DATASET,
         kind: str = "knowledge",
         source: str | None = None,
         valid_at: dt.datetime | str | None = None,
@@ -523,7 +523,7 @@ class Writing:
 
 
     # -- improve -----------------------------------------------------------------------------
-    def improve(self, *, dataset: str = "main") -> ImproveResult:
+    def improve(self, *, dataset: str = DEFAULT_DATASET) -> ImproveResult:
         """Process what is pending, merge duplicate entities, fill missing embeddings."""
         check_dataset(dataset)
         result = ImproveResult()

@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import KenningError, ValidationError
+from .messages import addressee, memory_text
 from ..models import Memory, Usage
 from ..providers.base import ChatModel, Embedder
 from ..store.base import ChunkRow, Store
@@ -291,9 +292,9 @@ def _prepare(memory: Memory, config: PipelineConfig, store: Store, *, scan: bool
 
 def _chunks(memory: Memory, config: PipelineConfig) -> list[Chunk]:
     """A memory read from a file names its format in ``metadata["format"]`` (kenning.files):
-    its text is chunked by structure, with locations."""
+    its text is chunked by structure, with locations. A message is read as ``Speaker: text``."""
     fmt = memory.metadata.get("format")
-    return chunk_text(memory.content, config.chunk_size, config.chunk_overlap, fmt if isinstance(fmt, str) else None)
+    return chunk_text(memory_text(memory), config.chunk_size, config.chunk_overlap, fmt if isinstance(fmt, str) else None)
 
 
 def _known_facts(memory: Memory, store: Store) -> tuple[list[object], set[str]]:
@@ -339,11 +340,12 @@ def _known_facts(memory: Memory, store: Store) -> tuple[list[object], set[str]]:
 
 def speakers_of(memory: Memory) -> dict[str, str]:
     """Who says a memory ("I") and to whom ("you"), as ``Extractor.extract`` keyword arguments:
-    from metadata ``{"speaker": …, "addressee": …}``; empty when it names neither, so an
-    extractor written without these arguments still works. A value that is not a name raises."""
+    a message's speaker and addressee (``messages.py``), else metadata ``{"speaker": …,
+    "addressee": …}``; empty when it names neither, so an extractor written without these
+    arguments still works. A value that is not a name raises."""
     voices = {}
-    for key in ("speaker", "addressee"):
-        value = memory.metadata.get(key)
+    for key, said in (("speaker", memory.speaker), ("addressee", addressee(memory))):
+        value = said or memory.metadata.get(key)
         if value is None:
             continue
         if not isinstance(value, str) or not value.strip() or len(value) > 200:

@@ -32,7 +32,8 @@ from ..models import Entity, Fact, Hit, Memory, Neighbor, Usage
 from ..text import STOP_WORDS, WORD, light_stem, normalize_name, terms_of
 from ..providers.base import Embedder
 from ..settings import Settings
-from ..store.base import ChunkRow, FactRow, Scored, Store
+from ..store.base import ChunkRow, FactRow, MemoryFilter, Scored, Store
+from .._identity import DEFAULT_DATASET
 from .when import Window, query_window
 
 __all__ = ["LANE_WEIGHTS", "SEARCH_TYPES", "Query", "asked_relations", "route", "search", "terms_of"]
@@ -59,6 +60,9 @@ LANE_WEIGHTS: dict[str, float] = {
 _PAST = re.compile(r"\b(left|leave|leaving|quit|former(ly)?|previous(ly)?|used to|ex-|before|earlier|"
                    r"no longer|anymore|old)\b", re.IGNORECASE)
 _EXPANSION_DOCS = 3
+#: a scoped query asks its lanes for this many times more candidates: those outside the scope
+#: are dropped after the lanes (``Store.in_scope``), before ranking
+_SCOPED_FETCH = 8
 #: entities from each entity lane that seed the graph lane
 _SEEDS = 5
 #: the score of a candidate that a lane returned but could not tell apart from the others
@@ -125,7 +129,7 @@ LANES = ("lexical", "vector", "graph", "neighbor", "window", "speaker", "expansi
 @dataclass
 class Query:
     text: str
-    dataset: str = "main"
+    dataset: str = DEFAULT_DATASET
     search_type: str = "hybrid"
     top_k: int = 10
     depth: int = 1
@@ -136,6 +140,8 @@ class Query:
     neighbors: int = 0
     #: use only these lanes (None: every lane of the search type); for evaluation
     lanes: frozenset[str] | None = None
+    #: only evidence from the memories this selects (user, agent, session, metadata filters)
+    scope: MemoryFilter | None = None
 
     def uses(self, lane: str) -> bool:
         return self.lanes is None or lane in self.lanes
@@ -205,7 +211,7 @@ def _normalise(lane: str, items: list[Scored], limit: int | None = None) -> list
 
 def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usage | None,
              named: set[str], name_words: set[str], asked: set[str]) -> _Lanes:
-    limit = max(q.top_k * 3, 30)
+    limit = max(q.top_k * 3, 30) * (_SCOPED_FETCH if q.scope else 1)
     terms = terms_of(q.text)
     lanes = _Lanes()
     seeds: list[str] = []
@@ -349,16 +355,21 @@ class _Context:
     memories: dict[str, Memory] = field(default_factory=dict)
     #: facts shown that answer the question (see ``answers``)
     answers_found: set[str] = field(default_factory=set)
+    #: loaded memories outside the query's scope: never shown, nor provenance
+    outside: set[str] = field(default_factory=set)
 
     def load_memories(self, ids: Iterable[str]) -> None:
         missing = [i for i in dict.fromkeys(ids) if i not in self.memories]
         self.memories.update((m.id, m) for m in self.store.get_memories(missing))
+        if self.q.scope is not None and missing:
+            inside = set(self.store.in_scope("memory", missing, self.q.scope))
+            self.outside.update(i for i in missing if i not in inside)
 
     def visible(self, ids: Iterable[str]) -> list[Memory]:
         out = []
         for memory_id in ids:
             memory = self.memories.get(memory_id)
-            if memory is None or memory.status not in ("active", "superseded"):
+            if memory is None or memory_id in self.outside or memory.status not in ("active", "superseded"):
                 continue
             if self.q.known_at is not None and memory.created_at > self.q.known_at:
                 continue
@@ -452,6 +463,8 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
             ev.vote(lanes.scores[key], lanes.fused(key), record, lanes.why[key])
     if spec.neighbors and q.uses("neighbor"):
         _neighbor_bonus(store, pool, q.top_k)
+    if q.scope is not None:
+        pool = {m: pool[m] for m in store.in_scope("memory", list(pool), q.scope)}
     ranked = sorted(pool.values(), key=lambda e: -e.score)[: max(q.top_k * 2, 30)]
     ctx.load_memories(e.memory_id for e in ranked)
     ctx.load_memories(m for e in ranked for _, f in e.facts for m in f.memory_ids[:_MAX_PROVENANCE])
@@ -607,6 +620,10 @@ def _ends_sooner(a: Hit, b: Hit) -> bool:
 def _by_record(ctx: _Context, lanes: _Lanes) -> list[Hit]:
     q = ctx.q
     keys = sorted(lanes.scores, key=lambda k: -lanes.fused(k))
+    if q.scope is not None:
+        inside = {(kind, i) for kind in ("fact", "entity")
+                  for i in ctx.store.in_scope(kind, [i for k, i in keys if k == kind], q.scope)}
+        keys = [k for k in keys if k in inside]
     if q.search_type == "graph":
         keys = [k for k in keys if k[0] == "fact"]
     keys = keys[: max(q.top_k * 4, 40)]

@@ -20,7 +20,8 @@ from typing import Any, TypeVar
 import numpy as np
 
 from ..errors import StoreError
-from ..models import Entity, Fact, Location, Memory, Stats
+from ..models import Entity, Fact, Location, Memory, Session, Stats
+from .filters import Condition, parse_filters
 
 __all__ = [
     "ChunkRow",
@@ -137,15 +138,27 @@ class ClaimFilter:
 
 @dataclass
 class MemoryFilter:
+    """Which memories a read selects. ``user``, ``agent`` and ``session`` scope memories inside
+    a dataset; ``filters`` are metadata conditions (a filter expression given here is parsed by
+    :func:`~kenning.store.filters.parse_filters`, so a bad one raises ``ValidationError``)."""
+
     dataset: str | None = None
     kind: str | None = None
     status: str | None = None
     retention: str | None = None
     pinned: bool | None = None
+    user: str | None = None
+    agent: str | None = None
+    session: str | None = None
+    filters: tuple[Condition, ...] = ()
     order_by: str = "created_at"
     descending: bool = True
     limit: int = 50
     offset: int = 0
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.filters, tuple):
+            self.filters = parse_filters(self.filters)
 
 
 class Txn(ABC):
@@ -338,6 +351,28 @@ class Store(ABC):
 
     @abstractmethod
     def count_memories(self, flt: MemoryFilter) -> int: ...
+
+    # -- scopes and sessions -----------------------------------------------------------------
+    @abstractmethod
+    def in_scope(self, kind: str, ids: Sequence[str], flt: MemoryFilter) -> list[str]:
+        """The ids among ``ids`` (in their order) of ``kind`` records (memory | chunk | fact |
+        entity) that a memory ``flt`` selects is or states: a chunk's memory, any memory in a
+        fact's or entity's provenance. Recall's lanes narrow their candidates with it."""
+
+    @abstractmethod
+    def facts_stated(self, flt: MemoryFilter) -> list[Fact]:
+        """Facts (open and closed) with a memory ``flt`` selects in their provenance: open ones
+        first, then the latest valid; at most ``flt.limit``."""
+
+    @abstractmethod
+    def session_messages(self, dataset: str, session: str, last: int, before: int | None = None) -> list[Memory]:
+        """The last ``last`` memories of a session (any status), oldest first; with ``before``,
+        the last ones at positions before it (the turns that precede a message)."""
+
+    @abstractmethod
+    def sessions(self, flt: MemoryFilter) -> list[Session]:
+        """The sessions of the memories ``flt`` selects (its dataset, user, agent...), the one
+        with the latest message first; ``flt.limit``/``offset`` page them."""
 
     @abstractmethod
     def file_memories(self, dataset: str, prefix: str = "", folder: str | None = None) -> list[tuple[str, str, str]]:

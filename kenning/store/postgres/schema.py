@@ -250,6 +250,21 @@ PG_MIGRATIONS: list[list[str]] = [
         # folder sync reads a dataset's memories by source prefix (Store.file_memories)
         "CREATE INDEX memories_source ON memories (dataset, source) WHERE source IS NOT NULL",
     ],
+    [
+        # Scopes and messages: the user, agent and session a memory belongs to inside its
+        # dataset, and a message's role and speaker. Partial indexes: unscoped memories cost
+        # them nothing.
+        *(f'ALTER TABLE memories ADD COLUMN "{name}" TEXT' for name in ("user", "agent", "session", "role", "speaker")),
+        'CREATE INDEX memories_user ON memories (dataset, "user", created_at) WHERE "user" IS NOT NULL',
+        "CREATE INDEX memories_agent ON memories (dataset, agent, created_at) WHERE agent IS NOT NULL",
+        "CREATE INDEX memories_session ON memories (dataset, session, position) WHERE session IS NOT NULL",
+        # A metadata value as an instant when it is an ISO date, else NULL (a filter on dates
+        # must not fail on a value that is not one, nor read 'now' or 'today' as one).
+        "CREATE FUNCTION kenning_iso_time(value text) RETURNS timestamptz LANGUAGE plpgsql STABLE"
+        " SET search_path FROM CURRENT AS $$ BEGIN"
+        " IF value IS NULL OR value !~ '^\\d{4}-\\d{2}-\\d{2}' THEN RETURN NULL; END IF;"
+        " RETURN value::timestamptz; EXCEPTION WHEN others THEN RETURN NULL; END $$",
+    ],
 ]
 
 

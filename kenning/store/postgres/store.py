@@ -41,6 +41,8 @@ from ..base import (
     retry_transient,
 )
 from .lexical import bm25
+from ..scopes import ScopeReads
+from .scope import memory_where
 from .schema import (
     BOOTSTRAP,
     LOCK_DATASET,
@@ -63,7 +65,7 @@ _MEMORY_COLUMNS = (
     "id, dataset, kind, content, topic, context, decisions, rationale, metadata, source, "
     "content_hash, valid_at, status, error, retention, retention_until, pinned, pin_reason, "
     "access_count, last_accessed_at, supersedes, superseded_by, supersession_reason, "
-    "created_at, updated_at, processed_at, usage, episode, position"
+    'created_at, updated_at, processed_at, usage, episode, position, "user", agent, session, role, speaker'
 )
 _FACT_COLUMNS = (
     "id, dataset, source_id, relation, target_id, description, valid_at, invalid_at, created_at,"
@@ -188,6 +190,12 @@ def _fact(row: dict[str, Any], memory_ids: list[str]) -> Fact:
         expired_at=as_utc(row["expired_at"]), superseded_by=row["superseded_by"],
         weight=row["weight"], memory_ids=memory_ids,
     )
+
+
+def _marks(query: str) -> str:
+    """SQL written with ``?`` placeholders (``ScopeReads``, ``scope.py``) in psycopg's style;
+    such SQL holds no literal ``?`` or ``%``."""
+    return query.replace("?", "%s")
 
 
 def _ordered(by_id: dict[str, Any], ids: Sequence[str]) -> list[Any]:
@@ -453,7 +461,7 @@ _AUTH = AuthDialect(
 )
 
 
-class PostgresStore(AuthStore, Store):
+class PostgresStore(AuthStore, ScopeReads, Store):
     auth_dialect = _AUTH
 
     def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 30.0, hnsw_ef_search: int = 100) -> None:
@@ -695,18 +703,19 @@ class PostgresStore(AuthStore, Store):
             ).fetchone()
         return _memory(row) if row else None
 
+    def _scope_where(self, flt: MemoryFilter, alias: str = "") -> tuple[list[str], list[Any]]:
+        return memory_where(flt, alias)
+
+    def _scope_rows(self, query: str, args: Sequence[Any]) -> list[dict[str, Any]]:
+        with self._conn() as conn:
+            return conn.execute(_marks(query), list(args)).fetchall()
+
     @staticmethod
     def _where(flt: MemoryFilter) -> tuple[sql.Composable, list[Any]]:
-        clauses: list[sql.Composable] = []
-        args: list[Any] = []
-        for name in ("dataset", "kind", "status", "retention", "pinned"):
-            value = getattr(flt, name)
-            if value is not None:
-                clauses.append(sql.SQL("{} = %s").format(sql.Identifier(name)))
-                args.append(value)
+        clauses, args = memory_where(flt)
         if not clauses:
             return sql.SQL(""), args
-        return sql.SQL(" WHERE ") + sql.SQL(" AND ").join(clauses), args
+        return sql.SQL(_marks(" WHERE " + " AND ".join(clauses))), args
 
     def list_memories(self, flt: MemoryFilter) -> list[Memory]:
         if flt.order_by not in _ORDER:
@@ -916,7 +925,7 @@ class PostgresStore(AuthStore, Store):
         with self._conn() as conn:
             rows = conn.execute(
                 "SELECT m.id AS of_id, n.id AS id, n.position - m.position AS offset FROM memories m"
-                " JOIN memories n ON n.episode = m.episode"
+                " JOIN memories n ON n.episode = m.episode AND n.dataset = m.dataset"
                 " AND n.position BETWEEN m.position - %(w)s AND m.position + %(w)s AND n.id <> m.id"
                 " WHERE m.id = ANY(%(ids)s) AND m.episode IS NOT NULL",
                 {"w": window, "ids": list(memory_ids)},

@@ -174,3 +174,13 @@ SQLITE_MIGRATIONS.append([
     # folder sync reads a dataset's memories by source prefix (Store.file_memories)
     "CREATE INDEX memories_source ON memories (dataset, source) WHERE source IS NOT NULL",
 ])
+
+
+# Scopes and messages: the user, agent and session a memory belongs to inside its dataset, and a
+# message's role and speaker. Partial indexes: memories without a scope cost them nothing.
+SQLITE_MIGRATIONS.append([
+    *(f'ALTER TABLE memories ADD COLUMN "{name}" TEXT' for name in ("user", "agent", "session", "role", "speaker")),
+    'CREATE INDEX memories_user ON memories (dataset, "user", created_at) WHERE "user" IS NOT NULL',
+    'CREATE INDEX memories_agent ON memories (dataset, agent, created_at) WHERE agent IS NOT NULL',
+    'CREATE INDEX memories_session ON memories (dataset, session, position) WHERE session IS NOT NULL',
+])

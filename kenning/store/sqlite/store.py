@@ -31,6 +31,8 @@ from ..base import (
     ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, location_from, location_json,
 )
 from .schema import SQLITE_MIGRATIONS
+from ..scopes import ScopeReads
+from .scope import memory_where
 from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate, from_blob, to_blob
 
 __all__ = ["SQLiteStore"]
@@ -66,7 +68,7 @@ _MEMORY_COLUMNS = (
     "id, dataset, kind, content, topic, context, decisions, rationale, metadata, source, "
     "content_hash, valid_at, status, error, retention, retention_until, pinned, pin_reason, "
     "access_count, last_accessed_at, supersedes, superseded_by, supersession_reason, "
-    "created_at, updated_at, processed_at, usage, episode, position"
+    'created_at, updated_at, processed_at, usage, episode, position, "user", agent, session, role, speaker'
 )
 
 
@@ -124,6 +126,10 @@ def _entity_row(row: sqlite3.Row) -> EntityRow:
         aliases=json.loads(row["aliases"]),
         created_at=from_text(row["created_at"]),
     )
+
+
+def _column_list(names: Sequence[str]) -> str:
+    return ", ".join(f'"{n}"' for n in names)
 
 
 def _placeholders(n: int) -> str:
@@ -365,7 +371,7 @@ _AUTH = AuthDialect(
 )
 
 
-class SQLiteStore(AuthStore, Store):
+class SQLiteStore(AuthStore, ScopeReads, Store):
     auth_dialect = _AUTH
 
     def __init__(self, path: str, *, timeout: float = 30.0) -> None:
@@ -523,7 +529,7 @@ class SQLiteStore(AuthStore, Store):
                 (memory.dataset, to_text(memory.created_at)),
             )
             self._db.execute(
-                f"INSERT INTO memories ({', '.join(names)}) VALUES ({_placeholders(len(names))})",
+                f"INSERT INTO memories ({_column_list(names)}) VALUES ({_placeholders(len(names))})",
                 [_db_value(n, data[n]) for n in names],
             )
         return memory.id, True
@@ -555,16 +561,15 @@ class SQLiteStore(AuthStore, Store):
             ).fetchone()
             return self._with_access([_memory(row)])[0] if row else None
 
+    def _scope_where(self, flt: MemoryFilter, alias: str = "") -> tuple[list[str], list[Any]]:
+        return memory_where(flt, alias)
+
+    def _scope_rows(self, sql: str, args: Sequence[Any]) -> list[sqlite3.Row]:
+        with self._lock:
+            return self._db.execute(sql, list(args)).fetchall()
+
     def _where(self, flt: MemoryFilter) -> tuple[str, list[Any]]:
-        clauses, args = [], []
-        for name in ("dataset", "kind", "status", "retention"):
-            value = getattr(flt, name)
-            if value is not None:
-                clauses.append(f"{name} = ?")
-                args.append(value)
-        if flt.pinned is not None:
-            clauses.append("pinned = ?")
-            args.append(int(flt.pinned))
+        clauses, args = memory_where(flt)
         return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
     def list_memories(self, flt: MemoryFilter) -> list[Memory]:
@@ -853,7 +858,8 @@ class SQLiteStore(AuthStore, Store):
             return []
         sql = (
             "SELECT m.id AS of_id, n.id AS id, n.position - m.position AS offset FROM memories m"
-            " JOIN memories n ON n.episode = m.episode AND n.position BETWEEN m.position - ? AND m.position + ?"
+            " JOIN memories n ON n.episode = m.episode AND n.dataset = m.dataset"
+            " AND n.position BETWEEN m.position - ? AND m.position + ?"
             f" AND n.id <> m.id WHERE m.id IN ({_placeholders(len(memory_ids))}) AND m.episode IS NOT NULL"
         )
         with self._lock:

@@ -1,0 +1,175 @@
+"""The context block an agent puts in its prompt, rendered within a token budget.
+:func:`build_context` reads a scope's parts from the store; :func:`render_context` (pure)
+decides what fits and how it reads.
+
+Zep's ``memory.context`` is the reference: every fact carries its validity dates, and a fact is
+shown as current only if it is valid at ``as_of`` and kenning has not closed it. Closed facts,
+and facts that begin later, go under a separate heading with their periods, never as current.
+
+Sections, in the order they are written::
+
+    # Facts valid now (since when)
+    # Entities
+    # History: facts not valid now (their periods)
+    # Recent messages
+    # Relevant memories
+
+Within the budget the parts are taken by priority: current facts, then the latest messages,
+then the recalled evidence, then the entities, then history; a part that does not fit is left
+out (``Context.omitted`` counts them) and smaller ones after it may still fit. Token counts are
+the offline estimate the chunker uses (``count_tokens``).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from ..models import Context, Entity, Fact, Hit, Memory
+from ..pipeline.chunk import count_tokens
+from ..store.base import MemoryFilter, Store
+
+__all__ = ["build_context", "fact_is_current", "render_context"]
+
+#: how many facts, entities and recent messages ``build_context`` reads at most
+FACTS, ENTITIES, MESSAGES = 50, 20, 10
+
+#: the longest a message or evidence line is shown, in characters
+_LINE_CHARS = 500
+_HEADINGS = {
+    "facts": "# Facts valid now (since when)",
+    "entities": "# Entities",
+    "history": "# History: facts not valid now (their periods)",
+    "messages": "# Recent messages",
+    "evidence": "# Relevant memories",
+}
+_PRIORITY = ("facts", "messages", "evidence", "entities", "history")
+
+
+def build_context(
+    store: Store,
+    scope: MemoryFilter,
+    *,
+    as_of: dt.datetime,
+    max_tokens: int,
+    evidence: Sequence[Hit] = (),
+    last_messages: int = MESSAGES,
+) -> Context:
+    """The context of a scope (its ``dataset`` is required): the facts its memories state
+    (open ones first), the entities those facts concern, the last messages of its ``session``
+    (stored ones, processed or not) and ``evidence`` the caller recalled, rendered."""
+    facts = store.facts_stated(MemoryFilter(**{**_scope_of(scope), "limit": FACTS}))
+    ends = list(dict.fromkeys(e for f in facts for e in (f.source_id, f.target_id)))[:ENTITIES]
+    messages = store.session_messages(scope.dataset, scope.session, last_messages) if scope.session else []
+    return render_context(as_of=as_of, max_tokens=max_tokens, facts=facts, entities=store.get_entities(ends),
+                          messages=messages, evidence=evidence)
+
+
+def _scope_of(flt: MemoryFilter) -> dict[str, object]:
+    if flt.dataset is None:
+        raise ValueError("a context is built inside one dataset")
+    names = ("dataset", "kind", "user", "agent", "session", "filters")
+    return {name: getattr(flt, name) for name in names}
+
+
+def fact_is_current(fact: Fact, as_of: dt.datetime) -> bool:
+    """Valid at ``as_of`` and not closed by kenning by then."""
+    if fact.expired_at is not None and fact.expired_at <= as_of:
+        return False
+    return fact.valid_at <= as_of and (fact.invalid_at is None or as_of < fact.invalid_at)
+
+
+def render_context(
+    *,
+    as_of: dt.datetime,
+    max_tokens: int,
+    facts: Sequence[Fact] = (),
+    entities: Sequence[Entity] = (),
+    messages: Sequence[Memory] = (),
+    evidence: Sequence[Hit] = (),
+) -> Context:
+    """``facts`` best first (current and closed alike: they are sorted out here), ``messages``
+    oldest first, ``evidence`` best first."""
+    current = [f for f in facts if fact_is_current(f, as_of)]
+    history = [f for f in facts if not fact_is_current(f, as_of)]
+    candidates: dict[str, list[tuple[str, object]]] = {
+        "facts": [(f"- {f.description} ({_since(f)})", f) for f in current],
+        "history": [(f"- {f.description} ({_period(f)})", f) for f in history],
+        "entities": [(_entity_line(e), e) for e in entities],
+        # the latest messages matter most: taken newest first, written oldest first
+        "messages": [(_message_line(m), m) for m in reversed(messages)],
+        "evidence": [(_evidence_line(h, as_of), h) for h in evidence],
+    }
+    chosen, used, omitted = _fit(candidates, max_tokens)
+    chosen["messages"].reverse()
+    blocks = [
+        "\n".join([_HEADINGS[name], *(line for line, _ in chosen[name])])
+        for name in _HEADINGS if chosen[name]
+    ]
+    parts = {name: [item for _, item in chosen[name]] for name in _HEADINGS}
+    return Context(
+        text="\n\n".join(blocks), tokens=used, max_tokens=max_tokens, as_of=as_of, omitted=omitted,
+        facts=parts["facts"], history=parts["history"], entities=parts["entities"],
+        messages=parts["messages"], evidence=parts["evidence"],
+    )
+
+
+def _fit(
+    candidates: dict[str, list[tuple[str, object]]], budget: int
+) -> tuple[dict[str, list[tuple[str, object]]], int, int]:
+    """Lines taken by section priority while the total stays within ``budget`` tokens; a
+    section's heading counts once it has a line. Blank lines between sections cost nothing."""
+    chosen: dict[str, list[tuple[str, object]]] = {name: [] for name in _HEADINGS}
+    used = omitted = 0
+    for name in _PRIORITY:
+        heading = count_tokens(_HEADINGS[name])
+        for line, item in candidates[name]:
+            cost = count_tokens(line) + (0 if chosen[name] else heading)
+            if used + cost > budget:
+                omitted += 1
+                continue
+            chosen[name].append((line, item))
+            used += cost
+    return chosen, used, omitted
+
+
+def _day(value: dt.datetime) -> str:
+    return value.date().isoformat()
+
+
+def _since(fact: Fact) -> str:
+    return f"since {_day(fact.valid_at)}"
+
+
+def _period(fact: Fact) -> str:
+    end = fact.invalid_at or fact.expired_at
+    return f"{_day(fact.valid_at)} to {_day(end)}" if end else f"from {_day(fact.valid_at)}, not begun yet"
+
+
+def _entity_line(entity: Entity) -> str:
+    """Name, type and other names. Not the description: it is undated, often the sentence that
+    first named the entity ("Alice lives in Lyon"), and would state a closed fact as current."""
+    aliases = f", also {', '.join(entity.aliases[:5])}" if entity.aliases else ""
+    return f"- {entity.name} ({entity.type}{aliases})"
+
+
+def _message_line(memory: Memory) -> str:
+    speaker = memory.speaker or memory.role or "unknown"
+    return f"[{memory.valid_at.strftime('%Y-%m-%d %H:%M')}] {speaker}: {_short(memory.content)}"
+
+
+def _evidence_line(hit: Hit, as_of: dt.datetime) -> str:
+    """A recalled fact says whether it still holds; other evidence says when it was said."""
+    if hit.kind == "fact" and hit.valid_at is not None:
+        end = hit.invalid_at or hit.expired_at
+        if hit.current and (end is None or end > as_of) and hit.valid_at <= as_of:
+            return f"- {_short(hit.text)} (since {_day(hit.valid_at)})"
+        period = f"{_day(hit.valid_at)} to {_day(end)}" if end else f"from {_day(hit.valid_at)}"
+        return f"- {_short(hit.text)} (not valid now: {period})"
+    when = f" ({_day(hit.valid_at)})" if hit.valid_at else ""
+    return f"- {_short(hit.text)}{when}"
+
+
+def _short(text: str) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= _LINE_CHARS else text[: _LINE_CHARS - 1] + "…"
