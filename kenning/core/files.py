@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from ..errors import KenningError, NotFoundError, ValidationError
-from ..files import Document, Matcher, SyncPlan, is_files, plan_sync, read_paths
+from ..files import Document, Matcher, SyncPlan, plan_sync, read_paths
 from ..models import FileFailure, FilesSummary, RememberResult
 from ..store.base import Store
 from .lifecycle import Lifecycle
