@@ -15,6 +15,8 @@ __all__ = [
     "Entity",
     "Fact",
     "FeedbackResult",
+    "FileFailure",
+    "FilesSummary",
     "ForgetResult",
     "Hit",
     "ImproveResult",
@@ -188,6 +190,31 @@ class Fact(_Model):
     memory_ids: list[str] = Field(default_factory=list)
 
 
+class FileFailure(_Model):
+    """A file that was not remembered, and why (one line that names it)."""
+
+    source: str
+    error: str
+
+
+class FilesSummary(_Model):
+    """What remembering files or folders did, by file (``source``): ``added`` files had no
+    memory yet; ``changed`` ones got a new memory that supersedes the old; ``unchanged`` ones
+    were skipped (content hash already stored); ``removed`` ones were deleted from their
+    folder and their memories forgotten (``sync``); ``failed`` ones could not be read or
+    stored (the rest were)."""
+
+    added: list[str] = Field(default_factory=list)
+    changed: list[str] = Field(default_factory=list)
+    unchanged: list[str] = Field(default_factory=list)
+    removed: list[str] = Field(default_factory=list)
+    failed: list[FileFailure] = Field(default_factory=list)
+
+    def __str__(self) -> str:
+        return (f"{len(self.added)} added, {len(self.changed)} changed, {len(self.unchanged)} unchanged, "
+                f"{len(self.removed)} removed, {len(self.failed)} failed")
+
+
 class RememberResult(_Model):
     memory_ids: list[str] = Field(default_factory=list)
     entities_created: int = 0
@@ -199,6 +226,20 @@ class RememberResult(_Model):
     errors: list[str] = Field(default_factory=list)
     usage: Usage = Field(default_factory=Usage)
     dry_run: bool = False
+    #: files and folders remembered: what happened to each file (None for text)
+    files: FilesSummary | None = None
+
+    def add(self, other: RememberResult) -> None:
+        """Count ``other`` (the result of another part of the same work) in this one."""
+        for name in ("memory_ids", "facts_invalidated", "skipped", "no_facts", "errors"):
+            getattr(self, name).extend(getattr(other, name))
+        self.entities_created += other.entities_created
+        self.facts_created += other.facts_created
+        self.usage.add(other.usage)
+        if other.files is not None:
+            self.files = self.files or FilesSummary()
+            for name in FilesSummary.model_fields:
+                getattr(self.files, name).extend(getattr(other.files, name))
 
 
 class CognifyResult(_Model):

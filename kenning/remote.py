@@ -22,6 +22,7 @@ import string
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -30,10 +31,13 @@ from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
 from . import errors as e
+from .files import find_files, is_files
 from .models import (
     Context,
     ImproveResult,
     CognifyResult,
+    FileFailure,
+    FilesSummary,
     ForgetResult,
     Memory,
     Provenance,
@@ -178,6 +182,8 @@ class Remote:
 
     def call(self, model: type[VerbRequest], arguments: dict[str, Any]) -> Any:
         """Run the verb of ``model`` with ``arguments`` (its fields) on the server."""
+        if model is RememberRequest and is_files(arguments.get("content")):
+            return self._remember_files(arguments)
         route = ROUTES.get(model)
         if route is None:
             raise e.ConfigurationError(f"{model.__name__} has no HTTP route: this verb runs only embedded")
@@ -188,6 +194,45 @@ class Remote:
         except (PydanticValidationError, KeyError, TypeError) as exc:
             raise e.ConfigurationError(f"kenning server {self.url} answered {route.method} {path} in a shape "
                                        f"this client does not read (another kenning version?): {exc}") from None
+
+    def _remember_files(self, arguments: dict[str, Any]) -> RememberResult:
+        """Files and folders of this machine, uploaded to ``/v1/remember/file`` (a server reads
+        no paths of its own; docs/files.md): one request per path given, named by its folder,
+        so a sync compares it with earlier uploads of that folder only."""
+        unsent = [name for name in ("source", "metadata") if arguments.get(name) is not None]
+        if unsent:
+            raise e.ValidationError(f"{' and '.join(unsent)}: not taken with files sent to a server")
+        content = arguments["content"]
+        paths = [Path(p) for p in (content if isinstance(content, (list, tuple)) else [content])]
+        picked = {"include": arguments.get("include") or (), "exclude": arguments.get("exclude") or ()}
+        found = [(path, find_files(path, **picked)) for path in paths]  # a missing path: nothing sent
+        out = RememberResult(files=FilesSummary(), dry_run=bool(arguments.get("dry_run")))
+        for path, files in found:
+            parts = []
+            for file, source in files:
+                try:
+                    parts.append(("file", (source, file.read_bytes(), "application/octet-stream")))
+                except OSError as exc:
+                    out.files.failed.append(FileFailure(source=source, error=f"{source}: cannot read ({exc.strerror or exc})"))
+            if parts:
+                out.add(self._upload(path, parts, arguments))
+        return out
+
+    def _upload(self, path: Path, parts: list[Any], arguments: dict[str, Any]) -> RememberResult:
+        valid_at = arguments.get("valid_at")
+        form = {name: str(arguments.get(name, False)).lower() for name in ("force", "dry_run")}
+        form |= {"dataset": arguments.get("dataset") or "main", "kind": arguments.get("kind") or "knowledge",
+                 "sync": str(bool(arguments.get("sync")) and path.is_dir()).lower(),  # a file alone: no sync
+                 "folder": str((path if path.is_dir() else path.parent).resolve())}
+        if valid_at is not None:
+            form["valid_at"] = valid_at.isoformat() if isinstance(valid_at, (dt.date, dt.datetime)) else str(valid_at)
+        try:
+            body = self._answer(self._send(Route("POST", "/v1/remember/file", RememberResult), "/v1/remember/file",
+                                           {"files": parts, "data": form}))
+        except e.FileReadError as exc:  # no file of this path could be read there
+            source = exc.message.split(": ", 1)[0]
+            return RememberResult(files=FilesSummary(failed=[FileFailure(source=source, error=exc.message)]))
+        return RememberResult.model_validate(body)
 
     def _send(self, route: Route, path: str, sent: dict[str, Any]) -> httpx.Response:
         attempts = 0

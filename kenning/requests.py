@@ -15,9 +15,12 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import os
+from pathlib import Path
 from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
+from pydantic.json_schema import SkipJsonSchema
 
 from ._identity import DATASET_PATTERN, DEFAULT_DATASET
 from .errors import ValidationError
@@ -68,6 +71,10 @@ Metadata = Annotated[dict[str, Any], Field(
     description="A JSON object: string keys, at most 16 levels deep, 1,000 keys and 64 KiB as "
     "JSON, finite numbers only.",
 )]
+#: files and folders to remember: a ``Path`` (Python and the CLI; no transport reads the
+#: server's own files, so no JSON schema shows it: HTTP uploads to ``/v1/remember/file``)
+Files = SkipJsonSchema[Path]
+Globs = Annotated[list[Annotated[str, Field(min_length=1, max_length=1000)]], Field(max_length=100)]
 SearchType = Literal[SEARCH_TYPES]  # type: ignore[valid-type]
 Days = Annotated[float, Field(ge=0, le=1e6)]
 Scope = Annotated[str, Field(min_length=1, max_length=200)]
@@ -99,7 +106,8 @@ def _when(what: str) -> Any:
 class VerbRequest(BaseModel):
     """A verb's arguments. ``positional`` names the fields a Python call may pass by position;
     ``partial``: only the fields given are passed on (``update``). ``progress``: the Python verb
-    also takes ``progress``, a callback called with the number of memories just processed (no
+    also takes ``progress``, a callback called with the number of memories (files, for
+    ``remember`` of files and folders) just processed (no
     request field: it never crosses a wire, and a remote call does not call it)."""
 
     model_config = ConfigDict(extra="forbid")
@@ -130,7 +138,7 @@ class _Write(VerbRequest):
     @classmethod
     def _content_shape(cls, value: Any) -> Any:
         # One sentence instead of an error per branch of the union.
-        if not isinstance(value, (str, dict, list, tuple, MemoryInput, Message)):
+        if not isinstance(value, (str, dict, list, tuple, MemoryInput, Message, os.PathLike)):
             raise ValueError("content must be text, a structured memory (an object with a topic), "
                              "chat messages ({role, content}) or a list of them")
         from .pipeline.messages import is_messages, read_messages
@@ -148,10 +156,18 @@ class RememberRequest(_Write):
     "content", "name"?, "created_at"?}``, each kept as a ``message`` memory with its speaker),
     or a list of them. ``user``, ``agent`` and ``session`` scope what is stored. ``force``
     reprocesses content seen before; ``dry_run`` estimates model calls and tokens without
-    storing or calling anything."""
+    storing or calling anything. A ``pathlib.Path`` (or a list of them) remembers files and
+    folders, one memory per file (docs/files.md): ``include`` and ``exclude`` pick a folder's
+    files, a folder remembered again processes only changed files, and ``sync`` forgets the
+    memories of files deleted from it."""
 
+    content: Content | Files | Annotated[list[Content | Files], Field(max_length=MAX_ITEMS)] = Field(
+        description="Text, a structured memory, or a list of them (one list is one episode).")
     force: bool = False
     dry_run: bool = False
+    include: Globs | None = Field(None, description="Files and folders: remember only the files these globs match.")
+    exclude: Globs | None = Field(None, description="Files and folders: skip what these .gitignore-style patterns match.")
+    sync: bool = Field(False, description="Files and folders: forget the memories of files deleted from the folder.")
     progress = True
 
 

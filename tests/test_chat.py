@@ -288,3 +288,14 @@ def test_the_readme_chat_example_runs_offline(capsys) -> None:  # noqa: ANN001
     assert "# Facts valid now" in out and "- Alice lives in Paris (since 2021-01-01)" in out
     assert "Alice: I live in Lyon now." in out  # pending, already in the block
     assert "('Alice', 'lives_in', 'Lyon')" in out and "[('s1', 4)]" in out
+
+
+def test_files_take_no_chat_scope(tmp_path) -> None:  # noqa: ANN001
+    from pathlib import Path
+
+    note = tmp_path / "note.txt"
+    note.write_text("Alice works at Acme.")
+    with Kenning(str(tmp_path / "f.db")) as kn:
+        with pytest.raises(ValidationError, match="user scope text and chat messages, not files"):
+            kn.remember(Path(note), user="alice")
+        assert kn.remember(Path(note)).memory_ids  # unscoped, as before

@@ -33,11 +33,9 @@ def test_a_fact_that_starts_after_as_of_is_not_yet_true_not_history(db):
     assert "Bob lives in Paris.  (2019-01-01 → 2021-01-01) [history]" in out
 
 
-def test_force_with_a_source_keeps_the_source(db, tmp_path):
-    note = tmp_path / "note.txt"
-    note.write_text("Alice works at Acme.", encoding="utf-8")
-    run(db, "remember", "-f", str(note))
-    run(db, "remember", "-f", str(note), "--source", "note.txt", "--force")
+def test_force_with_a_source_keeps_the_source(db):
+    run(db, "remember", "Alice works at Acme.")
+    run(db, "remember", "Alice works at Acme.", "--source", "note.txt", "--force")
     memories = json.loads(run(db, "memories", "list", "--json").output)
     assert [m["source"] for m in memories] == ["note.txt"]
 

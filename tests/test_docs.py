@@ -51,3 +51,22 @@ def test_every_cli_command_has_help_with_an_example() -> None:
 
     undocumented = [name for name, command in walk(cli) if "Example:" not in (command.help or "")]
     assert undocumented == []
+
+
+def test_readme_remembers_a_folder_and_cites_pages(tmp_path, monkeypatch) -> None:
+    """The README's folder example runs offline and prints what its comments say."""
+    import contextlib
+    import io
+
+    readme = (ROOT / "README.md").read_text()
+    section = readme.split("## Documents: files and folders", 1)[1].split("\n## ", 1)[0]
+    code = re.findall(r"```python\n(.+?)\n```", section, re.S)[0]
+    (tmp_path / "examples").symlink_to(ROOT / "examples")
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {})
+    printed = out.getvalue().splitlines()
+    promised = [line.split("# ", 1)[1] for line in code.splitlines() if "print(result.files)" in line]
+    promised += [line.strip()[2:] for line in code.splitlines() if line.strip().startswith("# ")]
+    assert printed == promised

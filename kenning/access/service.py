@@ -9,18 +9,22 @@ once. Each method is one facade call plus its checks.
 
 from __future__ import annotations
 
+import os
+from dataclasses import replace
 from typing import Any
 
 from .accounts import Accounts, DatasetLocks
 from .limits import Limiter
 from .rules import Access, Principal
 from ..client import Kenning
-from ..errors import NotFoundError, PermissionDeniedError, ValidationError
+from ..errors import FileReadError, NotFoundError, PermissionDeniedError, ValidationError
+from ..files import Document, read_document
 from ..models import (
     AddResult,
     CognifyResult,
     Context,
     FeedbackResult,
+    FileFailure,
     ForgetResult,
     Memory,
     MemoryInput,
@@ -44,6 +48,8 @@ def _chars(content: Any) -> int:
         return len(content)
     if isinstance(content, MemoryInput):
         return len(content.model_dump_json())
+    if isinstance(content, Document):
+        return len(content.text)
     if isinstance(content, (list, tuple)):
         return sum(_chars(item) for item in content)
     return len(str(content))
@@ -72,10 +78,32 @@ class Service:
 
     # -- writes ------------------------------------------------------------------------------
     def remember(self, who: Principal, content: Any, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> RememberResult:
+        if any(isinstance(c, os.PathLike) for c in (content if isinstance(content, list) else [content])):
+            # a caller of the server never makes it read its own files (docs/files.md)
+            raise ValidationError("the server does not read paths on its machine: upload files to /v1/remember/file")
         self.access.require_write(who, dataset)
         self.writes.spend(who.name, _chars(content))
         with self.locks.hold([dataset]):
             return self.kn.remember(content, dataset=dataset, **kw)
+
+    def remember_uploads(self, who: Principal, uploads: list[tuple[str, bytes]], *, folder: str | None = None,
+                         dataset: str = DEFAULT_DATASET, **kw: Any) -> RememberResult:
+        """Uploaded files (name, bytes), read as the formats their names say and remembered as
+        files of ``folder``; one that cannot be read is listed in ``files.failed``, and when
+        none can be, the first one's FileReadError is raised."""
+        self.access.require_write(who, dataset)  # before any file is converted
+        documents, failed = [], []
+        for name, data in uploads:
+            try:
+                documents.append(replace(read_document(data, name), folder=folder))
+            except FileReadError as exc:
+                failed.append(FileFailure(source=name, error=exc.message))
+        if not documents:
+            raise FileReadError(failed[0].error, path=failed[0].source)
+        result = self.remember(who, documents, dataset=dataset, **kw)
+        if result.files is not None:
+            result.files.failed[:0] = failed
+        return result
 
     def add(self, who: Principal, content: Any, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> AddResult:
         self.access.require_write(who, dataset)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import os
 import sys
 import tempfile
@@ -42,11 +43,11 @@ def _read_inputs(texts: tuple[str, ...], files: tuple[str, ...], messages: str |
     return items
 
 
-def _remember_options(fn):  # noqa: ANN001, ANN202
+def _remember_options(fn, files_help: str = "Read a memory from a file (repeatable).",  # noqa: ANN001, ANN202
+                      folders: bool = False):
     for option in reversed([
         click.argument("texts", nargs=-1),
-        click.option("--file", "-f", "files", multiple=True, type=click.Path(dir_okay=False),
-                     help="Read a memory from a file (repeatable)."),
+        click.option("--file", "-f", "files", multiple=True, type=click.Path(dir_okay=folders), help=files_help),
         dataset_option,
         click.option("--kind", type=KINDS, default="knowledge", show_default=True),
         click.option("--source", default=None, help="Where the text came from."),
@@ -69,16 +70,33 @@ def register(group: click.Group) -> None:
 
 
 @click.command()
-@_remember_options
+@functools.partial(_remember_options, folders=True, files_help=(
+    "A file or folder (recursive) to remember, one memory per file: text in any encoding, Markdown, "
+    "HTML, PDF, DOCX, PPTX, XLSX/CSV, JSON (repeatable; docs/files.md)."))
 @click.option("--force", is_flag=True, help="Reprocess content seen before.")
+@click.option("--glob", "include", multiple=True, help="Files: remember only the files this glob matches (repeatable).")
+@click.option("--exclude", multiple=True, help="Files: skip what this .gitignore-style pattern matches (repeatable).")
+@click.option("--sync", is_flag=True, help="Files: forget the memories of files deleted from the folder.")
 @click.pass_context
 def remember(ctx, texts, files, dataset, kind, source, valid_at, messages, user, agent, session, as_json,  # noqa: ANN001
-             force) -> None:
-    """Store and process memories now (or a chat: --messages chat.json --user alice).
+             force, include, exclude, sync) -> None:
+    """Store and process memories now: texts, files and folders with --file, or a chat with
+    --messages chat.json --user alice.
 
     Example: kenning remember "Alice works at Acme." "Bob lives in Paris."
+
+    Example: kenning remember -f reports/ --glob '*.pdf' --sync
     """
-    items = _read_inputs(texts, files, messages)
+    if files:
+        if texts or messages:
+            fail("give TEXT arguments, --file or --messages: one of them")
+        _remember_files(ctx, [Path(f) for f in files], as_json, dataset=dataset, kind=kind, source=source,
+                        valid_at=valid_at, force=force, include=list(include) or None,
+                        exclude=list(exclude) or None, sync=sync, user=user, agent=agent, session=session)
+        return
+    if include or exclude or sync:
+        fail("--glob, --exclude and --sync apply to --file")
+    items = _read_inputs(texts, (), messages)
     fields = {"dataset": dataset, "kind": kind, "source": source, "valid_at": valid_at, "force": force,
               "user": user, "agent": agent, "session": session}
     with open_kenning(ctx, create=True) as kn:
@@ -95,6 +113,24 @@ def remember(ctx, texts, files, dataset, kind, source, valid_at, messages, user,
     for error in result.errors:
         click.echo(f"failed: {error}", err=True)
     if result.errors:
+        sys.exit(1)
+
+
+def _remember_files(ctx: click.Context, paths: list[Path], as_json: bool, **arguments: object) -> None:
+    """Files and folders: a progress bar over the files, the summary, one line per failed file."""
+    with open_kenning(ctx, create=True) as kn, progress("remembering", "files", quiet=as_json) as advance:
+        result = call(kn.remember, paths, progress=advance, **arguments)
+    if as_json:
+        dump_json(result)
+    else:
+        assert result.files is not None
+        click.echo(f"files: {result.files}")
+        if result.memory_ids:
+            click.echo(_remembered(result))
+        _no_facts(result.no_facts, kn.settings.llm is None)
+        for failure in result.files.failed:
+            click.echo(f"failed: {failure.error}", err=True)
+    if result.files is not None and result.files.failed:
         sys.exit(1)
 
 
@@ -173,9 +209,11 @@ def print_hit(hit: Hit, rank: int, memories: dict, at: dt.datetime) -> None:  # 
         when = f"  ({short_time(hit.valid_at)} → {short_time(hit.invalid_at)}){state}"
     click.echo(f"{rank:>2}. [{hit.kind}] {hit.text}{when}")
     sources = []
-    for memory_id in hit.memory_ids[:3]:
+    for i, memory_id in enumerate(hit.memory_ids[:3]):
         memory = memories.get(memory_id)
         label = f"{memory.source}" if memory is not None and memory.source else ""
+        if i == 0 and hit.location is not None and str(hit.location):  # where in the file: p. 2 › Results
+            label = f"{label} {hit.location}".strip()
         sources.append(f"{memory_id}{' ' + label if label else ''}")
     more = f" +{len(hit.memory_ids) - 3}" if len(hit.memory_ids) > 3 else ""
     click.echo(f"    score {hit.score:.4f} via {'+'.join(hit.lanes)}; from {', '.join(sources)}{more}")

@@ -13,12 +13,14 @@ from collections.abc import Callable
 from typing import Any
 
 from .._time import as_utc, utcnow
-from ..errors import ConfigurationError
+from ..errors import ConfigurationError, ValidationError
 from ..pipeline.extract import Extractor
 from ..providers.base import ChatModel, Embedder
 from ..providers.rerank import Reranker
 from ..settings import Settings
 from ..store.base import Store
+from ..files import is_files
+from .files import Files
 from .lifecycle import Lifecycle
 from .reading import Reading
 from .writing import Writing
@@ -60,6 +62,7 @@ class Engine:
         self.writing = Writing(settings, store, embedder, extractor, chat, self.now)
         self.reading = Reading(settings, store, embedder, chat, reranker, self.now)
         self.lifecycle = Lifecycle(settings, store, self.writing, self.now)
+        self.files = Files(store, self.writing, self.lifecycle)
         if verify_embedder:
             store.check_embedder(embedder.name, embedder.dimension)
 
@@ -72,8 +75,20 @@ class Engine:
                 part.close()
         self.store.close()
 
+    def remember(self, content: Any, *, include: Any = None, exclude: Any = None, sync: bool = False,
+                 **kwargs: Any) -> Any:
+        """``Writing.remember`` for text; ``Files.remember`` for files and folders (Paths)."""
+        if is_files(content):
+            scoped = [name for name in ("user", "agent", "session") if kwargs.pop(name, None) is not None]
+            if scoped:
+                raise ValidationError(f"{', '.join(scoped)} scope text and chat messages, not files and folders")
+            return self.files.remember(content, include=include, exclude=exclude, sync=sync, **kwargs)
+        if include or exclude or sync:
+            raise ValidationError("include, exclude and sync apply to files and folders (a pathlib.Path; "
+                                  "over HTTP, upload them to /v1/remember/file)")
+        return self.writing.remember(content, **kwargs)
+
     add = _Verb("writing", Writing.add)
-    remember = _Verb("writing", Writing.remember)
     cognify = _Verb("writing", Writing.cognify)
     reembed = _Verb("writing", Writing.reembed)
     improve = _Verb("writing", Writing.improve)

@@ -248,11 +248,20 @@ class Reading:
         if not result.hits:
             result.answer = "No relevant memories."
             return
+        files = {m.id: m.source for m in result.memories if m.source and m.metadata.get("format")}
         facts = [
             AnswerFact(
                 id=h.id, sentence=h.text, valid_at=h.valid_at, invalid_at=h.invalid_at,
-                current=h.current, memory_ids=h.memory_ids,
+                current=h.current, memory_ids=h.memory_ids, where=_where(files, h),
             )
             for h in result.hits
         ]
         result.answer, result.citations = answer_question(self.chat, result.query, facts, now, result.usage)
+
+
+def _where(files: dict[str, str], hit: Any) -> str | None:
+    """``report.pdf p. 12 › Results`` for a hit from a file's passage (None otherwise)."""
+    source = files.get(hit.memory_ids[0]) if hit.memory_ids else None
+    if source is None:
+        return None
+    return f"{source} {hit.location}".strip() if hit.location is not None else source

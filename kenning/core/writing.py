@@ -538,19 +538,23 @@ class Writing:
 
     def _apply_supersession(self, memory: Memory) -> None:
         """Mark the memories ``memory`` supersedes (one transaction)."""
-        if not memory.supersedes:
+        self.supersede(memory.id, memory.dataset, memory.supersedes)
+
+    def supersede(self, memory_id: str, dataset: str, old_ids: Sequence[str]) -> None:
+        """Mark ``old_ids`` superseded by ``memory_id`` (one transaction)."""
+        if not old_ids:
             return
         now = self.now()
 
         def mark(txn: Txn) -> None:
-            for old_id in dict.fromkeys(memory.supersedes):
+            for old_id in dict.fromkeys(old_ids):
                 txn.update_memory(
-                    old_id, {"status": "superseded", "superseded_by": memory.id, "updated_at": now}
+                    old_id, {"status": "superseded", "superseded_by": memory_id, "updated_at": now}
                 )
 
         self.store.atomic(mark)
-        log.info("memories superseded", extra={"memory_id": memory.id, "dataset": memory.dataset,
-                                               "superseded_ids": list(memory.supersedes)})
+        log.info("memories superseded", extra={"memory_id": memory_id, "dataset": dataset,
+                                               "superseded_ids": list(old_ids)})
 
 
     # -- improve -----------------------------------------------------------------------------

@@ -3,7 +3,7 @@ XLSX/CSV and JSON into Markdown-shaped text the chunker cuts by structure, and p
 sync against what the store holds."""
 
 from ._convert import FORMATS, format_of
-from ._read import DEFAULT_EXCLUDE, Document, Matcher, ReadResult, read_document, read_paths
+from ._read import DEFAULT_EXCLUDE, Document, Matcher, ReadResult, find_files, is_files, read_document, read_paths
 from ._sync import SyncPlan, plan_sync
 
 __all__ = [
@@ -13,7 +13,9 @@ __all__ = [
     "Matcher",
     "ReadResult",
     "SyncPlan",
+    "find_files",
     "format_of",
+    "is_files",
     "plan_sync",
     "read_document",
     "read_paths",

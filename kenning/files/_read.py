@@ -13,7 +13,8 @@ from .._identity import content_hash
 from ..errors import FileReadError, ValidationError
 from ._convert import convert, format_of
 
-__all__ = ["DEFAULT_EXCLUDE", "Document", "ReadResult", "Matcher", "read_document", "read_paths"]
+__all__ = ["DEFAULT_EXCLUDE", "Document", "ReadResult", "Matcher", "find_files", "is_files", "read_document",
+           "read_paths"]
 
 #: skipped unless an include or ``!pattern`` names them: hidden files and folders (.git, .venv …)
 DEFAULT_EXCLUDE = (".*",)
@@ -31,6 +32,9 @@ class Document:
     text: str
     content_hash: str
     format: str
+    #: the folder an upload belongs to (``/v1/remember/file``'s ``folder``): sync compares it
+    #: with earlier uploads of that folder only; None for a file read here (its folder is known)
+    folder: str | None = None
 
 
 @dataclass
@@ -62,21 +66,36 @@ def read_paths(
     items = [paths] if isinstance(paths, (str, os.PathLike)) else list(paths)
     result = ReadResult()
     for item in items:
-        path = Path(item)
-        if path.is_dir():
-            matcher = Matcher([*DEFAULT_EXCLUDE, *_gitignore(path), *exclude], include)
-            files = [(f, f.relative_to(path).as_posix()) for f in _walk(path, matcher)]
-        elif path.exists() or path.is_symlink():
-            files = [(path, path.name)]
-        else:
-            raise ValidationError(f"no such file or folder: {path}", path=str(path))
-        for file, source in files:
+        for file, source in find_files(item, include=include, exclude=exclude):
             try:
                 result.documents.append(_read(file, source))
             except FileReadError as exc:
                 result.errors.append(exc)
     result.documents.sort(key=lambda d: d.source)
     return result
+
+
+def find_files(
+    path: str | os.PathLike, *, include: Sequence[str] = (), exclude: Sequence[str] = ()
+) -> list[tuple[Path, str]]:
+    """The files ``read_paths`` reads from one file or folder, with their sources, unread."""
+    path = Path(path)
+    if path.is_dir():
+        matcher = Matcher([*DEFAULT_EXCLUDE, *_gitignore(path), *exclude], include)
+        return [(f, f.relative_to(path).as_posix()) for f in _walk(path, matcher)]
+    if path.exists() or path.is_symlink():
+        return [(path, path.name)]
+    raise ValidationError(f"no such file or folder: {path}", path=str(path))
+
+
+def is_files(content: object) -> bool:
+    """Whether ``content`` names files (``Path``s, or ``Document``s read from uploads) rather
+    than text; a list that mixes them with text is a ValidationError."""
+    items = content if isinstance(content, (list, tuple)) else [content]
+    files = [isinstance(item, (os.PathLike, Document)) for item in items]
+    if any(files) and not all(files):
+        raise ValidationError("content mixes files (Path) with text: remember them in separate calls")
+    return bool(files) and all(files)
 
 
 def _read(file: Path, source: str) -> Document:

@@ -49,6 +49,8 @@ class AnswerFact(BaseModel):
     invalid_at: dt.datetime | None = None
     current: bool = True
     memory_ids: list[str] = Field(default_factory=list)
+    #: where it was read, for a passage of a file: ``report.pdf p. 12 › Results``
+    where: str | None = None
 
 
 def answer_question(
@@ -68,7 +70,7 @@ def answer_question(
     lines = ["Facts:"]
     for i, fact in enumerate(facts):
         memories = ", ".join(memory_labels[m] for m in fact.memory_ids)
-        notes = "; ".join(part for part in (_period(fact), memories) if part)
+        notes = "; ".join(part for part in (fact.where, _period(fact), memories) if part)
         lines.append(f"f{i + 1} ({notes}) {fact.sentence}" if notes else f"f{i + 1} {fact.sentence}")
     lines.append(f"Question: {query}")
     stamp = (as_utc(now) or now).strftime("%Y-%m-%d %H:%M UTC")

@@ -64,6 +64,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 MemoryIdPath = Annotated[str, Path(min_length=1, max_length=200)]
 DatasetPath = Annotated[str, Path(pattern=DATASET_PATTERN)]
 UserPath = Annotated[str, Path(min_length=1, max_length=200)]
+_FIELDS = RememberRequest.model_fields
 PinBody = without(PinRequest, "memory_id")
 UpdateBody = without(UpdateRequest, "memory_id")
 
@@ -82,21 +83,28 @@ def build_router(service: Service, caller: Callable[..., Principal]) -> APIRoute
     def remember(body: RememberRequest, who: Caller) -> RememberResult:
         return service.remember(who, **body.arguments())
 
-    @router.post("/remember/file", tags=["memory"], summary="Remember an uploaded UTF-8 text file.")
+    @router.post("/remember/file", tags=["memory"],
+                 summary="Remember uploaded files: text, Markdown, HTML, PDF, DOCX, PPTX, XLSX/CSV, JSON.")
     def remember_file(
         who: Caller,
-        file: Annotated[UploadFile, File(description="A UTF-8 text file.")],
+        file: Annotated[list[UploadFile], File(
+            description="One or more files (repeat the part); a name may be a path (docs/a.pdf): the source.")],
         dataset: Annotated[str, Form(pattern=DATASET_PATTERN)] = DEFAULT_DATASET,
         kind: Annotated[str, Form(min_length=1, max_length=64)] = "knowledge",
         valid_at: Annotated[str | None, Form(max_length=100)] = None,
         force: Annotated[bool, Form()] = False,
+        include: Annotated[list[str] | None, Form(description=_FIELDS["include"].description)] = None,
+        exclude: Annotated[list[str] | None, Form(description=_FIELDS["exclude"].description)] = None,
+        sync: Annotated[bool, Form(description="Forget the memories of earlier uploads of this folder "
+                                               "not sent now.")] = False,
+        folder: Annotated[str | None, Form(max_length=2000, description=(
+            "The folder these files come from: sync compares them with earlier uploads of this folder only."
+        ))] = None,
+        dry_run: Annotated[bool, Form()] = False,
     ) -> RememberResult:
-        try:
-            text = file.file.read().decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise ValidationError(f"file is not UTF-8 text: {exc.reason}") from exc
-        return service.remember(who, text, dataset=dataset, kind=kind, valid_at=valid_at,
-                                source=file.filename or None, force=force)
+        uploads = [(upload.filename or "upload", upload.file.read()) for upload in file]
+        return service.remember_uploads(who, uploads, folder=folder, dataset=dataset, kind=kind, valid_at=valid_at,
+                                        force=force, include=include, exclude=exclude, sync=sync, dry_run=dry_run)
 
     @router.post("/add", tags=["memory"], summary="Store as pending; cognify processes later.")
     def add(body: AddRequest, who: Caller) -> AddResult:

@@ -375,10 +375,12 @@ class Store(ABC):
         with the latest message first; ``flt.limit``/``offset`` page them."""
 
     @abstractmethod
-    def file_memories(self, dataset: str, prefix: str = "") -> list[tuple[str, str, str]]:
+    def file_memories(self, dataset: str, prefix: str = "", folder: str | None = None) -> list[tuple[str, str, str]]:
         """(source, memory id, content hash) of the memories read from files (``metadata``
         has a ``format``) whose source starts with ``prefix``, superseded ones left out, by
-        source: what folder sync (kenning.files.plan_sync) compares a folder with."""
+        source: what folder sync (kenning.files.plan_sync) compares a folder with. ``folder``:
+        only those whose ``metadata.folder`` is this (``""``: those read with no folder,
+        uploads)."""
 
     @abstractmethod
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:

@@ -731,12 +731,13 @@ class PostgresStore(AuthStore, ScopeReads, Store):
             rows = conn.execute(query, [*args, flt.limit, flt.offset]).fetchall()
         return [_memory(r) for r in rows]
 
-    def file_memories(self, dataset: str, prefix: str = "") -> list[tuple[str, str, str]]:
+    def file_memories(self, dataset: str, prefix: str = "", folder: str | None = None) -> list[tuple[str, str, str]]:
         with self._conn() as conn:
             rows = conn.execute(
                 "SELECT source, id, content_hash FROM memories WHERE dataset = %s AND source IS NOT NULL"
                 " AND left(source, %s) = %s AND status <> 'superseded' AND metadata ? 'format'"
-                " ORDER BY source, created_at, id", (dataset, len(prefix), prefix)).fetchall()
+                " AND (%s::text IS NULL OR coalesce(metadata ->> 'folder', '') = %s)"
+                " ORDER BY source, created_at, id", (dataset, len(prefix), prefix, folder, folder)).fetchall()
         return [(r["source"], r["id"], r["content_hash"]) for r in rows]
 
     def count_memories(self, flt: MemoryFilter) -> int:

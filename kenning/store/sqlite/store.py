@@ -587,13 +587,15 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             rows = self._db.execute(sql, [*args, flt.limit, flt.offset]).fetchall()
             return self._with_access([_memory(r) for r in rows])
 
-    def file_memories(self, dataset: str, prefix: str = "") -> list[tuple[str, str, str]]:
+    def file_memories(self, dataset: str, prefix: str = "", folder: str | None = None) -> list[tuple[str, str, str]]:
         with self._lock:
             rows = self._db.execute(
                 "SELECT source, id, content_hash FROM memories WHERE dataset = ? AND source IS NOT NULL"
                 " AND substr(source, 1, ?) = ? AND status != 'superseded'"
-                " AND json_extract(metadata, '$.format') IS NOT NULL ORDER BY source, created_at, id",
-                (dataset, len(prefix), prefix)).fetchall()
+                " AND json_extract(metadata, '$.format') IS NOT NULL"
+                " AND (? IS NULL OR coalesce(json_extract(metadata, '$.folder'), '') = ?)"
+                " ORDER BY source, created_at, id",
+                (dataset, len(prefix), prefix, folder, folder)).fetchall()
         return [(r[0], r[1], r[2]) for r in rows]
 
     def count_memories(self, flt: MemoryFilter) -> int:
