@@ -39,7 +39,9 @@ INSTRUCTIONS = (
     "kenning is persistent, temporal knowledge-graph memory. Call `remember` with what happened "
     "or was decided, `recall` with a question to get facts (with their valid times) and the "
     "memories behind them, `timeline` for how one entity's facts changed, and `forget` to drop "
-    f"a memory. Datasets are namespaces (default '{DEFAULT_DATASET}')."
+    "a memory. A chat's messages ({role, content}) go to `remember` as they are, with `user` and "
+    "`session`; `context` gives the block to put in a prompt (current facts, recent messages). "
+    f"Datasets are namespaces (default '{DEFAULT_DATASET}')."
 )
 
 Json = dict[str, Any]
