@@ -299,3 +299,16 @@ def test_files_take_no_chat_scope(tmp_path) -> None:  # noqa: ANN001
         with pytest.raises(ValidationError, match="user scope text and chat messages, not files"):
             kn.remember(Path(note), user="alice")
         assert kn.remember(Path(note)).memory_ids  # unscoped, as before
+
+
+def test_turns_added_at_once_to_one_session_take_distinct_positions(kn: Kenning) -> None:
+    from concurrent.futures import ThreadPoolExecutor
+
+    def say(i: int) -> None:
+        kn.add([{"role": "user", "content": f"turn {i}"}, {"role": "assistant", "content": f"reply {i}"}],
+               user="alice", session="s1")
+
+    with ThreadPoolExecutor(4) as pool:
+        list(pool.map(say, range(12)))
+    positions = sorted(m.position for m in kn.list(session="s1", limit=100))
+    assert positions == list(range(24))

@@ -90,6 +90,7 @@ class Writing:
         self.rules = RelationRules(settings.single_valued_relations)
         self.config = PipelineConfig(settings.chunk_size, settings.chunk_overlap, settings.entity_similarity)
         self._result_lock = threading.Lock()
+        self._sessions = threading.Lock()
         #: this part's claims on memories it processes, kept fresh while it works
         self.owner = new_owner()
         self._heartbeat = Heartbeat(lambda: store.renew_claims(self.owner, self.now()),
@@ -169,14 +170,17 @@ class Writing:
 
         ``remember`` stores them directly as ``processing`` (it processes them at once): one
         write fewer per memory, and a crash still leaves them visible and reclaimable."""
-        memories = self._memories(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
-                                  metadata=metadata, status=status, user=user, agent=agent, session=session)
-        if len(memories) > 1 and memories[0].episode is None:  # one call of several items is an episode
-            episode = new_id("ep")
-            for position, memory in enumerate(memories):
-                memory.episode, memory.position = episode, position
-        self._check_supersedes(memories)
-        out = self.store.insert_memories(memories, self.owner if status == "processing" else None)
+        # a session's next position is read, then taken: calls on sessions of this engine wait
+        # for each other (other processes do not: their turns may share a position)
+        with self._sessions if session is not None else nullcontext():
+            memories = self._memories(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
+                                      metadata=metadata, status=status, user=user, agent=agent, session=session)
+            if len(memories) > 1 and memories[0].episode is None:  # one call of several items is an episode
+                episode = new_id("ep")
+                for position, memory in enumerate(memories):
+                    memory.episode, memory.position = episode, position
+            self._check_supersedes(memories)
+            out = self.store.insert_memories(memories, self.owner if status == "processing" else None)
         for memory, (_, created) in zip(memories, out):
             if created and memory.supersedes:
                 self._apply_supersession(memory)
