@@ -14,7 +14,7 @@ import httpx
 import pytest
 from click.testing import CliRunner
 
-from kenning import Kenning
+from kenning import Kenning, Message
 from kenning.cli import cli
 from kenning.errors import ValidationError
 from tests.fakeopenai import FakeOpenAI
@@ -45,8 +45,8 @@ def test_a_chat_becomes_ordered_message_memories_and_first_person_facts_of_the_s
     assert stored[0].valid_at.isoformat().startswith("2023-12-20T09:00")
     assert stored[1].valid_at == clock()  # no created_at: the call's time
     assert {("Alice", "lives_in", "Paris"), ("Alice", "works_at", "Globex")} <= _facts(kn, user="Alice")
-    # the next call continues the session's positions
-    kn.remember([{"role": "user", "content": "I live in Lyon now."}], user="Alice", session="s1")
+    # the next call continues the session's positions (one Message is a chat of one turn)
+    kn.remember(Message(role="user", content="I live in Lyon now."), user="Alice", session="s1")
     assert max(m.position for m in kn.list(session="s1")) == 3
     assert ("Alice", "lives_in", "Lyon") in _facts(kn, user="Alice")
 

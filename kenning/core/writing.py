@@ -23,7 +23,7 @@ from ..dates import parse_when
 from ..errors import ConflictError, KenningError, ValidationError
 from ..lifecycle.improve import duplicate_pairs
 from ..lifecycle.remove import scrub_entities
-from ..models import CognifyResult, ImproveResult, Memory, MemoryInput, MemoryKind, RememberResult, Usage
+from ..models import CognifyResult, ImproveResult, Memory, MemoryInput, MemoryKind, Message, RememberResult, Usage
 from ..pipeline.commit import CommitOutcome, apply_plan, new_id
 from ..pipeline.messages import is_messages, message_memories, read_messages
 from ..pipeline.extract import Extractor
@@ -57,7 +57,7 @@ _PAGE = 1000
 
 def content_items(content: Any) -> list[Any]:
     """One input or a list of them, as a list; anything else is a ValidationError."""
-    if isinstance(content, (str, MemoryInput, dict)):
+    if isinstance(content, (str, MemoryInput, Message, dict)):
         return [content]
     if isinstance(content, (list, tuple)):
         return list(content)
