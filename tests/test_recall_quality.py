@@ -92,6 +92,19 @@ def test_a_fact_leads_when_the_question_asks_for_it(kn):
     assert top.support  # the passage it came from is named as support
 
 
+def test_only_a_one_value_relation_leads(kn):
+    # "where does Bob live" has one current answer, which leads; "what did Alice love" has many:
+    # one "likes" fact must not jump above the passage that matches the question better
+    kn.remember("Alice likes tea.")
+    kn.remember("Alice said the jazz festival in Montreal was the best week of her summer.")
+    hits = kn.recall("Which jazz festival in Montreal did Alice love in the summer?", top_k=3).hits
+    assert "jazz festival" in hits[0].text
+    kn.remember("Bob lives in Paris.")
+    kn.remember("Bob's favourite bakery in Paris is famous for long queues in the summer.")
+    hits = kn.recall("Where does Bob live?", top_k=3).hits
+    assert (hits[0].kind, hits[0].relation) == ("fact", "lives_in")
+
+
 def test_hybrid_is_never_below_its_best_lane_on_a_conversation(tmp_path):
     """A small conversation where the evidence is often the reply to the turn that matched."""
     sessions = [

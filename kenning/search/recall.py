@@ -83,6 +83,10 @@ _RELATION_CUES = {
     "owns": {"own", "owner"},
     "founded": {"found", "founder", "start"},
 }
+#: the asked relations that hold one value at a time: a current fact of one of them is *the*
+#: answer ("where does Alice live") and leads; of the others ("what does Alice like") any one
+#: fact is one answer among many, ranked with the passages
+_ONE_VALUE = frozenset({"works_at", "lives_in", "located_in", "ceo_of", "has_role", "married_to"})
 #: score multiplier for a fact whose relation the question asks about
 _RELATION_BOOST = 1.5
 #: score multiplier for a hit about an entity the question names
@@ -571,7 +575,7 @@ def _fact_hit(ctx: _Context, fact: Fact, score: float, lanes: list[str], explana
         score *= ctx.decay(mems)
     # History ranks below what holds; a question about what ended turns that round.
     weight = fact.weight * (1.0 if current != ctx.past else _HISTORY) * ctx.fact_boost(fact)
-    if ctx.answers(fact):
+    if ctx.answers(fact) and fact.relation in _ONE_VALUE:
         ctx.answers_found.add(fact.id)
     shown = _as_believed(fact, ctx.q.known_at)
     memory_ids = list(dict.fromkeys([*([first] if first else []), *(m.id for m in mems)]))
