@@ -259,6 +259,17 @@ def test_matcher_follows_gitignore_rules() -> None:
     assert m.excluded("docs/a/b/draft-1.md") and not m.excluded("docs/draft-12.md")
 
 
+def test_bracket_patterns_are_globs_not_regular_expressions(tmp_path: Path) -> None:
+    m = Matcher(["[\\]x", "file[.]txt", "[!a]b"])  # found by the API fuzz test: a 500 before
+    assert m.excluded("file.txt") and not m.excluded("filextxt") and m.excluded("cb") and not m.excluded("ab")
+    with pytest.raises(ValidationError, match="z-a"):
+        Matcher([], ["[z-a]"])
+    (tmp_path / ".gitignore").write_text("[z-a]\n*.log\n")  # git skips a line it cannot read
+    (tmp_path / "a.txt").write_text("Alice works at Acme.")
+    (tmp_path / "b.log").write_text("noise")
+    assert [d.source for d in read_paths([tmp_path]).documents] == ["a.txt"]
+
+
 def test_unreadable_files_are_reported_while_the_rest_is_read(tmp_path: Path) -> None:
     (tmp_path / "good.md").write_text("# Good\n\nFine.")
     (tmp_path / "broken.pdf").write_bytes(b"%PDF-1.4\n1 0 obj garbage\n%%EOF")

@@ -120,10 +120,21 @@ def _walk(root: Path, matcher: Matcher) -> Iterable[Path]:
 
 
 def _gitignore(root: Path) -> list[str]:
+    """The folder's ``.gitignore`` lines; a line that is not a valid pattern is skipped, as git
+    does (a pattern the caller gives is checked: a ValidationError names it)."""
     try:
-        return (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
+        lines = (root / ".gitignore").read_text(encoding="utf-8", errors="replace").splitlines()
     except OSError:
         return []
+    return [line for line in lines if _valid(line)]
+
+
+def _valid(line: str) -> bool:
+    try:
+        _compile(line)
+    except ValidationError:
+        return False
+    return True
 
 
 class Matcher:
@@ -175,9 +186,14 @@ def _compile(line: str) -> tuple[bool, bool, re.Pattern[str]] | None:
             i += 1
         elif line[i] == "[" and (end := line.find("]", i + 1)) > i:
             body = line[i + 1 : end]
-            out.append("[" + ("^" + body[1:] if body.startswith("!") else body) + "]")
+            negated = body.startswith(("!", "^"))
+            body = "".join(c if c == "-" else re.escape(c) for c in (body[1:] if negated else body))
+            out.append("[" + ("^" if negated else "") + body + "]")
             i = end + 1
         else:
             out.append(re.escape(line[i]))
             i += 1
-    return negate, dir_only, re.compile(("" if anchored else "(?:.*/)?") + "".join(out))
+    try:
+        return negate, dir_only, re.compile(("" if anchored else "(?:.*/)?") + "".join(out))
+    except re.error as exc:  # a range such as [z-a]
+        raise ValidationError(f"pattern {line!r} is not a valid glob: {exc}") from None
