@@ -152,29 +152,19 @@ class Writing:
             **fields,
         )
 
-    def add(
-        self,
-        content: ContentInput | Sequence[ContentInput],
-        *,
-        dataset: str = DEFAULT_DATASET,
-        kind: str = "knowledge",
-        source: str | None = None,
-        valid_at: dt.datetime | str | None = None,
-        metadata: dict[str, Any] | None = None,
-        user: str | None = None,
-        agent: str | None = None,
-        session: str | None = None,
-        status: str = "pending",
-    ) -> list[tuple[str, bool]]:
-        """Store memories as ``pending``; returns (id, created) in input order.
+    def add(self, content: ContentInput | Sequence[ContentInput], *, status: str = "pending",
+            **inputs: Any) -> list[tuple[str, bool]]:
+        """Store memories as ``pending``; returns (id, created) in input order. ``inputs`` are
+        the write fields of the request model (``kenning.requests._Write``: dataset, kind,
+        source, valid_at, metadata, user, agent, session), checked by ``_memories``.
 
         ``remember`` stores them directly as ``processing`` (it processes them at once): one
         write fewer per memory, and a crash still leaves them visible and reclaimable."""
+        session = inputs.get("session")
         # a session's next position is read, then taken: calls on sessions of this engine wait
         # for each other (other processes do not: their turns may share a position)
         with self._sessions if session is not None else nullcontext():
-            memories = self._memories(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
-                                      metadata=metadata, status=status, user=user, agent=agent, session=session)
+            memories = self._memories(content, status=status, **inputs)
             if len(memories) > 1 and memories[0].episode is None:  # one call of several items is an episode
                 episode = new_id("ep")
                 for position, memory in enumerate(memories):
@@ -184,37 +174,22 @@ class Writing:
         for memory, (_, created) in zip(memories, out):
             if created and memory.supersedes:
                 self._apply_supersession(memory)
-        log.info("memories added", extra={"dataset": dataset, "count": len(out),
-                                          "new": sum(1 for _, c in out if c)})
+        dataset = memories[0].dataset if memories else None
+        log.info("memories added", extra={"dataset": dataset, "count": len(out), "new": sum(1 for _, c in out if c)})
         return out
 
-    def remember(
-        self,
-        content: ContentInput | Sequence[ContentInput],
-        *,
-        dataset: str = DEFAULT_DATASET,
-        kind: str = "knowledge",
-        source: str | None = None,
-        valid_at: dt.datetime | str | None = None,
-        metadata: dict[str, Any] | None = None,
-        user: str | None = None,
-        agent: str | None = None,
-        session: str | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-        progress: Callable[[int], None] | None = None,
-    ) -> RememberResult:
+    def remember(self, content: ContentInput | Sequence[ContentInput], *, force: bool = False,
+                 dry_run: bool = False, progress: Callable[[int], None] | None = None,
+                 **inputs: Any) -> RememberResult:
+        """Store and process now (``inputs``: the write fields, as for ``add``)."""
         check_flag(force, "force")
-        scope = {"user": user, "agent": agent, "session": session}
         if check_flag(dry_run, "dry_run"):
-            return self._estimate(content, dataset=dataset, kind=kind, source=source,
-                                  valid_at=valid_at, metadata=metadata, **scope)
+            return self._estimate(content, **inputs)
         with self._heartbeat:
-            added = self.add(content, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
-                             metadata=metadata, status="processing", **scope)
+            added = self.add(content, status="processing", **inputs)
             ids = [memory_id for memory_id, _ in added]
             todo, outcome = self._remember_todo(added, force)
-            self._process([self._restate(m, source) for m in todo], outcome, progress)
+            self._process([self._restate(m, inputs.get("source")) for m in todo], outcome, progress)
         result = RememberResult(memory_ids=ids, skipped=outcome.skipped, usage=outcome.usage)
         result.entities_created = outcome.entities_created
         result.facts_created = outcome.facts_created
@@ -263,9 +238,9 @@ class Writing:
         flt.dead_owners = dead_owners(self.store.claim_owners(flt.dataset))
         return self.store.claim(self.owner, self.now(), flt)
 
-    def _memories(self, content: ContentInput | Sequence[ContentInput], *, dataset: str, kind: str,
-                  source: str | None, valid_at: dt.datetime | str | None, metadata: dict[str, Any] | None,
-                  status: str = "pending", user: str | None = None, agent: str | None = None,
+    def _memories(self, content: ContentInput | Sequence[ContentInput], *, dataset: str = DEFAULT_DATASET,
+                  kind: str = "knowledge", source: str | None = None, valid_at: dt.datetime | str | None = None,
+                  metadata: dict[str, Any] | None = None, status: str = "pending", user: str | None = None, agent: str | None = None,
                   session: str | None = None) -> list[Memory]:
         """Every input of a call checked and made a Memory before any is stored, so a bad
         batch stores nothing. Chat messages become ``message`` memories (``messages.py``)
