@@ -61,9 +61,13 @@ __all__ = [
 #: the orders ``list`` sorts by
 ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
 MAX_ITEMS = 1000
+#: the limits the models state and the engine checks for a Python call: written once, here
+ID_CHARS, KIND_CHARS, SOURCE_CHARS, NAME_CHARS, QUERY_CHARS = 200, 64, 2000, 1000, 10_000
+MAX_TOP_K, MAX_DEPTH, MAX_NEIGHBORS, MAX_PAGE, MAX_OFFSET = 1000, 5, 10, 10_000, 10**9
+MIN_TOKENS, MAX_TOKENS = 50, 100_000
 
 Dataset = Annotated[str, Field(pattern=DATASET_PATTERN, description="Dataset name.")]
-MemoryId = Annotated[str, Field(min_length=1, max_length=200, description="A memory id.")]
+MemoryId = Annotated[str, Field(min_length=1, max_length=ID_CHARS, description="A memory id.")]
 #: a date as text in any form the date parser reads, or a datetime (never a number)
 When = Annotated[str, Field(max_length=100)] | Annotated[dt.datetime, Strict()]
 Content = str | MemoryInput | Message
@@ -77,7 +81,7 @@ Files = SkipJsonSchema[Path]
 Globs = Annotated[list[Annotated[str, Field(min_length=1, max_length=1000)]], Field(max_length=100)]
 SearchType = Literal[SEARCH_TYPES]  # type: ignore[valid-type]
 Days = Annotated[float, Field(ge=0, le=1e6)]
-Scope = Annotated[str, Field(min_length=1, max_length=200)]
+Scope = Annotated[str, Field(min_length=1, max_length=ID_CHARS)]
 Filters = Annotated[dict[str, Any], Field(
     description='Metadata conditions, all of which must hold: {"key": value} (equality), '
     '{"key": {"in": [..]}}, {"key": {"gte": 2, "lte": 5}} (numbers or ISO dates); dotted keys reach '
@@ -126,8 +130,8 @@ class _Write(VerbRequest):
     content: Content | Annotated[list[Content], Field(max_length=MAX_ITEMS)] = Field(
         description="Text, a structured memory, or a list of them (one list is one episode).")
     dataset: Dataset = DEFAULT_DATASET
-    kind: Annotated[str, Field(min_length=1, max_length=64)] = "knowledge"
-    source: Annotated[str, Field(max_length=2000)] | None = Field(None, description="Where it came from.")
+    kind: Annotated[str, Field(min_length=1, max_length=KIND_CHARS)] = "knowledge"
+    source: Annotated[str, Field(max_length=SOURCE_CHARS)] | None = Field(None, description="Where it came from.")
     valid_at: When | None = _when("When it happened (default: now)")
     metadata: Metadata | None = None
     user: Scope | None = _scope("The user these memories belong to (the speaker of role-user messages).")
@@ -192,16 +196,16 @@ class RecallRequest(VerbRequest):
     ``session`` its latest messages come back too, processed or not."""
 
     positional = ("query",)
-    query: Annotated[str, Field(min_length=1, max_length=10_000)]
+    query: Annotated[str, Field(min_length=1, max_length=QUERY_CHARS)]
     dataset: Dataset = DEFAULT_DATASET
     search_type: SearchType | None = Field("hybrid", description="Lanes to search (auto: a rule-based router picks).")
-    top_k: Annotated[int, Field(ge=1, le=1000)] = 10
-    depth: Annotated[int, Field(ge=0, le=5, description="Graph expansion hops.")] = 1
+    top_k: Annotated[int, Field(ge=1, le=MAX_TOP_K)] = 10
+    depth: Annotated[int, Field(ge=0, le=MAX_DEPTH, description="Graph expansion hops.")] = 1
     as_of: When | None = _when("Answer about this valid time")
     known_at: When | None = _when("Answer with what was believed at this time")
     answer: bool = Field(False, description="Ask the configured model for an answer (one call).")
     explain: bool = Field(False, description="Say which lanes ranked each hit where.")
-    neighbors: Annotated[int, Field(ge=0, le=10, description="Turns to attach on each side of every hit.")] = 0
+    neighbors: Annotated[int, Field(ge=0, le=MAX_NEIGHBORS, description="Turns to attach on each side of every hit.")] = 0
     user: Scope | None = _scope("Only what this user's memories state.")
     agent: Scope | None = _scope("Only what this agent's memories state.")
     session: Scope | None = _scope("Only this session's memories.")
@@ -214,9 +218,9 @@ class TimelineRequest(VerbRequest):
     """An entity's facts in time order, open and closed, with what superseded what."""
 
     positional = ("entity",)
-    entity: Annotated[str, Field(min_length=1, max_length=1000)]
+    entity: Annotated[str, Field(min_length=1, max_length=NAME_CHARS)]
     dataset: Dataset = DEFAULT_DATASET
-    relation: Annotated[str, Field(max_length=200)] | None = Field(None, description="Only facts with this relation.")
+    relation: Annotated[str, Field(max_length=ID_CHARS)] | None = Field(None, description="Only facts with this relation.")
 
 
 class StatsRequest(VerbRequest):
@@ -255,7 +259,7 @@ class PinRequest(_One):
     """Pin a memory: it never decays and is never pruned."""
 
     positional = ("memory_id", "reason")
-    reason: Annotated[str, Field(max_length=2000)] | None = None
+    reason: Annotated[str, Field(max_length=SOURCE_CHARS)] | None = None
 
 
 class ListRequest(VerbRequest):
@@ -269,8 +273,8 @@ class ListRequest(VerbRequest):
     pinned: bool | None = Field(None, description="Only pinned (true) or unpinned (false) memories.")
     order_by: Literal[ORDERS] = "created_at"  # type: ignore[valid-type]
     descending: bool = True
-    limit: Annotated[int, Field(ge=1, le=10_000)] = 50
-    offset: Annotated[int, Field(ge=0, le=10**9)] = 0
+    limit: Annotated[int, Field(ge=1, le=MAX_PAGE)] = 50
+    offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] = 0
     user: Scope | None = _scope("Only what this user's memories state.")
     agent: Scope | None = _scope("Only what this agent's memories state.")
     session: Scope | None = _scope("Only this session's memories.")
@@ -291,7 +295,7 @@ class UpdateRequest(_One):
     rationale: list[str] | None = None
     metadata: Metadata | None = None
     source: str | None = None
-    kind: Annotated[str, Field(min_length=1, max_length=64)] | None = None
+    kind: Annotated[str, Field(min_length=1, max_length=KIND_CHARS)] | None = None
     valid_at: When | None = _when("The memory's reference time")
     retention: Retention | None = None
     retention_until: When | None = _when("Prunable after this time (None clears it)")
@@ -328,7 +332,7 @@ class FeedbackRequest(VerbRequest):
     on. Returns the fact's new weight."""
 
     positional = ("fact_id",)
-    fact_id: Annotated[str, Field(min_length=1, max_length=200)]
+    fact_id: Annotated[str, Field(min_length=1, max_length=ID_CHARS)]
     helpful: bool
 
 
@@ -347,11 +351,11 @@ class ContextRequest(VerbRequest):
     recalled evidence, within ``max_tokens``. A closed fact is never shown as current."""
 
     positional = ("query",)
-    query: Annotated[str, Field(min_length=1, max_length=10_000)] | None = None
+    query: Annotated[str, Field(min_length=1, max_length=QUERY_CHARS)] | None = None
     dataset: Dataset = DEFAULT_DATASET
     user: Scope | None = _scope("Only what this user's memories state.")
     session: Scope | None = _scope("Show this session's latest messages; facts from its memories.")
-    max_tokens: Annotated[int, Field(ge=50, le=100_000)] = 1500
+    max_tokens: Annotated[int, Field(ge=MIN_TOKENS, le=MAX_TOKENS)] = 1500
 
 
 class SessionsRequest(VerbRequest):
@@ -360,8 +364,8 @@ class SessionsRequest(VerbRequest):
     dataset: Dataset = DEFAULT_DATASET
     user: Scope | None = None
     agent: Scope | None = None
-    limit: Annotated[int, Field(ge=1, le=10_000)] = 50
-    offset: Annotated[int, Field(ge=0, le=10**9)] = 0
+    limit: Annotated[int, Field(ge=1, le=MAX_PAGE)] = 50
+    offset: Annotated[int, Field(ge=0, le=MAX_OFFSET)] = 0
 
 
 #: every verb of the facade and its request model, in the order the docs list them

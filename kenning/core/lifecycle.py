@@ -16,6 +16,7 @@ from collections.abc import Callable, Iterator
 from typing import Any, get_args
 
 from .._checks import check_choice, check_flag, check_metadata, check_number, check_scope, check_text
+from ..requests import ID_CHARS, KIND_CHARS, SOURCE_CHARS
 from .._identity import DEFAULT_DATASET, check_dataset, content_hash
 from ..dates import parse_user_datetime
 from ..errors import ConflictError, NotFoundError, ValidationError
@@ -173,7 +174,7 @@ class Lifecycle:
                           facts=self.store.get_facts(fact_ids))
 
     def pin(self, memory_id: str, reason: str | None = None) -> Memory:
-        check_text(reason, "pin reason", optional=True, empty=True, max_chars=2000)
+        check_text(reason, "pin reason", optional=True, empty=True, max_chars=SOURCE_CHARS)
         get_memory(self.store, memory_id)
         self.store.update_memory(memory_id, {"pinned": True, "pin_reason": reason or None,
                                              "updated_at": self.now()})
@@ -258,7 +259,7 @@ class Lifecycle:
         """Make a fact rank higher (helpful) or lower in recall; returns its new weight."""
         if not isinstance(helpful, bool):
             raise ValidationError("helpful must be true or false")
-        rows = self.store.get_facts([check_text(fact_id, "fact id", max_chars=200)])
+        rows = self.store.get_facts([check_text(fact_id, "fact id", max_chars=ID_CHARS)])
         if not rows:
             raise NotFoundError(f"no fact {fact_id!r}")
         weight = feedback_weight(rows[0].weight, helpful)
@@ -301,10 +302,10 @@ def _changed_fields(memory: Memory, changes: dict[str, Any], now: dt.datetime) -
     if "valid_at" in fields and fields["valid_at"] is None:
         raise ValidationError("valid_at cannot be removed")
     if "kind" in fields:
-        check_text(fields["kind"], "kind", max_chars=64)
+        check_text(fields["kind"], "kind", max_chars=KIND_CHARS)
         check_choice(fields["kind"], "kind", get_args(MemoryKind))
     if "source" in fields:
-        check_text(fields["source"], "source", optional=True, max_chars=2000)
+        check_text(fields["source"], "source", optional=True, max_chars=SOURCE_CHARS)
     if "metadata" in fields:
         fields["metadata"] = check_metadata(fields["metadata"])
     try:

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any, get_args
 
 from .._checks import check_choice, check_flag, check_int, check_scope, check_text
+from ..requests import ID_CHARS, MAX_DEPTH, MAX_NEIGHBORS, MAX_OFFSET, MAX_PAGE, MAX_TOKENS, MAX_TOP_K, MIN_TOKENS, NAME_CHARS
 from .._identity import DEFAULT_DATASET, check_dataset
 from ..dates import find_dates, parse_when
 from ..errors import KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
@@ -35,13 +36,12 @@ __all__ = ["Reading", "get_memory"]
 log = logging.getLogger(__name__)
 
 #: the limits of the Python verbs' arguments (HTTP narrows some: see ``server.schemas``)
-MAX_LIST = 10_000
 ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
 
 
 def get_memory(store: Store, memory_id: str) -> Memory:
     """One memory by id, or a NotFoundError."""
-    found = store.get_memories([check_text(memory_id, "memory id", max_chars=200)])
+    found = store.get_memories([check_text(memory_id, "memory id", max_chars=ID_CHARS)])
     if not found:
         raise NotFoundError(f"no memory {memory_id!r}")
     return found[0]
@@ -90,8 +90,8 @@ class Reading:
         check_flag(flt.pinned, "pinned", optional=True)
         check_choice(flt.order_by, "order_by", ORDERS)
         check_flag(flt.descending, "descending")
-        check_int(flt.limit, "limit", 1, MAX_LIST)
-        check_int(flt.offset, "offset", 0, 10**9)
+        check_int(flt.limit, "limit", 1, MAX_PAGE)
+        check_int(flt.offset, "offset", 0, MAX_OFFSET)
         for name in ("user", "agent", "session"):
             check_scope(getattr(flt, name), name)
         return self.store.list_memories(flt)
@@ -99,8 +99,8 @@ class Reading:
     def sessions(self, *, dataset: str = DEFAULT_DATASET, user: str | None = None, agent: str | None = None,
                  limit: int = 50, offset: int = 0) -> list[Session]:
         self._readable(dataset)
-        check_int(limit, "limit", 1, MAX_LIST)
-        check_int(offset, "offset", 0, 10**9)
+        check_int(limit, "limit", 1, MAX_PAGE)
+        check_int(offset, "offset", 0, MAX_OFFSET)
         return self.store.sessions(MemoryFilter(dataset=dataset, user=check_scope(user, "user"),
                                                 agent=check_scope(agent, "agent"), limit=limit, offset=offset))
 
@@ -109,7 +109,7 @@ class Reading:
         """The prompt block of a scope (``search/context.py``); with a ``query``, the evidence
         recall finds in the same scope."""
         self._readable(dataset)
-        check_int(max_tokens, "max_tokens", 50, 100_000)
+        check_int(max_tokens, "max_tokens", MIN_TOKENS, MAX_TOKENS)
         scope = MemoryFilter(dataset=dataset, user=check_scope(user, "user"), session=check_scope(session, "session"))
         evidence: list[Hit] = []
         if query is not None:
@@ -127,8 +127,8 @@ class Reading:
 
     def timeline(self, entity: str, *, dataset: str = DEFAULT_DATASET, relation: str | None = None) -> Timeline:
         self._readable(dataset)
-        check_text(entity, "entity", max_chars=1000)
-        check_text(relation, "relation", optional=True, max_chars=200)
+        check_text(entity, "entity", max_chars=NAME_CHARS)
+        check_text(relation, "relation", optional=True, max_chars=ID_CHARS)
         entity_id = self._entity_id(entity, dataset)
         rel = normalize_relation(relation) if relation else None
         return Timeline(
@@ -182,11 +182,11 @@ class Reading:
         self._readable(dataset)
         check_text(query, "query")
         check_text(search_type, "search_type", optional=True, max_chars=64)
-        check_int(top_k, "top_k", 1, 1000)
-        check_int(depth, "depth", 0, 5)
+        check_int(top_k, "top_k", 1, MAX_TOP_K)
+        check_int(depth, "depth", 0, MAX_DEPTH)
         check_flag(answer, "answer")
         check_flag(explain, "explain")
-        check_int(neighbors, "neighbors", 0, 10)
+        check_int(neighbors, "neighbors", 0, MAX_NEIGHBORS)
         started = time.perf_counter()
         kind = search_type or "auto"
         if kind not in SEARCH_TYPES:
@@ -208,7 +208,7 @@ class Reading:
             q.as_of = find_dates(query, now).valid_at  # the instant it asks about ("in June 2024")
         usage = Usage()
         if self.reranker is not None:  # fused hits beyond top_k may be reranked into it
-            q.top_k = max(top_k, min(self.settings.rerank_top_n, 1000))
+            q.top_k = max(top_k, min(self.settings.rerank_top_n, MAX_TOP_K))
         hits, memories = search(self.store, self.embedder, self.settings, q, now, usage)
         if self.reranker is not None:
             hits, memories = self._rerank(query, hits, memories, top_k)

@@ -17,6 +17,7 @@ from contextlib import nullcontext
 from typing import Any, get_args
 
 from .._checks import check_choice, check_flag, check_metadata, check_scope, check_text
+from ..requests import ID_CHARS, KIND_CHARS, SOURCE_CHARS
 from .._identity import DEFAULT_DATASET, check_dataset, content_hash
 from .._lease import Heartbeat, dead_owners, new_owner
 from ..dates import parse_when
@@ -121,10 +122,10 @@ class Writing:
             fields = item.model_dump(exclude={"source", "metadata"})
             fields["metadata"] = {**(metadata or {}), **item.metadata}
             fields["retention_until"] = parse_when(item.retention_until, now, "retention_until")
-            source = check_text(item.source, "source", optional=True, max_chars=2000) or source
+            source = check_text(item.source, "source", optional=True, max_chars=SOURCE_CHARS) or source
             check_text(item.supersession_reason, "supersession_reason", optional=True, empty=True)
             for old_id in item.supersedes:
-                check_text(old_id, "supersedes", max_chars=200)
+                check_text(old_id, "supersedes", max_chars=ID_CHARS)
             kind = "note" if kind == "knowledge" else kind
         elif isinstance(item, str):
             content = item
@@ -252,8 +253,8 @@ class Writing:
         items = content_items(content)
         if not items:
             raise ValidationError("nothing to remember: content is an empty list")
-        check_text(kind, "kind", max_chars=64)
-        check_text(source, "source", optional=True, max_chars=2000)
+        check_text(kind, "kind", max_chars=KIND_CHARS)
+        check_text(source, "source", optional=True, max_chars=SOURCE_CHARS)
         check_metadata(metadata)
         now = self.now()
         reference = parse_when(valid_at, now, "valid_at")
