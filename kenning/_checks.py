@@ -14,6 +14,7 @@ import math
 from collections.abc import Sequence
 from typing import Any
 
+from ._identity import ID_CHARS
 from .errors import ValidationError
 
 __all__ = [
@@ -53,8 +54,8 @@ def check_text(value: Any, name: str, *, empty: bool = False, optional: bool = F
 
 
 def check_scope(value: Any, name: str) -> str | None:
-    """A ``user``, ``agent`` or ``session`` id: None, or text of at most 200 characters."""
-    return check_text(value, name, optional=True, max_chars=200)
+    """A ``user``, ``agent`` or ``session`` id: None, or text of at most ``ID_CHARS`` characters."""
+    return check_text(value, name, optional=True, max_chars=ID_CHARS)
 
 
 def check_choice(value: Any, name: str, choices: Sequence[str]) -> Any:

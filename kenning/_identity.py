@@ -7,12 +7,14 @@ import re
 
 from .errors import ValidationError
 
-__all__ = ["DATASET_PATTERN", "DEFAULT_DATASET", "check_dataset", "check_user_name", "content_hash"]
+__all__ = ["DATASET_PATTERN", "DEFAULT_DATASET", "ID_CHARS", "check_dataset", "check_user_name", "content_hash"]
 
 _WS = re.compile(r"\s+")
 #: a dataset name: 1-128 letters, digits, '_', '-' or '.', not starting with a symbol
 #: the dataset every verb uses when none is named
 DEFAULT_DATASET = "main"
+#: the longest id a caller may give (memory, fact, user, agent, session ids)
+ID_CHARS = 200
 DATASET_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,127}$"
 _DATASET = re.compile(DATASET_PATTERN)
 _USER = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.@\-]{0,63}$")

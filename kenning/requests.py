@@ -22,7 +22,7 @@ from typing import Annotated, Any, ClassVar, Literal
 from pydantic import BaseModel, ConfigDict, Field, Strict, field_validator
 from pydantic.json_schema import SkipJsonSchema
 
-from ._identity import DATASET_PATTERN, DEFAULT_DATASET
+from ._identity import DATASET_PATTERN, DEFAULT_DATASET, ID_CHARS
 from .errors import ValidationError
 from .models import MemoryInput, MemoryKind, MemoryStatus, Message, Retention
 from .dates import ACCEPTED_FORMS
@@ -62,7 +62,7 @@ __all__ = [
 ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
 MAX_ITEMS = 1000
 #: the limits the models state and the engine checks for a Python call: written once, here
-ID_CHARS, KIND_CHARS, SOURCE_CHARS, NAME_CHARS, QUERY_CHARS = 200, 64, 2000, 1000, 10_000
+KIND_CHARS, SOURCE_CHARS, NAME_CHARS, QUERY_CHARS = 64, 2000, 1000, 10_000
 MAX_TOP_K, MAX_DEPTH, MAX_NEIGHBORS, MAX_PAGE, MAX_OFFSET = 1000, 5, 10, 10_000, 10**9
 MIN_TOKENS, MAX_TOKENS = 50, 100_000
 

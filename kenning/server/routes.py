@@ -26,6 +26,8 @@ from ..models import (
 from ..requests import (
     DATASET_PATTERN,
     DEFAULT_DATASET,
+    ID_CHARS,
+    SOURCE_CHARS,
     AddRequest,
     CognifyRequest,
     ContextRequest,
@@ -61,9 +63,9 @@ __all__ = ["build_router"]
 _ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorResponse} for code in (400, 401, 403, 404, 409, 413, 421, 422, 429, 502, 503)
 }
-MemoryIdPath = Annotated[str, Path(min_length=1, max_length=200)]
+MemoryIdPath = Annotated[str, Path(min_length=1, max_length=ID_CHARS)]
 DatasetPath = Annotated[str, Path(pattern=DATASET_PATTERN)]
-UserPath = Annotated[str, Path(min_length=1, max_length=200)]
+UserPath = Annotated[str, Path(min_length=1, max_length=ID_CHARS)]
 _FIELDS = RememberRequest.model_fields
 PinBody = without(PinRequest, "memory_id")
 UpdateBody = without(UpdateRequest, "memory_id")
@@ -97,7 +99,7 @@ def build_router(service: Service, caller: Callable[..., Principal]) -> APIRoute
         exclude: Annotated[list[str] | None, Form(description=_FIELDS["exclude"].description)] = None,
         sync: Annotated[bool, Form(description="Forget the memories of earlier uploads of this folder "
                                                "not sent now.")] = False,
-        folder: Annotated[str | None, Form(max_length=2000, description=(
+        folder: Annotated[str | None, Form(max_length=SOURCE_CHARS, description=(
             "The folder these files come from: sync compares them with earlier uploads of this folder only."
         ))] = None,
         dry_run: Annotated[bool, Form()] = False,
