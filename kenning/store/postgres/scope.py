@@ -7,28 +7,17 @@ import datetime as dt
 import json
 from typing import Any
 
+from .. import filters
 from ..base import MemoryFilter
 from ..filters import Condition
 
 __all__ = ["memory_where"]
 
-_COLUMNS = ("dataset", "kind", "status", "retention", "pinned", "user", "agent", "session")
 
 
 def memory_where(flt: MemoryFilter, alias: str = "") -> tuple[list[str], list[Any]]:
     """(clauses to AND, their arguments) selecting the memories ``flt`` selects."""
-    col = f"{alias}." if alias else ""
-    clauses, args = [], []
-    for name in _COLUMNS:
-        value = getattr(flt, name)
-        if value is not None:
-            clauses.append(f'{col}"{name}" = ?')
-            args.append(value)
-    for cond in flt.filters:
-        clause, cond_args = _condition(cond, f"{col}metadata")
-        clauses.append(clause)
-        args += cond_args
-    return clauses, args
+    return filters.memory_where(flt, _condition, alias)
 
 
 def _condition(cond: Condition, metadata: str) -> tuple[str, list[Any]]:

@@ -7,12 +7,12 @@ import datetime as dt
 from typing import Any
 
 from ..._time import to_text
+from .. import filters
 from ..base import MemoryFilter
 from ..filters import Condition
 
 __all__ = ["memory_where"]
 
-_COLUMNS = ("dataset", "kind", "status", "retention", "user", "agent", "session")
 #: an ISO date at the start of a text value: only those are compared as instants (julianday()
 #: would also read 'now' and bare numbers)
 _ISO_DATE = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*"
@@ -20,21 +20,7 @@ _ISO_DATE = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*"
 
 def memory_where(flt: MemoryFilter, alias: str = "") -> tuple[list[str], list[Any]]:
     """(clauses to AND, their arguments) selecting the memories ``flt`` selects."""
-    col = f"{alias}." if alias else ""
-    clauses, args = [], []
-    for name in _COLUMNS:
-        value = getattr(flt, name)
-        if value is not None:
-            clauses.append(f'{col}"{name}" = ?')
-            args.append(value)
-    if flt.pinned is not None:
-        clauses.append(f"{col}pinned = ?")
-        args.append(int(flt.pinned))
-    for cond in flt.filters:
-        sql, cond_args = _condition(cond, f"{col}metadata")
-        clauses.append(sql)
-        args += cond_args
-    return clauses, args
+    return filters.memory_where(flt, _condition, alias, flag=int)
 
 
 def _path(cond: Condition) -> str:
