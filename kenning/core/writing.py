@@ -21,7 +21,7 @@ from ..requests import ID_CHARS, KIND_CHARS, SOURCE_CHARS
 from .._identity import DEFAULT_DATASET, check_dataset, content_hash
 from .._lease import Heartbeat, dead_owners, new_owner
 from ..dates import parse_when
-from ..errors import ConflictError, KenningError, ValidationError
+from ..errors import ConflictError, KenningError, StoreError, ValidationError
 from ..lifecycle.improve import duplicate_pairs
 from ..lifecycle.remove import scrub_entities
 from ..models import CognifyResult, ImproveResult, Memory, MemoryInput, MemoryKind, Message, RememberResult, Usage
@@ -54,6 +54,9 @@ ContentInput = str | MemoryInput | dict[str, Any]
 MEMORY_KINDS = get_args(MemoryKind)
 _FORGOTTEN = "forgotten (by another process) while it was being processed; nothing was stored"
 _PAGE = 1000
+#: memories committed together when processing waits for no model (``Store.write_group``);
+#: the store's lock is held meanwhile, so other calls on this engine wait for at most a group
+_COMMIT_GROUP = 64
 
 
 def content_items(content: Any) -> list[Any]:
@@ -351,9 +354,26 @@ class Writing:
         share = (time.perf_counter() - started) / len(batch)
         for memory in batch:
             spent[memory.id].seconds = round(share, 6)
-        for _ in each(lambda m: self._finish(m, drafted[m.id], spent[m.id], out), batch):
-            if progress:
-                progress(1)
+        if self.chat is not None:  # resolution may call the model: never inside a transaction
+            settled = each(lambda m: self._settle(m, drafted[m.id], spent[m.id]), batch)
+            self._report(batch, settled, spent, out, progress)
+            return
+        for start in range(0, len(batch), _COMMIT_GROUP):
+            group = batch[start : start + _COMMIT_GROUP]
+            self._report(group, self._settle_together(group, drafted, spent), spent, out, progress)
+
+    def _settle_together(self, group: list[Memory], drafted: dict[str, Drafted | Exception],
+                         spent: dict[str, Usage]) -> list[CommitOutcome | _LostClaim | str]:
+        """``_settle`` each memory, sharing one commit (each its own savepoint). If that commit
+        fails, none of them was written: each is marked failed."""
+        try:
+            with self.store.write_group():
+                return [self._settle(m, drafted[m.id], spent[m.id]) for m in group]
+        except StoreError as exc:
+            reason = self._reason(exc, group[0].id)
+            for memory in group:
+                self._mark_failed(memory, reason, spent[memory.id])
+            return [reason] * len(group)
 
     def _draft(self, group: list[Memory], spent: dict[str, Usage]) -> list[Drafted | Exception]:
         try:
@@ -362,8 +382,9 @@ class Writing:
         except Exception as exc:  # noqa: BLE001 - the whole group failed; each memory says so
             return [exc] * len(group)
 
-    def _finish(self, memory: Memory, drafted: Drafted | Exception, part: Usage, out: CognifyResult) -> None:
-        """Resolve one drafted memory against the store as it is now, and commit it."""
+    def _settle(self, memory: Memory, drafted: Drafted | Exception, part: Usage) -> CommitOutcome | _LostClaim | str:
+        """Resolve one drafted memory against the store as it is now, and commit it: what it
+        wrote, the claim it lost (nothing written), or why it failed (marked failed)."""
         try:
             if isinstance(drafted, Exception):
                 raise drafted
@@ -371,14 +392,25 @@ class Writing:
             plan = finish_plan(drafted, config=self.config, store=self.store, chat=self.chat, now=self.now(),
                                replace=memory.processed_at is not None)
             part.seconds = round(part.seconds + time.perf_counter() - started, 6)
-            committed = self.store.atomic(lambda txn: self._commit(txn, memory, plan, part))
+            return self.store.atomic(lambda txn: self._commit(txn, memory, plan, part))
         except _LostClaim as lost:
-            self._lost(memory, lost, part, out)
-            return
+            return lost
         except Exception as exc:  # noqa: BLE001 - any failure must leave the memory visible as failed
-            self._fail(memory, self._reason(exc, memory.id), part, out)
-            return
-        self._record(memory, committed, part, out)
+            reason = self._reason(exc, memory.id)
+            self._mark_failed(memory, reason, part)
+            return reason
+
+    def _report(self, memories: list[Memory], settled: list[CommitOutcome | _LostClaim | str],
+                spent: dict[str, Usage], out: CognifyResult, progress: Callable[[int], None] | None) -> None:
+        for memory, outcome in zip(memories, settled):
+            if isinstance(outcome, _LostClaim):
+                self._lost(memory, outcome, spent[memory.id], out)
+            elif isinstance(outcome, str):
+                self._failed(memory, outcome, spent[memory.id], out)
+            else:
+                self._record(memory, outcome, spent[memory.id], out)
+            if progress:
+                progress(1)
 
     @staticmethod
     def _reason(exc: Exception, memory_id: str) -> str:
@@ -437,7 +469,7 @@ class Writing:
             out.usage.add(spent)
         log.warning("claim lost", extra={"memory_id": memory.id, "forgotten": lost.forgotten})
 
-    def _fail(self, memory: Memory, reason: str, spent: Usage, out: CognifyResult) -> None:
+    def _mark_failed(self, memory: Memory, reason: str, spent: Usage) -> None:
         fields: dict[str, Any] = {"status": "failed", "error": reason, "claimed_by": None, "updated_at": self.now()}
         if spent.chat_calls or spent.embedding_calls:  # money spent on a failure still counts
             fields["usage"] = spent.model_dump()
@@ -445,6 +477,8 @@ class Writing:
             self.store.update_memory(memory.id, fields)
         except KenningError as exc:
             log.error("could not record failure", extra={"memory_id": memory.id, "error_type": type(exc).__name__})
+
+    def _failed(self, memory: Memory, reason: str, spent: Usage, out: CognifyResult) -> None:
         with self._result_lock:
             out.failed[memory.id] = reason
             out.usage.add(spent)
