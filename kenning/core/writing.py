@@ -164,6 +164,11 @@ class Writing:
 
         ``remember`` stores them directly as ``processing`` (it processes them at once): one
         write fewer per memory, and a crash still leaves them visible and reclaimable."""
+        return self._add(content, status=status, **inputs)[0]
+
+    def _add(self, content: ContentInput | Sequence[ContentInput], *, status: str,
+             **inputs: Any) -> tuple[list[tuple[str, bool]], list[Memory]]:
+        """``add``, and the memories as they were stored (those created are not read back)."""
         session = inputs.get("session")
         # a session's next position is read, then taken: calls on sessions of this engine wait
         # for each other (other processes do not: their turns may share a position)
@@ -180,7 +185,7 @@ class Writing:
                 self._apply_supersession(memory)
         dataset = memories[0].dataset if memories else None
         log.info("memories added", extra={"dataset": dataset, "count": len(out), "new": sum(1 for _, c in out if c)})
-        return out
+        return out, memories
 
     def remember(self, content: ContentInput | Sequence[ContentInput], *, force: bool = False,
                  dry_run: bool = False, progress: Callable[[int], None] | None = None,
@@ -190,9 +195,9 @@ class Writing:
         if check_flag(dry_run, "dry_run"):
             return self._estimate(content, **inputs)
         with self._heartbeat:
-            added = self.add(content, status="processing", **inputs)
+            added, memories = self._add(content, status="processing", **inputs)
             ids = [memory_id for memory_id, _ in added]
-            todo, outcome = self._remember_todo(added, force)
+            todo, outcome = self._remember_todo(added, memories, force)
             self._process([self._restate(m, inputs.get("source")) for m in todo], outcome, progress)
         result = RememberResult(memory_ids=ids, skipped=outcome.skipped, usage=outcome.usage)
         result.entities_created = outcome.entities_created
@@ -209,26 +214,23 @@ class Writing:
         self.store.update_memory(memory.id, {"source": source, "updated_at": self.now()})
         return memory.model_copy(update={"source": source})
 
-    def _remember_todo(self, added: list[tuple[str, bool]], force: bool) -> tuple[list[Memory], CognifyResult]:
-        """The memories this remember processes: those it created, and existing ones with the
-        same content that nobody is working on (pending, failed, a claim whose owner died or
-        whose lease ran out; processed ones only with ``force``). Others are skipped; one
-        forgotten by another process meanwhile is reported as failed."""
+    def _remember_todo(self, added: list[tuple[str, bool]], memories: list[Memory],
+                       force: bool) -> tuple[list[Memory], CognifyResult]:
+        """The memories this remember processes: those it created (as stored: one forgotten by
+        another process meanwhile is reported as failed when it commits), and existing ones
+        with the same content that nobody is working on (pending, failed, a claim whose owner
+        died or whose lease ran out; processed ones only with ``force``). Others are skipped."""
         unique = list(dict.fromkeys(memory_id for memory_id, _ in added))
         created = {memory_id for memory_id, new in added if new}
         existing = [i for i in unique if i not in created]
-        taken: dict[str, Memory] = {}
+        found = {m.id: m for m in memories if m.id in created}
         if existing:
             statuses = ["pending", "failed", *(["active", "superseded"] if force else [])]
-            taken = {m.id: m for m in self._claim(ClaimFilter(statuses, self._stale_before(), ids=existing))}
-        found = {m.id: m for m in self.store.get_memories([i for i in unique if i in created])}
-        found.update(taken)
+            found.update((m.id, m) for m in self._claim(ClaimFilter(statuses, self._stale_before(), ids=existing)))
         out, todo = CognifyResult(), []
         for memory_id in unique:
             if memory_id in found:
                 todo.append(found[memory_id])
-            elif memory_id in created:
-                out.failed[memory_id] = _FORGOTTEN
             else:
                 out.skipped.append(memory_id)
         return todo, out
