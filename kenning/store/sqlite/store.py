@@ -71,6 +71,9 @@ _MEMORY_COLUMNS = (
     'created_at, updated_at, processed_at, usage, episode, position, "user", agent, session, role, speaker'
 )
 
+_FACT_COLUMNS = ("id, dataset, source_id, relation, target_id, description, valid_at, invalid_at, created_at,"
+                 " expired_at, superseded_by, memory_id, weight")
+
 
 def _db_value(name: str, value: Any) -> Any:
     if name in _JSON_FIELDS or name == "usage":
@@ -786,14 +789,17 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
 
     def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
                             by_target: bool = False) -> list[FactRow]:
+        # the columns a FactRow has (not the vector): the rows are compared, never embedded;
+        # the same two endpoints are found through facts_pair
+        select = f"SELECT {_FACT_COLUMNS} FROM facts WHERE"
         sql = (
-            "SELECT * FROM facts WHERE source_id = ? AND relation = ? AND dataset = ? AND expired_at IS NULL"
-            " UNION SELECT * FROM facts WHERE source_id = ? AND target_id = ? AND dataset = ? AND expired_at IS NULL"
-            " UNION SELECT * FROM facts WHERE source_id = ? AND target_id = ? AND dataset = ? AND expired_at IS NULL"
+            f"{select} source_id = ? AND relation = ? AND dataset = ? AND expired_at IS NULL"
+            f" UNION {select} source_id = ? AND target_id = ? AND dataset = ? AND expired_at IS NULL"
+            f" UNION {select} source_id = ? AND target_id = ? AND dataset = ? AND expired_at IS NULL"
         )
         args: list[Any] = [source_id, relation, dataset, source_id, target_id, dataset, target_id, source_id, dataset]
         if by_target:
-            sql += " UNION SELECT * FROM facts WHERE target_id = ? AND relation = ? AND dataset = ? AND expired_at IS NULL"
+            sql += f" UNION {select} target_id = ? AND relation = ? AND dataset = ? AND expired_at IS NULL"
             args += [target_id, relation, dataset]
         with self._lock:
             rows = self._db.execute(f"SELECT * FROM ({sql}) ORDER BY valid_at, id", args).fetchall()

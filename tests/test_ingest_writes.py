@@ -1,7 +1,8 @@
-"""Offline ingest commits memories in groups (``Store.write_group``): one SQLite transaction for
-many memories, each in its own savepoint. What must hold: a memory that fails is undone alone,
-nothing of a group is visible before its commit, and a group undone as a whole leaves no trace
-in the vector indexes."""
+"""The offline ingest's writes. Memories commit in groups (``Store.write_group``): one SQLite
+transaction for many memories, each in its own savepoint. What must hold: a memory that fails
+is undone alone, nothing of a group is visible before its commit, and a group undone as a whole
+leaves no trace in the vector indexes. And what each fact's commit reads goes through an index
+that names it, not through every fact of a busy entity."""
 
 from __future__ import annotations
 
@@ -87,3 +88,21 @@ def test_a_group_undone_as_a_whole_leaves_nothing_in_the_vector_indexes(tmp_path
         kn.store.atomic(lambda txn: [txn.insert_entity(row) for row in rows])
         found = [kn.store.vector("main", "entity", v, 1)[0].id for v in vectors]
         assert found == [row.id for row in rows]
+
+
+def test_the_contradiction_candidates_are_read_through_indexes_that_name_them(tmp_path) -> None:  # noqa: ANN001
+    """Every part of the candidates query searches an index on all its equalities: the facts of
+    one source and relation, of the same two endpoints (either way). Walking the facts of the
+    target instead cost 0.5 ms a fact at 20,000 memories (a city is the target of hundreds)."""
+    with Kenning(str(tmp_path / "p.db")) as kn:
+        kn.remember([f"Person{i} lives in Paris." for i in range(30)])
+        statements: list[str] = []
+        kn.store._db.set_trace_callback(statements.append)
+        kn.remember("Person1 moved to Lyon.")
+        kn.store._db.set_trace_callback(None)
+        [query] = [s for s in statements if "expired_at IS NULL" in s and s.startswith("SELECT")]
+        plan = [row[3] for row in kn.store._db.execute("EXPLAIN QUERY PLAN " + query)]
+    searches = [step for step in plan if step.startswith("SEARCH facts")]
+    assert searches == ["SEARCH facts USING INDEX facts_source (source_id=? AND relation=?)",
+                        "SEARCH facts USING INDEX facts_pair (source_id=? AND target_id=?)",
+                        "SEARCH facts USING INDEX facts_pair (source_id=? AND target_id=?)"], plan
