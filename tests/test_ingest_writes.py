@@ -106,3 +106,18 @@ def test_the_contradiction_candidates_are_read_through_indexes_that_name_them(tm
     assert searches == ["SEARCH facts USING INDEX facts_source (source_id=? AND relation=?)",
                         "SEARCH facts USING INDEX facts_pair (source_id=? AND target_id=?)",
                         "SEARCH facts USING INDEX facts_pair (source_id=? AND target_id=?)"], plan
+
+
+def test_ids_made_later_sort_later_and_never_repeat() -> None:
+    """A primary key grows at its end (fewer pages written a commit); ids made in the same
+    millisecond still differ."""
+    import re
+    import time
+
+    from kenning.pipeline.commit import new_id
+
+    first = new_id("mem")
+    time.sleep(0.003)
+    ids = [new_id("mem") for _ in range(50_000)]
+    assert all(re.fullmatch(r"mem_[0-9a-f]{24}", i) for i in (first, ids[0], ids[-1]))
+    assert first < min(ids) and len(set(ids)) == len(ids)
