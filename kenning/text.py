@@ -8,6 +8,7 @@ over "what", "did" and "the" only adds noise to a question.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["STOP_WORDS", "light_stem", "normalize_name", "normalize_relation", "terms_of", "words_of"]
@@ -57,6 +58,7 @@ _POSSESSIVE = re.compile(r"['’]s\b")
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 
 
+@functools.lru_cache(maxsize=1 << 15)  # names repeat: ingest normalizes each a dozen times
 def normalize_name(name: str) -> str:
     """Key under which entity names are resolved: case, whitespace, punctuation, possessives."""
     text = _POSSESSIVE.sub("", name.casefold())
