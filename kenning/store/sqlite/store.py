@@ -50,8 +50,14 @@ _ACCESS_FLUSH_SECONDS = 5.0
 _COMMON_ROWS = 5000
 #: past this many matching rows, only rows holding one of the rarest terms are ranked...
 _SCORED_ROWS = 1000
-#: ...in a table of more rows than this (a smaller one ranks every row it matches)
-_BOUNDED_FROM_ROWS = 20_000
+#: ...in a table of more rows than this (a smaller one ranks every row it matches), where a
+#: term in more than one row in ``_COMMON_SHARE`` (but at least ``_SCORED_ROWS``) is common too
+_BOUNDED_FROM_ROWS = 5000
+_COMMON_SHARE = 5
+#: a dataset with fewer full-text rows than this is searched with its token in the query...
+_SMALL_DATASET = 5000
+#: ...a larger one without, fetching this many times the rows asked for, then keeping its own
+_OVERFETCH = 4
 #: how long a term's row count is reused
 _COUNTS_SECONDS = 60.0
 _JSON_FIELDS = ("decisions", "rationale", "metadata", "supersedes")
@@ -776,35 +782,62 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
     # -- search lanes ------------------------------------------------------------------------
     def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
         """BM25 over the full-text rows. FTS5 computes a rank for every row the query matches,
-        which is most of a query's cost at scale; so terms in more than ``_COMMON_ROWS`` rows are
-        dropped while a rarer one remains, and when the kept terms still match more than
-        ``_SCORED_ROWS`` rows of a table past ``_BOUNDED_FROM_ROWS``, only rows holding one of the rarest terms (enough for four times
-        ``limit`` rows) are ranked, each with its full score: the rows that also hold another
-        term, then those that hold only rare ones."""
+        which is most of a query's cost at scale; so terms in more than ``_COMMON_ROWS`` rows
+        (in a table past ``_BOUNDED_FROM_ROWS``, also those in more than a ``_COMMON_SHARE``-th
+        of its rows) are dropped while a rarer one remains, and when the kept terms still match
+        more than ``_SCORED_ROWS`` rows of such a table, only rows holding one of the rarest
+        terms (enough for four times ``limit`` rows) are ranked, each with its full score: the
+        rows that also hold another term, then those that hold only rare ones."""
         if not terms:
             return []
         table = _KIND_TABLE[kind]
         with self._lock:
             counts = self._term_counts(table, terms)
-            kept = [t for t in terms if counts[t] < _COMMON_ROWS] or list(terms)
-            rare = _rarest(kept, counts, limit) if self._table_rows(table) > _BOUNDED_FROM_ROWS else None
+            rows = self._table_rows(table)
+            large = rows > _BOUNDED_FROM_ROWS
+            common = min(_COMMON_ROWS, max(_SCORED_ROWS, rows // _COMMON_SHARE)) if large else _COMMON_ROWS
+            kept = [t for t in terms if counts[t] < common] or list(terms)
+            rare = _rarest(kept, counts, limit) if large else None
             if rare is None:
                 matches = [_any_of(kept)]
             else:
                 common = [t for t in kept if t not in rare]
                 matches = [f"({_any_of(rare)}) AND ({_any_of(common)})", _any_of(rare)]
-            scope = f'ds : "{dataset_token(dataset)}" AND ' if len(self.datasets()) > 1 else ""
-            sql = (
-                f"SELECT r.id AS id, f.rank AS rank FROM"
-                f" (SELECT rowid, rank FROM {table}_fts WHERE {table}_fts MATCH ? ORDER BY rank LIMIT ?) f"
-                f" JOIN {table} r ON r.rowid = f.rowid WHERE r.dataset = ? ORDER BY f.rank"
-            )
             best: dict[str, float] = {}
             for match in matches:
-                for r in self._db.execute(sql, (f"{scope}text : ({match})", limit, dataset)):
-                    best[r["id"]] = max(best.get(r["id"], 0.0), -r["rank"])
+                for item_id, score in self._ranked(table, dataset, f"text : ({match})", limit):
+                    best[item_id] = max(best.get(item_id, 0.0), score)
         ranked = sorted(best.items(), key=lambda pair: -pair[1])[:limit]
         return [Scored(kind, item_id, score) for item_id, score in ranked]
+
+    def _ranked(self, table: str, dataset: str, match: str, limit: int) -> list[tuple[str, float]]:
+        """The ``limit`` best rows of ``dataset`` for a full-text query, by BM25. A dataset's token
+        in the query costs a walk over all of that dataset's rows, which at 100k rows was most of
+        the query; so where the dataset is not small, the query runs without it and fetches
+        ``_OVERFETCH`` times more rows: when ``limit`` of them are the dataset's, they are its
+        best ``limit``, ranked as with the token (the ``ds`` column weighs 0). Only when they are
+        not does the query run again with the token."""
+        sql = (f"SELECT r.id, r.dataset, f.rank FROM (SELECT rowid, rank FROM {table}_fts WHERE {table}_fts"
+               f" MATCH ? ORDER BY rank LIMIT ?) f JOIN {table} r ON r.rowid = f.rowid ORDER BY f.rank")
+        token = f'ds : "{dataset_token(dataset)}" AND '
+        if len(self.datasets()) > 1 and self._dataset_rows(table, dataset) < _SMALL_DATASET:
+            return [(r[0], -r[2]) for r in self._db.execute(sql, (token + match, limit))]
+        fetch = limit * _OVERFETCH
+        rows = self._db.execute(sql, (match, fetch)).fetchall()
+        mine = [(r[0], -r[2]) for r in rows if r[1] == dataset]
+        if len(mine) >= limit or len(rows) < fetch:
+            return mine[:limit]
+        return [(r[0], -r[2]) for r in self._db.execute(sql, (token + match, limit))]
+
+    def _dataset_rows(self, table: str, dataset: str) -> int:
+        """The dataset's full-text rows, counted up to ``_SMALL_DATASET`` and reused like term
+        counts."""
+        key = (table, "\0" + dataset)
+        if key not in self._counts:
+            self._counts[key] = self._db.execute(
+                f"SELECT count(*) FROM (SELECT rowid FROM {table}_fts WHERE {table}_fts MATCH ? LIMIT ?)",
+                (f'ds : "{dataset_token(dataset)}"', _SMALL_DATASET)).fetchone()[0]
+        return self._counts[key]
 
     def _table_rows(self, table: str) -> int:
         """About how many rows the table holds (its highest rowid), reused like term counts."""
