@@ -820,7 +820,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         sql = (f"SELECT r.id, r.dataset, f.rank FROM (SELECT rowid, rank FROM {table}_fts WHERE {table}_fts"
                f" MATCH ? ORDER BY rank LIMIT ?) f JOIN {table} r ON r.rowid = f.rowid ORDER BY f.rank")
         token = f'ds : "{dataset_token(dataset)}" AND '
-        if len(self.datasets()) > 1 and self._dataset_rows(table, dataset) < _SMALL_DATASET:
+        if self._dataset_rows(table, dataset) < _SMALL_DATASET:
             return [(r[0], -r[2]) for r in self._db.execute(sql, (token + match, limit))]
         fetch = limit * _OVERFETCH
         rows = self._db.execute(sql, (match, fetch)).fetchall()
