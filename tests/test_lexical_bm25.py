@@ -183,7 +183,7 @@ def _traced(kn: Kenning, dataset: str, terms: list[str]) -> tuple[list[tuple[str
         got = _lane(kn, dataset, terms)
     finally:
         store._db.set_trace_callback(None)
-    return got, [s for s in statements if "ORDER BY rank LIMIT" in s]
+    return got, [s for s in statements if "_fts MATCH" in s and "count(*)" not in s]
 
 
 def _fts5(kn: Kenning, dataset: str, match: str) -> list[tuple[str, float]]:
@@ -217,7 +217,7 @@ def test_sqlite_asks_again_with_the_token_when_other_datasets_fill_the_fetched_r
     again with it: the large dataset still gets its own best rows, none of the other's."""
     with Kenning(str(tmp_path / "d.db")) as kn:
         _chunks(kn, "big", [f"filler line {i}" for i in range(5990)] + [f"harbor line {i}" for i in range(10)])
-        _chunks(kn, "loud", [f"harbor harbor {i}" for i in range(6000)])
+        _chunks(kn, "loud", [f"harbor harbor {i}" for i in range(900)])
         got, sql = _traced(kn, "big", ["harbor"])
         want = _fts5(kn, "big", '"harbor"')
     assert [(t, round(s, 9)) for t, s in got] == want
@@ -234,3 +234,29 @@ def test_sqlite_drops_a_term_in_a_fifth_of_a_large_tables_rows(tmp_path):
         got, sql = _traced(kn, "main", ["rosa", "works"])
     assert {t for t, _ in got} == {"Rosa sings", "Rosa works at the port"}
     assert sql and all('"works"' not in s for s in sql), sql
+
+
+def test_sqlite_fills_from_the_newest_rows_when_the_rare_terms_hold_too_few(tmp_path):
+    """When the rows of the rarest terms are fewer than asked for and the other terms match
+    more than 1,000 rows, the rest of the list comes from the newest 400 of those rows, ranked
+    by BM25, after every rare row: not from ranking all of them."""
+    with Kenning(str(tmp_path / "f.db")) as kn:
+        _chunks(kn, "main", [f"filler line {i}" for i in range(7000)]
+                + [f"{'short ' if i % 2 else ''}petrov note {i}" for i in range(1500)]
+                + [f"petrov revtri {i}" for i in range(5)])
+        got, sql = _traced(kn, "main", ["revtri", "petrov"])
+    texts = [t for t, _ in got]
+    assert texts[:5] == sorted(texts[:5]) and all("revtri" in t for t in texts[:5])
+    assert len(got) == 20 and not any("revtri" in t for t in texts[5:])
+    newest = {f"{'short ' if i % 2 else ''}petrov note {i}" for i in range(1100, 1500)}
+    assert set(texts[5:]) <= newest
+    assert all("short" not in t for t in texts[5:]), texts  # the best of them: the shorter rows
+    assert not any("ORDER BY rank" in q and '("petrov")' in q and "revtri" not in q for q in sql), sql
+    assert any("ORDER BY rowid DESC" in q for q in sql), sql
+
+
+def test_sqlite_reads_a_file_store_through_a_memory_map(tmp_path):
+    """A file store maps the database for reads (a fifth less CPU per recall at 100k); an
+    in-memory one has no file to map."""
+    with Kenning(str(tmp_path / "m.db")) as kn:
+        assert kn._engine.store._db.execute("PRAGMA mmap_size").fetchone()[0] >= 1 << 30
