@@ -260,3 +260,17 @@ def test_sqlite_reads_a_file_store_through_a_memory_map(tmp_path):
     in-memory one has no file to map."""
     with Kenning(str(tmp_path / "m.db")) as kn:
         assert kn._engine.store._db.execute("PRAGMA mmap_size").fetchone()[0] >= 1 << 30
+
+
+def test_sqlite_fills_first_with_the_rows_holding_all_the_other_terms(tmp_path):
+    """Where the rare rows are too few, the rows holding every other term come next (a
+    person's first and last name), before any newest row that holds only one of them."""
+    with Kenning(str(tmp_path / "g.db")) as kn:
+        _chunks(kn, "main", [f"mila varga note {i}" for i in range(300)] + [f"filler line {i}" for i in range(7000)]
+                + [f"mila other {i}" for i in range(700)] + [f"varga other {i}" for i in range(700)]
+                + [f"polfal mila varga {i}" for i in range(5)])
+        got, sql = _traced(kn, "main", ["polfal", "mila", "varga"])
+    texts = [t for t, _ in got]
+    assert len(texts) == 20 and all(t.startswith("polfal") for t in texts[:5])
+    assert all(t.startswith("mila varga note") for t in texts[5:]), texts
+    assert any('"mila" AND "varga"' in q for q in sql), sql

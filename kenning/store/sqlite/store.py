@@ -798,8 +798,9 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         more than ``_SCORED_ROWS`` rows of such a table, only rows holding one of the rarest
         terms (enough for four times ``limit`` rows, at most ``_SCORED_ROWS``) are ranked, each
         with its full score: the rows that also hold another term, then those that hold only
-        rare ones; when they are fewer than ``limit``, the best of the newest ``_FILL`` times
-        ``limit`` rows holding the other terms fill the list."""
+        rare ones; when they are fewer than ``limit``, the rows holding all the other terms,
+        then the best of the newest ``_FILL`` times ``limit`` rows holding any of them fill the
+        list."""
         if not terms:
             return []
         table = _KIND_TABLE[kind]
@@ -819,10 +820,14 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             for match in matches:
                 for item_id, score in self._ranked(table, dataset, f"text : ({match})", limit):
                     best[item_id] = max(best.get(item_id, 0.0), score)
-            if rare is not None and len(best) < limit:
-                # The rows holding only the other terms (their full score: they hold no rare
-                # one), ranked among the newest of them rather than all.
-                for item_id, score in self._ranked(table, dataset, f"text : ({_any_of(others)})", limit, _FILL * limit):
+            # Too few rows hold a rare term: the rest hold only the other terms (so their score
+            # for those is their full score), first the rows holding all of them, then the best
+            # of the newest rows holding any.
+            fills = [(" AND ".join(map(_quoted, others)), 0)] if len(others) > 1 else []
+            for match, newest in [*fills, (_any_of(others), _FILL * limit)] if rare is not None else ():
+                if len(best) >= limit:
+                    break
+                for item_id, score in self._ranked(table, dataset, f"text : ({match})", limit, newest):
                     best.setdefault(item_id, score)
         ranked = sorted(best.items(), key=lambda pair: -pair[1])[:limit]
         return [Scored(kind, item_id, score) for item_id, score in ranked]
