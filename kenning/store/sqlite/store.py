@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 _KIND_TABLE = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
 #: a vector index is saved when this many of its rows changed (or a quarter of it)
 _SAVE_ROWS = 20_000
+#: an index that changed by more rows than this is saved at close, however large it is
+_CLOSE_SAVE_ROWS = 2_000
 #: vectors logged between two maintenance passes at ingest
 _MAINTAIN_ROWS = 1024
 _ACCESS_FLUSH_CALLS = 64
@@ -1098,13 +1100,15 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
 
     def _save_changed_indexes(self) -> None:
         """On close: catch up the indexes this process changed and save those that have no file
-        yet or changed by a sixteenth since, so the next process replays little. Smaller
+        yet or changed by a sixteenth or by ``_CLOSE_SAVE_ROWS`` rows since, so the next
+        process replays little (each replayed row is an insertion into the graph: 62,000 of
+        them, a sixteenth of a million, would take its first search tens of seconds). Smaller
         changes stay in the log; mapped indexes are left as they are."""
         if self._files is None:
             return
         for kind, dataset in [key for key, index in self._anns.items() if not index.mapped]:
             index = self._ann(kind, dataset)
-            if index.unsaved and (index.path is None or index.unsaved > len(index) // 16):
+            if index.unsaved and (index.path is None or index.unsaved > min(len(index) // 16, _CLOSE_SAVE_ROWS)):
                 self._save(kind, dataset, index)
         self._anns.clear()
 
