@@ -45,6 +45,7 @@ def terms_of(text: str) -> list[str]:
     return list(dict.fromkeys(content or words))[:_MAX_TERMS]
 
 
+@functools.lru_cache(maxsize=65_536)
 def light_stem(word: str) -> str:
     """A crude suffix stripper for matching query words against relation names and sentences
     in code (the full-text index does real stemming)."""
