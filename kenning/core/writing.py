@@ -2,7 +2,8 @@
 
 Memories come in, are claimed by this part (kept fresh by a heartbeat while it works) and
 processed in batches: extraction per group on a bounded thread pool, one embedding call per
-batch, then one transaction per memory.
+batch, then each memory resolved and committed, all or nothing (offline, in commit groups that
+share a transaction, one savepoint per memory).
 """
 
 from __future__ import annotations
@@ -328,7 +329,8 @@ class Writing:
         """Memories are planned in batches: short ones share extraction calls (groups, on a
         bounded pool when a chat model is configured, so at most ``llm_concurrency`` calls are
         in flight); every text of a batch is embedded in one call; then each memory is
-        resolved and committed in its own transaction. Outcomes are added to ``out``."""
+        resolved and committed on its own (offline, commit groups share a transaction, each
+        memory in its own savepoint). Outcomes are added to ``out``."""
         workers = min(self.settings.llm_concurrency, len(memories)) if self.chat is not None else 1
         with (ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kenning") if workers > 1
               else nullcontext()) as pool:
