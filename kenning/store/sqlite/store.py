@@ -46,7 +46,6 @@ _SAVE_ROWS = 20_000
 _CLOSE_SAVE_ROWS = 2_000
 #: vectors logged between two maintenance passes at ingest
 _MAINTAIN_ROWS = 1024
-_CACHE_KIB = 32 * 1024
 _ACCESS_FLUSH_CALLS = 64
 _ACCESS_FLUSH_SECONDS = 5.0
 #: a search term in more rows than this is dropped while a rarer term remains
@@ -427,9 +426,6 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
                 # fifth less CPU per recall at 100k (docs/benchmarks.md). Mapped pages are the
                 # kernel's page cache, shared and reclaimable, not this process's own memory.
                 self._db.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
-                # Written pages live in SQLite's cache until their commit: 32 MiB (not 2) holds
-                # a commit group's, which would otherwise spill to the WAL before it commits
-                self._db.execute(f"PRAGMA cache_size = -{_CACHE_KIB}")
             self._migrate()
         except sqlite3.DatabaseError as exc:  # not a database, corrupt, read-only, locked
             self._db.close()
