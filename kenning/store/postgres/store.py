@@ -40,7 +40,7 @@ from ..base import (
     ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, location_from, location_json,
     retry_transient,
 )
-from .lexical import bm25
+from .lexical import Counts, bm25
 from ..scopes import ScopeReads
 from .scope import memory_where
 from .schema import (
@@ -468,6 +468,7 @@ class PostgresStore(AuthStore, ScopeReads, Store):
         self.url = url
         self._dimension: int | None = None
         self._local = threading.local()
+        self._term_counts = Counts()
         _probe(url, timeout)
         self._pool = ConnectionPool(
             _conninfo(url), min_size=1, max_size=max(1, pool_size), timeout=timeout,
@@ -884,7 +885,7 @@ class PostgresStore(AuthStore, ScopeReads, Store):
         if not terms or limit <= 0:
             return []
         with self._conn() as conn:
-            rows = bm25(conn, VECTOR_TABLES[kind], dataset, terms, limit)
+            rows = bm25(conn, self._term_counts, VECTOR_TABLES[kind], dataset, terms, limit)
         return [Scored(kind, row_id, score) for row_id, score in rows]
 
     def vector(self, dataset: str, kind: str, query: np.ndarray, limit: int) -> list[Scored]:
@@ -923,10 +924,14 @@ class PostgresStore(AuthStore, ScopeReads, Store):
         if not memory_ids or window < 1:
             return []
         with self._conn() as conn:
+            # Each memory's neighbours through the (episode, position) index; OFFSET 0 keeps the
+            # planner from flattening the lateral join into a hash join over every memory
+            # (episodes are few and long, so their statistics say an episode is not selective).
             rows = conn.execute(
-                "SELECT m.id AS of_id, n.id AS id, n.position - m.position AS offset FROM memories m"
-                " JOIN memories n ON n.episode = m.episode AND n.dataset = m.dataset"
-                " AND n.position BETWEEN m.position - %(w)s AND m.position + %(w)s AND n.id <> m.id"
+                "SELECT m.id AS of_id, n.id AS id, n.position - m.position AS offset FROM memories m,"
+                " LATERAL (SELECT n.id, n.position FROM memories n WHERE n.episode = m.episode"
+                " AND n.position BETWEEN m.position - %(w)s AND m.position + %(w)s AND n.dataset = m.dataset"
+                " AND n.id <> m.id OFFSET 0) n"
                 " WHERE m.id = ANY(%(ids)s) AND m.episode IS NOT NULL",
                 {"w": window, "ids": list(memory_ids)},
             ).fetchall()
