@@ -249,6 +249,9 @@ class _PgTxn(Txn):
     def __init__(self, conn: psycopg.Connection) -> None:
         self.conn = conn
         self._locked: set[str] = set()
+        #: (table, id) -> dataset of the rows this transaction has read: a row's dataset never
+        #: changes, so locking it again costs no query
+        self._datasets: dict[tuple[str, str], str] = {}
 
     def _lock(self, dataset: str) -> None:
         """Serialize writers of one dataset until this transaction ends."""
@@ -261,11 +264,17 @@ class _PgTxn(Txn):
     def _lock_row(self, table: str, row_id: str) -> None:
         """Take the dataset lock of the row before touching it: every writer of a dataset takes
         that lock before any row lock, so two writers never wait for each other's rows."""
-        row = self.conn.execute(
-            sql.SQL("SELECT dataset FROM {} WHERE id = %s").format(sql.Identifier(table)), (row_id,)
-        ).fetchone()
-        if row is not None:
-            self._lock(row["dataset"])
+        if (table, row_id) not in self._datasets:
+            row = self.conn.execute(
+                sql.SQL("SELECT dataset FROM {} WHERE id = %s").format(sql.Identifier(table)), (row_id,)
+            ).fetchone()
+            if row is None:
+                return
+            self._datasets[(table, row_id)] = row["dataset"]
+        self._lock(self._datasets[(table, row_id)])
+
+    def _seen(self, table: str, rows: Sequence[EntityRow | FactRow]) -> None:
+        self._datasets.update(((table, r.id), r.dataset) for r in rows)
 
     def _lock_memory(self, memory_id: str) -> None:
         self._lock_row("memories", memory_id)
@@ -300,10 +309,13 @@ class _PgTxn(Txn):
     # -- entities ----------------------------------------------------------------------------
     def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
         self._lock(dataset)
-        return _find_entities(self.conn, dataset, normalized)
+        found = _find_entities(self.conn, dataset, normalized)
+        self._seen("entities", list(found.values()))
+        return found
 
     def insert_entity(self, row: EntityRow) -> None:
         self._lock(row.dataset)
+        self._seen("entities", [row])
         self.conn.execute(
             "INSERT INTO entities (id, dataset, name, normalized, type, description, aliases,"
             " embedding, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::vector, %s)",
@@ -328,13 +340,16 @@ class _PgTxn(Txn):
     def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
                             by_target: bool = False) -> list[FactRow]:
         self._lock(dataset)
-        return _live_facts(self.conn, dataset, source_id, target_id, relation, by_target)
+        rows = _live_facts(self.conn, dataset, source_id, target_id, relation, by_target)
+        self._seen("facts", rows)
+        return rows
 
     def get_fact_rows(self, fact_ids: Sequence[str]) -> list[FactRow]:
         return _fact_rows(self.conn, fact_ids)
 
     def insert_fact(self, row: FactRow) -> None:
         self._lock(row.dataset)
+        self._seen("facts", [row])
         self.conn.execute(
             "INSERT INTO facts (id, dataset, source_id, relation, target_id, description, valid_at,"
             " invalid_at, created_at, expired_at, superseded_by, memory_id, embedding, weight)"
