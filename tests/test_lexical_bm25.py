@@ -169,8 +169,7 @@ def test_sqlite_ranks_only_the_rarest_terms_rows_in_a_large_table(tmp_path):
 def test_postgresql_scores_only_the_rarest_terms_rows_past_the_bound(monkeypatch):  # noqa: ANN001
     """Past ``SCORED_ROWS`` matching rows in a table of more than ``BOUNDED_FROM_ROWS`` (made
     small here), the PostgreSQL lane scores only rows holding the rarest term, each with its
-    full BM25 score: the same list as scoring every matching row, where those rows lead; and
-    the terms' counts are kept for the next query."""
+    full BM25 score: the same list as scoring every matching row, where those rows lead."""
     from kenning.store.base import ChunkRow
     from kenning.store.postgres import lexical
 
@@ -184,12 +183,12 @@ def test_postgresql_scores_only_the_rarest_terms_rows_past_the_bound(monkeypatch
         every = _lane(kn, "main", ["common", "rare"])  # 361 rows: below the bound, all scored
         monkeypatch.setattr(lexical, "BOUNDED_FROM_ROWS", 300)
         monkeypatch.setattr(lexical, "SCORED_ROWS", 100)
-        assert lexical.rarest(["common", "rare"], {"common": 135, "rare": 50}, 20) == ["rare"]
-        assert store._term_counts.get("chunks", ["common", "rare"]) is None
+        with store._conn() as conn:
+            counts = dict(tuple(r.values()) for r in conn.execute(
+                "SELECT lexeme, rows FROM lexeme_stats WHERE tbl = 'chunks' AND lexeme IN ('common', 'rare')"))
+        assert counts == {"common": 135, "rare": 50}
+        assert lexical.rarest(["common", "rare"], counts, 20) == ["rare"]  # so the bound applies
         bounded = _lane(kn, "main", ["common", "rare"])
-        assert store._term_counts.get("chunks", ["common", "rare"]) == {"common": 135, "rare": 50}
-        again = _lane(kn, "main", ["common", "rare"])  # from the kept counts
     assert len(every) == 20 and all(t.startswith("rare common") for t, _ in every)
-    assert [t for t, _ in bounded] == [t for t, _ in every] == [t for t, _ in again]
+    assert [t for t, _ in bounded] == [t for t, _ in every]
     assert [s for _, s in bounded] == pytest.approx([s for _, s in every], rel=1e-9)
-    assert [s for _, s in again] == pytest.approx([s for _, s in every], rel=1e-9)

@@ -7,19 +7,16 @@ scores every matching row, and is not BM25). Here:
 - each query term is parsed by ``phraseto_tsquery`` (a bound parameter, never query syntax) with
   the store's text search configuration (``schema.TS_CONFIG``), so it is stemmed as the
   rows were; a term that stems to several lexemes is matched as a phrase, as FTS5 does;
-- the first statement counts the rows holding each term through the GIN index, at most
-  ``COMMON_ROWS`` of them, which gives its row count n (over every dataset, as FTS5 counts it).
-  A term whose lexeme the planner's statistics put in twice that many rows is known to be that
-  common without counting. Terms in ``COMMON_ROWS`` rows or more are dropped while a rarer one
-  remains (as the SQLite lane does);
-- in a table of more than ``BOUNDED_FROM_ROWS`` rows, a term's count is kept for
-  ``COUNTS_SECONDS`` (``Counts``), so a recall whose terms were counted lately skips the first
-  statement (n in an idf then lags the latest writes by at most that long; a smaller table is
-  counted every time, exactly). When the kept terms match more than ``SCORED_ROWS`` rows, only
-  rows holding one of the rarest terms are scored (the SQLite lane's rule, ``rarest``): every
-  row that also holds another kept term (up to ``SCORED_ROWS``), and the first ``4 × limit``
-  of the dataset's rows that hold only rare ones (SQLite ranks all of those: a row holding only
-  the rarest term may rank lower here than there), each with its full score;
+- the first statement reads each term's row count n (over every dataset, as FTS5 counts it)
+  from ``lexeme_stats``, kept by triggers as FTS5 keeps it in its index (a phrase's rows are
+  counted through the GIN index, at most ``COMMON_ROWS`` of them). Terms in ``COMMON_ROWS``
+  rows or more are dropped while a rarer one remains (as the SQLite lane does);
+- in a table of more than ``BOUNDED_FROM_ROWS`` rows, when the kept terms match more than
+  ``SCORED_ROWS`` rows, only rows holding one of the rarest terms are scored (the SQLite lane's
+  rule, ``rarest``): every row that also holds another kept term (up to ``SCORED_ROWS``), and
+  the first ``4 × limit`` of the dataset's rows that hold only rare ones (SQLite ranks all of
+  those, so a row holding only the rarest terms may be missed here where SQLite lists it), each
+  with its full score;
 - the second statement scores the dataset's candidate rows: each kept term's frequency in a row
   comes from the row's ``tsv`` (``setweight`` + ``ts_filter`` keep the term's lexemes with their
   positions), the row's length in tokens from its ``tsv_len`` column, the table's size N and
@@ -28,13 +25,12 @@ scores every matching row, and is not BM25). Here:
   floored at 1e-6, k1 = 1.2, b = 0.75: FTS5's constants and formula, with N, n and the average
   length over the whole table, every dataset, as FTS5 counts them.
 
-When every term of a query is that common, each counts as in ``COMMON_ROWS`` rows and at most
-``COMMON_ROWS`` of the dataset's rows holding each are scored (SQLite scores them all).
+When every term of a query is that common, at most ``COMMON_ROWS`` of the dataset's rows holding
+each are scored (SQLite scores them all).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Sequence
 
 import psycopg
@@ -42,7 +38,7 @@ from psycopg import sql
 
 from .schema import TS_CONFIG
 
-__all__ = ["BOUNDED_FROM_ROWS", "COMMON_ROWS", "COUNTS_SECONDS", "SCORED_ROWS", "Counts", "bm25", "rarest"]
+__all__ = ["BOUNDED_FROM_ROWS", "COMMON_ROWS", "SCORED_ROWS", "bm25", "rarest"]
 
 #: a search term in this many rows or more is dropped while a rarer term remains
 COMMON_ROWS = 5000
@@ -50,29 +46,23 @@ COMMON_ROWS = 5000
 SCORED_ROWS = 1000
 #: ...in a table of more rows than this (a smaller one scores every row it matches)
 BOUNDED_FROM_ROWS = 20_000
-#: how long a term's row count is reused in such a table
-COUNTS_SECONDS = 60.0
 #: FTS5's bm25() constants
 _K1, _B = 1.2, 0.75
 #: SQLite's full-text rows hold one more token, naming their dataset, which its bm25() counts in
 #: every row's length; adding it here keeps the two stores' scores equal
 _DATASET_TOKENS = 1
 
-#: each term's rows, counted up to the cap (a term the statistics put in twice the cap or more
-#: counts as in the cap), and the table's rows
+#: each term's rows (read from ``lexeme_stats`` for a term of one lexeme, counted up to the cap
+#: through the index for a phrase), and the table's rows
 _COUNTS = """
-WITH surely_common AS (
-    SELECT e.lexeme FROM pg_stats s, pg_class c,
-         unnest(s.most_common_elems::text::text[], s.most_common_elem_freqs) AS e(lexeme, freq)
-    WHERE s.schemaname = current_schema() AND s.tablename = %(tbl)s AND s.attname = 'tsv'
-      AND c.oid = to_regclass(%(tbl)s) AND e.freq * c.reltuples >= 2 * %(common)s
-), terms AS MATERIALIZED (
+WITH terms AS MATERIALIZED (
     SELECT u.i, q.q, tsvector_to_array(to_tsvector({cfg}::regconfig, u.term)) AS lexemes
     FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS u(term, i),
          LATERAL phraseto_tsquery({cfg}::regconfig, u.term) AS q(q)
     WHERE numnode(q.q) > 0
 )
-SELECT t.i, CASE WHEN t.lexemes && ARRAY(SELECT lexeme FROM surely_common) THEN %(common)s
+SELECT t.i, CASE WHEN numnode(t.q) = 1
+    THEN (SELECT coalesce(sum(s.rows), 0) FROM lexeme_stats s WHERE s.tbl = %(tbl)s AND s.lexeme = t.lexemes[1])
     ELSE (SELECT count(*) FROM (SELECT FROM {table} r WHERE r.tsv @@ t.q LIMIT %(common)s) c) END AS hits,
     (SELECT sum(rows) FROM lexical_stats WHERE tbl = %(tbl)s) AS n
 FROM terms t ORDER BY t.i
@@ -117,30 +107,6 @@ GROUP BY c.id ORDER BY score DESC, c.id LIMIT %(limit)s
 """
 
 
-class Counts:
-    """Rows holding a term, per (table, term), and rows per table, kept for ``COUNTS_SECONDS``
-    (at most 50,000 of them); a store keeps one. Only counts of a table past
-    ``BOUNDED_FROM_ROWS`` rows are kept."""
-
-    def __init__(self) -> None:
-        self._known: dict[tuple[str, str], int | None] = {}
-        self._since = time.monotonic()
-
-    def get(self, table: str, terms: Sequence[str]) -> dict[str, int | None] | None:
-        """The counts of every term, or None when one is not known (or the table is small)."""
-        if time.monotonic() - self._since > COUNTS_SECONDS or len(self._known) > 50_000:
-            self._known, self._since = {}, time.monotonic()
-        known = self._known
-        if (table, "") not in known or any((table, t) not in known for t in terms):
-            return None
-        return {t: known[(table, t)] for t in terms}
-
-    def put(self, table: str, rows: int, counts: dict[str, int | None]) -> None:
-        if rows > BOUNDED_FROM_ROWS:
-            self._known[(table, "")] = rows
-            self._known.update(((table, t), n) for t, n in counts.items())
-
-
 def rarest(terms: list[str], counts: dict[str, int], limit: int) -> list[str] | None:
     """When the terms match more than ``SCORED_ROWS`` rows: the rarest ones, leaving at least
     one, up to four times ``limit`` rows (or fewer, where the next term would pass
@@ -161,23 +127,19 @@ def rarest(terms: list[str], counts: dict[str, int], limit: int) -> list[str] | 
 
 
 def _counts(conn: psycopg.Connection, table: str, terms: Sequence[str]) -> tuple[int, dict[str, int | None]]:
-    """The table's rows, and each term's rows up to ``COMMON_ROWS`` (None: it has no lexeme)."""
+    """The table's rows, and each term's (None: it has no lexeme; a phrase's counted up to
+    ``COMMON_ROWS``)."""
     query = sql.SQL(_COUNTS).format(cfg=sql.Literal(TS_CONFIG), table=sql.Identifier(table))
     found = conn.execute(query, {"terms": list(terms), "common": COMMON_ROWS, "tbl": table}).fetchall()
     hits = {terms[r["i"] - 1]: r["hits"] for r in found}
     return int(found[0]["n"] or 0) if found else 0, {t: hits.get(t) for t in terms}
 
 
-def bm25(conn: psycopg.Connection, counted: Counts, table: str, dataset: str, terms: Sequence[str],
-         limit: int) -> list[tuple[str, float]]:
+def bm25(conn: psycopg.Connection, table: str, dataset: str, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
     """(id, score) of the dataset's best rows of ``table`` for the ORed ``terms``, best first."""
     terms = list(dict.fromkeys(terms))
-    counts = counted.get(table, terms)
-    bounded = counts is not None
-    if counts is None:
-        rows, counts = _counts(conn, table, terms)
-        counted.put(table, rows, counts)
-        bounded = rows > BOUNDED_FROM_ROWS
+    table_rows, counts = _counts(conn, table, terms)
+    bounded = table_rows > BOUNDED_FROM_ROWS
     present = {t: n for t, n in counts.items() if n is not None}
     kept = [t for t in present if present[t] < COMMON_ROWS] or list(present)
     if not kept:

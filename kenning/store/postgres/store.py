@@ -40,7 +40,7 @@ from ..base import (
     ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, location_from, location_json,
     retry_transient,
 )
-from .lexical import Counts, bm25
+from .lexical import bm25
 from ..scopes import ScopeReads
 from .scope import memory_where
 from .schema import (
@@ -483,7 +483,6 @@ class PostgresStore(AuthStore, ScopeReads, Store):
         self.url = url
         self._dimension: int | None = None
         self._local = threading.local()
-        self._term_counts = Counts()
         _probe(url, timeout)
         self._pool = ConnectionPool(
             _conninfo(url), min_size=1, max_size=max(1, pool_size), timeout=timeout,
@@ -900,7 +899,7 @@ class PostgresStore(AuthStore, ScopeReads, Store):
         if not terms or limit <= 0:
             return []
         with self._conn() as conn:
-            rows = bm25(conn, self._term_counts, VECTOR_TABLES[kind], dataset, terms, limit)
+            rows = bm25(conn, VECTOR_TABLES[kind], dataset, terms, limit)
         return [Scored(kind, row_id, score) for row_id, score in rows]
 
     def vector(self, dataset: str, kind: str, query: np.ndarray, limit: int) -> list[Scored]:
