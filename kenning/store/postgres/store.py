@@ -812,28 +812,23 @@ class PostgresStore(AuthStore, ScopeReads, Store):
             return _find_entities(conn, dataset, normalized)
 
     @staticmethod
-    def _provenance(conn: psycopg.Connection, table: str, column: str, ids: Sequence[str]) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {i: [] for i in ids}
-        rows = conn.execute(
-            sql.SQL("SELECT {col} AS key, memory_id FROM {t} WHERE {col} = ANY(%s) ORDER BY memory_id").format(
-                col=sql.Identifier(column), t=sql.Identifier(table)),
-            (list(ids),),
-        )
-        for row in rows:
-            out[row["key"]].append(row["memory_id"])
-        return out
+    def _provenance(table: str, column: str, alias: str) -> sql.Composable:
+        """The memory ids a record was stated by, in order, as a column of the record's row."""
+        return sql.SQL("array(SELECT memory_id FROM {t} WHERE {col} = {a}.id ORDER BY memory_id) AS memory_ids").format(
+            t=sql.Identifier(table), col=sql.Identifier(column), a=sql.Identifier(alias))
 
     def get_entities(self, ids: Sequence[str]) -> list[Entity]:
         if not ids:
             return []
+        query = sql.SQL("SELECT {}, {} FROM entities e WHERE id = ANY(%s)").format(
+            sql.SQL(_ENTITY_COLUMNS), self._provenance("entity_memories", "entity_id", "e"))
         with self._conn() as conn:
-            rows = conn.execute(f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE id = ANY(%s)", (list(ids),)).fetchall()
-            prov = self._provenance(conn, "entity_memories", "entity_id", ids)
+            rows = conn.execute(query, (list(ids),)).fetchall()
         by_id = {
             r["id"]: Entity(
                 id=r["id"], dataset=r["dataset"], name=r["name"], type=r["type"],
                 description=r["description"], aliases=list(r["aliases"]),
-                created_at=as_utc(r["created_at"]), memory_ids=prov[r["id"]],
+                created_at=as_utc(r["created_at"]), memory_ids=r["memory_ids"],
             )
             for r in rows
         }
@@ -843,15 +838,13 @@ class PostgresStore(AuthStore, ScopeReads, Store):
         if not ids:
             return []
         columns = ", ".join(f"f.{c.strip()}" for c in _FACT_COLUMNS.split(","))
+        query = sql.SQL(
+            "SELECT {}, s.name AS source_name, t.name AS target_name, {} FROM facts f"
+            " JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id WHERE f.id = ANY(%s)"
+        ).format(sql.SQL(columns), self._provenance("fact_memories", "fact_id", "f"))
         with self._conn() as conn:
-            rows = conn.execute(
-                f"SELECT {columns}, s.name AS source_name, t.name AS target_name FROM facts f"
-                " JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id"
-                " WHERE f.id = ANY(%s)",
-                (list(ids),),
-            ).fetchall()
-            prov = self._provenance(conn, "fact_memories", "fact_id", ids)
-        return _ordered({r["id"]: _fact(r, prov[r["id"]]) for r in rows}, ids)
+            rows = conn.execute(query, (list(ids),)).fetchall()
+        return _ordered({r["id"]: _fact(r, r["memory_ids"]) for r in rows}, ids)
 
     def get_chunks(self, ids: Sequence[str]) -> list[ChunkRow]:
         if not ids:
@@ -957,17 +950,17 @@ class PostgresStore(AuthStore, ScopeReads, Store):
         # while the writer waits for a row locked here (the deadlock forget and recall had).
         # Recalls share the lock and lock rows in id order, table by table, so they never
         # deadlock with each other.
+        # One pipeline: the transaction, its lock and its updates go out together, one round trip.
         def once() -> None:
-            with self._write() as conn:
+            with self._conn() as conn, conn.pipeline(), conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock_shared(%s, hashtext(current_schema() || '/' || %s))",
                              (LOCK_DATASET, dataset))
-                with conn.pipeline():
-                    for table, ids in (("memories", memory_ids), ("entities", entity_ids), ("facts", fact_ids)):
-                        if ids:
-                            conn.execute(sql.SQL(
-                                "UPDATE {t} SET access_count = access_count + 1, last_accessed_at = %s"
-                                " WHERE id IN (SELECT id FROM {t} WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE)"
-                            ).format(t=sql.Identifier(table)), (at, sorted(set(ids))))
+                for table, ids in (("memories", memory_ids), ("entities", entity_ids), ("facts", fact_ids)):
+                    if ids:
+                        conn.execute(sql.SQL(
+                            "UPDATE {t} SET access_count = access_count + 1, last_accessed_at = %s"
+                            " WHERE id IN (SELECT id FROM {t} WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE)"
+                        ).format(t=sql.Identifier(table)), (at, sorted(set(ids))))
 
         retry_transient(once)
 
