@@ -249,8 +249,8 @@ class _PgTxn(Txn):
     def __init__(self, conn: psycopg.Connection) -> None:
         self.conn = conn
         self._locked: set[str] = set()
-        #: (table, id) -> dataset of the rows this transaction has read: a row's dataset never
-        #: changes, so locking it again costs no query
+        #: (table, id) -> dataset of the rows this transaction has read or written: a row's
+        #: dataset never changes, so locking it again costs no query
         self._datasets: dict[tuple[str, str], str] = {}
 
     def _lock(self, dataset: str) -> None:
