@@ -31,6 +31,8 @@ from common import (
     dir_size,
     machine_info,
     peak_rss_mb,
+    private_mb,
+    rss_mb,
     percentiles,
     print_machine,
     print_table,
@@ -169,6 +171,7 @@ def with_writer(db: Path, rate: float, embedder: str | None, measure) -> tuple[A
 
 def run(args: argparse.Namespace) -> dict[str, Any]:
     corpus = generate(args.facts, seed=args.seed, questions=args.queries)
+    harness = rss_mb()  # the interpreter, kenning's imports and the generated corpus
     with tempfile.TemporaryDirectory(prefix="kenning-bench-") as tmp:
         db = Path(args.db) if args.db else Path(tmp) / "bench.db"
 
@@ -180,6 +183,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if profile:
                 profile.enable()
             ingested = ingest(kn, corpus, args.batch, args.quiet) if not args.reuse else None
+            private = [private_mb()]  # sampled at the end of each phase
             if profile:
                 profile.disable()
                 profile.dump_stats(f"{args.profile}.ingest.prof")
@@ -208,6 +212,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     db, args.writer_rate, args.embedder, lambda: recall_latency(kn, corpus, ["hybrid"], args.top_k))
                 writer = {"rate": args.writer_rate, "written": written, "hybrid": measured["hybrid"],
                           "baseline_p50": latency.get("hybrid", {}).get("p50")}
+            private.append(private_mb())
             ann = index_recall(kn, corpus, args.top_k) if args.index_recall else None
         size = dir_size(db)
         index_size = sum(p.stat().st_size for p in db.parent.glob(db.name + ".vectors/*.usearch"))
@@ -228,6 +233,8 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         "ann_vs_exact": ann,
         "second_writer": writer,
         "peak_rss_mb": round(peak, 1),
+        "harness_rss_mb": round(harness, 1),
+        "private_mb": round(max(private), 1) if None not in private else None,
         "db_mb": round(size / 2**20, 1),
         "index_files_mb": round(index_size / 2**20, 1),
     }
@@ -244,7 +251,9 @@ def report(result: dict[str, Any]) -> None:
         print(f"ingest: {i['memories']:,} memories in {i['seconds']} s = {i['memories_per_s']:,} memories/s"
               f" ({i['failed']} failed)")
     first = result["first_recall_ms"]
-    print(f"peak memory: {result['peak_rss_mb']} MB; database: {result['db_mb']} MB; "
+    print(f"peak memory: {result['peak_rss_mb']} MB, of which {result['harness_rss_mb']} MB held before the store"
+          f" opened (interpreter, imports, the generated corpus); own memory (RssAnon, harness included) at most"
+          f" {result['private_mb']} MB after ingest and after recall; database: {result['db_mb']} MB; "
           f"vector index files: {result['index_files_mb']} MB")
     print(f"first recall after ingest: hybrid {first['after_ingest']} ms, then facts {first['after_ingest_facts']} ms; "
           f"after reopening: {first['after_reopen']} / {first['after_reopen_facts']} ms")

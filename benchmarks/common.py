@@ -66,6 +66,29 @@ def peak_rss_mb() -> float:
     return peak / 2**20 if sys.platform == "darwin" else peak / 1024
 
 
+def rss_mb() -> float:
+    """Resident memory of this process now (Linux ``/proc``; the peak elsewhere)."""
+    try:
+        with open("/proc/self/statm") as fh:
+            return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        return peak_rss_mb()
+
+
+def private_mb() -> float | None:
+    """This process's own (anonymous) resident memory now, without mapped file pages such as
+    SQLite's memory-mapped database or the vector index files, which are the kernel's shared
+    page cache (Linux only; None elsewhere)."""
+    try:
+        with open("/proc/self/status") as fh:
+            for line in fh:
+                if line.startswith("RssAnon:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    return None
+
+
 def dir_size(path: Path) -> int:
     """Bytes of a database and its side files (``-wal``, ``-shm``)."""
     return sum(p.stat().st_size for p in path.parent.glob(path.name + "*") if p.is_file())

@@ -8,6 +8,7 @@ over "what", "did" and "the" only adds noise to a question.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["STOP_WORDS", "light_stem", "normalize_name", "normalize_relation", "terms_of", "words_of"]
@@ -44,6 +45,7 @@ def terms_of(text: str) -> list[str]:
     return list(dict.fromkeys(content or words))[:_MAX_TERMS]
 
 
+@functools.lru_cache(maxsize=65_536)
 def light_stem(word: str) -> str:
     """A crude suffix stripper for matching query words against relation names and sentences
     in code (the full-text index does real stemming)."""

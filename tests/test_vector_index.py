@@ -230,3 +230,29 @@ def test_access_counts_are_buffered_and_written_on_close(tmp_path):
     with sqlite3.connect(db) as con:
         count, last = con.execute("SELECT access_count, last_accessed_at FROM memories WHERE id = ?", (mid,)).fetchone()
     assert count == 3 and last
+
+
+def test_close_saves_an_index_changed_by_many_rows_even_below_a_sixteenth(tmp_path, monkeypatch):
+    """The next process replays the rows changed since the saved file into the graph; past
+    ``_CLOSE_SAVE_ROWS`` (2,000) close saves instead, however large the index (a sixteenth of a
+    million rows would take a first search tens of seconds). Fewer rows stay in the log."""
+    import kenning.store.sqlite.store as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "_CLOSE_SAVE_ROWS", 20)
+    db = str(tmp_path / "m.db")
+    with Kenning(db) as kn:
+        kn.remember(_texts("K:", 700))
+    stamp = _saved_stamp(db)
+    with Kenning(db) as kn:
+        kn.remember(_texts("L:", 10))  # fewer than 20 and than 700 / 16
+        assert _vector_ids(kn, "Person2 works")
+    assert _saved_stamp(db) == stamp and len(_log_rows(db)) == 10
+    with Kenning(db) as kn:
+        kn.remember(_texts("M:", 30))  # more than 20, fewer than 740 / 16
+        assert _vector_ids(kn, "Person2 works")
+    assert _saved_stamp(db) > stamp and _log_rows(db) == []
+
+
+def _saved_stamp(db: str, kind: str = "chunk") -> int:
+    (path,) = Path(db + ".vectors").glob(f"{kind}-*.usearch")
+    return int(path.stem.split("-")[3])

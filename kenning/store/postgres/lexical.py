@@ -12,8 +12,9 @@ scores every matching row, and is not BM25). Here:
   counted through the GIN index, at most ``COMMON_ROWS`` of them). Terms in ``COMMON_ROWS``
   rows or more are dropped while a rarer one remains (as the SQLite lane does);
 - in a table of more than ``BOUNDED_FROM_ROWS`` rows, when the kept terms match more than
-  ``SCORED_ROWS`` rows, only rows holding one of the rarest terms are scored (the SQLite lane's
-  rule, ``rarest``): every row that also holds another kept term (up to ``SCORED_ROWS``), and
+  ``SCORED_ROWS`` rows, only rows holding one of the rarest terms are scored (``rarest``: the
+  rule the SQLite lane had before it gained a common share of the table and a fill from its
+  newest rows): every row that also holds another kept term (up to ``SCORED_ROWS``), and
   the first ``4 × limit`` of the dataset's rows that hold only rare ones (SQLite ranks all of
   those, so a row holding only the rarest terms may be missed here where SQLite lists it), each
   with its full score;
@@ -111,7 +112,7 @@ def rarest(terms: list[str], counts: dict[str, int], limit: int) -> list[str] | 
     """When the terms match more than ``SCORED_ROWS`` rows: the rarest ones, leaving at least
     one, up to four times ``limit`` rows (or fewer, where the next term would pass
     ``SCORED_ROWS``) and at least ``limit``; None when every matching row is scored. The
-    SQLite store's rule (``sqlite/store.py``)."""
+    SQLite store's earlier rule."""
     present = sorted((t for t in terms if counts[t]), key=lambda t: counts[t])
     if sum(counts[t] for t in present) <= SCORED_ROWS:
         return None

@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 _KIND_TABLE = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
 #: a vector index is saved when this many of its rows changed (or a quarter of it)
 _SAVE_ROWS = 20_000
+#: an index that changed by more rows than this is saved at close, however large it is
+_CLOSE_SAVE_ROWS = 2_000
 #: vectors logged between two maintenance passes at ingest
 _MAINTAIN_ROWS = 1024
 _ACCESS_FLUSH_CALLS = 64
@@ -50,8 +52,19 @@ _ACCESS_FLUSH_SECONDS = 5.0
 _COMMON_ROWS = 5000
 #: past this many matching rows, only rows holding one of the rarest terms are ranked...
 _SCORED_ROWS = 1000
-#: ...in a table of more rows than this (a smaller one ranks every row it matches)
-_BOUNDED_FROM_ROWS = 20_000
+#: ...in a table of more rows than this (a smaller one ranks every row it matches), where a
+#: term in more than one row in ``_COMMON_SHARE`` (but at least ``_SCORED_ROWS``) is common too
+_BOUNDED_FROM_ROWS = 5000
+_COMMON_SHARE = 5
+#: where the rarest terms' rows are fewer than asked for, the rest come from this many times
+#: as many of the newest rows holding the other terms
+_FILL = 4
+#: how much of the database file reads map (SQLite caps it near 2 GiB)
+_MMAP_BYTES = 1 << 30
+#: a dataset with fewer full-text rows than this is searched with its token in the query...
+_SMALL_DATASET = 5000
+#: ...a larger one without, fetching this many times the rows asked for, then keeping its own
+_OVERFETCH = 4
 #: how long a term's row count is reused
 _COUNTS_SECONDS = 60.0
 _JSON_FIELDS = ("decisions", "rationale", "metadata", "supersedes")
@@ -95,6 +108,12 @@ def _memory(row: sqlite3.Row) -> Memory:
 def _chunk_row(row: sqlite3.Row) -> ChunkRow:
     fields = dict(row)
     return ChunkRow(**{**fields, "location": location_from(fields["location"])})
+
+
+#: what a fact row or a Fact is read from (not the vector, which only the index reads)
+_FACT_COLUMNS = ("id, dataset, source_id, relation, target_id, description, valid_at, invalid_at,"
+                 " created_at, expired_at, superseded_by, memory_id, weight")
+_FACT_COLUMNS_OF_F = ", ".join("f." + c.strip() for c in _FACT_COLUMNS.split(","))
 
 
 def _fact_row(row: sqlite3.Row) -> FactRow:
@@ -338,20 +357,21 @@ def _any_of(terms: Sequence[str]) -> str:
 
 def _rarest(terms: list[str], counts: dict[str, int], limit: int) -> list[str] | None:
     """When the terms match more than ``_SCORED_ROWS`` rows: the rarest ones, leaving at least
-    one, up to four times ``limit`` rows (or fewer, where the next term would pass
-    ``_SCORED_ROWS``) and at least ``limit``; None when every matching row is ranked."""
+    one, up to four times ``limit`` rows and never past ``_SCORED_ROWS`` (possibly none, or
+    fewer rows than ``limit``: the caller fills the rest); None when every matching row is
+    ranked."""
     present = sorted((t for t in terms if counts[t]), key=lambda t: counts[t])
     if sum(counts[t] for t in present) <= _SCORED_ROWS:
         return None
     rare, rows = [], 0
     for term in present[:-1]:
-        if rows >= limit and rows + counts[term] > _SCORED_ROWS:
+        if rows + counts[term] > _SCORED_ROWS:
             break
         rare.append(term)
         rows += counts[term]
         if rows >= 4 * limit:
             break
-    return rare if rows >= limit else None
+    return rare
 
 
 def dataset_token(dataset: str) -> str:
@@ -397,6 +417,10 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             if path != ":memory:":
                 self._db.execute("PRAGMA journal_mode = WAL")
                 self._db.execute("PRAGMA synchronous = NORMAL")
+                # Reads map the file instead of copying pages through SQLite's small cache: a
+                # fifth less CPU per recall at 100k (docs/benchmarks.md). Mapped pages are the
+                # kernel's page cache, shared and reclaimable, not this process's own memory.
+                self._db.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
             self._migrate()
         except sqlite3.DatabaseError as exc:  # not a database, corrupt, read-only, locked
             self._db.close()
@@ -712,7 +736,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             return []
         with self._lock:
             rows = self._db.execute(
-                "SELECT f.*, s.name AS source_name, t.name AS target_name FROM facts f"
+                f"SELECT {_FACT_COLUMNS_OF_F}, s.name AS source_name, t.name AS target_name FROM facts f"
                 " JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id"
                 f" WHERE f.id IN ({_placeholders(len(ids))})",
                 list(ids),
@@ -776,35 +800,81 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
     # -- search lanes ------------------------------------------------------------------------
     def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
         """BM25 over the full-text rows. FTS5 computes a rank for every row the query matches,
-        which is most of a query's cost at scale; so terms in more than ``_COMMON_ROWS`` rows are
-        dropped while a rarer one remains, and when the kept terms still match more than
-        ``_SCORED_ROWS`` rows of a table past ``_BOUNDED_FROM_ROWS``, only rows holding one of the rarest terms (enough for four times
-        ``limit`` rows) are ranked, each with its full score: the rows that also hold another
-        term, then those that hold only rare ones."""
+        which is most of a query's cost at scale; so terms in more than ``_COMMON_ROWS`` rows
+        (in a table past ``_BOUNDED_FROM_ROWS``, also those in more than a ``_COMMON_SHARE``-th
+        of its rows) are dropped while a rarer one remains, and when the kept terms still match
+        more than ``_SCORED_ROWS`` rows of such a table, only rows holding one of the rarest
+        terms (enough for four times ``limit`` rows, at most ``_SCORED_ROWS``) are ranked, each
+        with its full score: the rows that also hold another term, then those that hold only
+        rare ones; when they are fewer than ``limit``, the rows holding all the other terms,
+        then the best of the newest ``_FILL`` times ``limit`` rows holding any of them fill the
+        list."""
         if not terms:
             return []
         table = _KIND_TABLE[kind]
         with self._lock:
             counts = self._term_counts(table, terms)
-            kept = [t for t in terms if counts[t] < _COMMON_ROWS] or list(terms)
-            rare = _rarest(kept, counts, limit) if self._table_rows(table) > _BOUNDED_FROM_ROWS else None
+            rows = self._table_rows(table)
+            large = rows > _BOUNDED_FROM_ROWS
+            common = min(_COMMON_ROWS, max(_SCORED_ROWS, rows // _COMMON_SHARE)) if large else _COMMON_ROWS
+            kept = [t for t in terms if counts[t] < common] or list(terms)
+            rare = _rarest(kept, counts, limit) if large else None
+            others = [t for t in kept if t not in (rare or ())]
             if rare is None:
                 matches = [_any_of(kept)]
             else:
-                common = [t for t in kept if t not in rare]
-                matches = [f"({_any_of(rare)}) AND ({_any_of(common)})", _any_of(rare)]
-            scope = f'ds : "{dataset_token(dataset)}" AND ' if len(self.datasets()) > 1 else ""
-            sql = (
-                f"SELECT r.id AS id, f.rank AS rank FROM"
-                f" (SELECT rowid, rank FROM {table}_fts WHERE {table}_fts MATCH ? ORDER BY rank LIMIT ?) f"
-                f" JOIN {table} r ON r.rowid = f.rowid WHERE r.dataset = ? ORDER BY f.rank"
-            )
+                matches = [f"({_any_of(rare)}) AND ({_any_of(others)})", _any_of(rare)] if rare else []
             best: dict[str, float] = {}
             for match in matches:
-                for r in self._db.execute(sql, (f"{scope}text : ({match})", limit, dataset)):
-                    best[r["id"]] = max(best.get(r["id"], 0.0), -r["rank"])
+                for item_id, score in self._ranked(table, dataset, f"text : ({match})", limit):
+                    best[item_id] = max(best.get(item_id, 0.0), score)
+            # Too few rows hold a rare term: the rest hold only the other terms (so their score
+            # for those is their full score), first the rows holding all of them, then the best
+            # of the newest rows holding any.
+            fills = [(" AND ".join(map(_quoted, others)), 0)] if len(others) > 1 else []
+            for match, newest in [*fills, (_any_of(others), _FILL * limit)] if rare is not None else ():
+                if len(best) >= limit:
+                    break
+                for item_id, score in self._ranked(table, dataset, f"text : ({match})", limit, newest):
+                    best.setdefault(item_id, score)
         ranked = sorted(best.items(), key=lambda pair: -pair[1])[:limit]
         return [Scored(kind, item_id, score) for item_id, score in ranked]
+
+    def _ranked(self, table: str, dataset: str, match: str, limit: int, newest: int = 0) -> list[tuple[str, float]]:
+        """The ``limit`` best rows of ``dataset`` for a full-text query by BM25: of all rows the
+        query matches, or of the ``newest`` of them. A dataset's token in the query costs a walk
+        over all of that dataset's rows, which at 100k rows was most of the query; so where the
+        dataset is not small, the query runs without it and fetches ``_OVERFETCH`` times more
+        rows: when ``limit`` of them are the dataset's, they are its best ``limit``, ranked as
+        with the token (the ``ds`` column weighs 0). Only when they are not does the query run
+        again with the token."""
+        sql = (f"SELECT r.id, r.dataset, f.rank FROM (SELECT rowid, rank FROM {table}_fts WHERE {table}_fts"
+               f" MATCH ? ORDER BY {'rowid DESC' if newest else 'rank'} LIMIT ?) f"
+               f" JOIN {table} r ON r.rowid = f.rowid")
+
+        def run(query: str, fetch: int) -> tuple[int, list[tuple[str, float]]]:
+            rows = self._db.execute(sql, (query, fetch)).fetchall()
+            mine = sorted(((r[0], -r[2]) for r in rows if r[1] == dataset), key=lambda pair: -pair[1])
+            return len(rows), mine
+
+        token = f'ds : "{dataset_token(dataset)}" AND '
+        if self._dataset_rows(table, dataset) < _SMALL_DATASET:
+            return run(token + match, newest or limit)[1][:limit]
+        fetch = newest or limit * _OVERFETCH
+        fetched, mine = run(match, fetch)
+        if len(mine) >= limit or fetched < fetch:
+            return mine[:limit]
+        return run(token + match, newest or limit)[1][:limit]
+
+    def _dataset_rows(self, table: str, dataset: str) -> int:
+        """The dataset's full-text rows, counted up to ``_SMALL_DATASET`` and reused like term
+        counts."""
+        key = (table, "\0" + dataset)
+        if key not in self._counts:
+            self._counts[key] = self._db.execute(
+                f"SELECT count(*) FROM (SELECT rowid FROM {table}_fts WHERE {table}_fts MATCH ? LIMIT ?)",
+                (f'ds : "{dataset_token(dataset)}"', _SMALL_DATASET)).fetchone()[0]
+        return self._counts[key]
 
     def _table_rows(self, table: str) -> int:
         """About how many rows the table holds (its highest rowid), reused like term counts."""
@@ -846,9 +916,13 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             return []
         marks = _placeholders(len(entity_ids))
         with self._lock:
+            # Sorted by rowid and time alone, then ``limit`` rows read: a hub entity's thousand
+            # facts are not each copied, vector and all, into the sorter (3.8 -> 1.0 ms at 100k).
             rows = self._db.execute(
-                f"SELECT * FROM facts WHERE dataset = ? AND (source_id IN ({marks}) OR target_id IN ({marks}))"
-                " ORDER BY expired_at IS NOT NULL, valid_at DESC LIMIT ?",
+                f"SELECT {_FACT_COLUMNS} FROM facts WHERE rowid IN (SELECT rowid FROM facts WHERE dataset = ?"
+                f" AND (source_id IN ({marks}) OR target_id IN ({marks}))"
+                " ORDER BY expired_at IS NOT NULL, valid_at DESC, rowid DESC LIMIT ?)"
+                " ORDER BY expired_at IS NOT NULL, valid_at DESC, rowid DESC",
                 [dataset, *entity_ids, *entity_ids, limit],
             ).fetchall()
         return [_fact_row(r) for r in rows]
@@ -1026,13 +1100,15 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
 
     def _save_changed_indexes(self) -> None:
         """On close: catch up the indexes this process changed and save those that have no file
-        yet or changed by a sixteenth since, so the next process replays little. Smaller
+        yet or changed by a sixteenth or by ``_CLOSE_SAVE_ROWS`` rows since, so the next
+        process replays little (each replayed row is an insertion into the graph: 62,000 of
+        them, a sixteenth of a million, would take its first search tens of seconds). Smaller
         changes stay in the log; mapped indexes are left as they are."""
         if self._files is None:
             return
         for kind, dataset in [key for key, index in self._anns.items() if not index.mapped]:
             index = self._ann(kind, dataset)
-            if index.unsaved and (index.path is None or index.unsaved > len(index) // 16):
+            if index.unsaved and (index.path is None or index.unsaved > min(len(index) // 16, _CLOSE_SAVE_ROWS)):
                 self._save(kind, dataset, index)
         self._anns.clear()
 
