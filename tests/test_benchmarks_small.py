@@ -101,6 +101,22 @@ def test_bench_backends_runs_both_stores_small():
     assert sqlite["recall"]["answer_in_top_k"] == postgres["recall"]["answer_in_top_k"] >= 0.6
 
 
+
+@pytest.mark.postgres
+def test_pg_insert_cost_leaves_the_store_as_it_was():
+    from kenning import Kenning
+    from tests.pg import pg_url
+
+    url = pg_url()
+    with Kenning(url) as kn:
+        kn.remember(["Alice works at Acme.", "Bob lives in Paris."])
+        before = kn.stats().model_dump()
+    out = _run(str(BENCHMARKS / "pg_insert_cost.py"), "--pg", url, "--rows", "2")
+    assert "ms without HNSW" in out and out.count("\n") >= 4
+    with Kenning(url) as kn:
+        assert kn.stats().model_dump() == before
+        assert kn.recall("Who works at Acme?").hits
+
 def test_bench_llm_counts_calls_small():
     out = _run(str(BENCHMARKS / "bench_llm.py"), "--n", "4", "--latency-ms", "0", "--concurrency", "2")
     rows = {line.split()[0]: line.split() for line in out.splitlines() if line.startswith(("batch", "perdoc"))}

@@ -166,6 +166,34 @@ def test_sqlite_ranks_only_the_rarest_terms_rows_in_a_large_table(tmp_path):
     assert any('("rare") AND ("common")' in sql for sql in statements), statements
 
 
+def test_postgresql_scores_only_the_rarest_terms_rows_past_the_bound(monkeypatch):  # noqa: ANN001
+    """Past ``SCORED_ROWS`` matching rows in a table of more than ``BOUNDED_FROM_ROWS`` (made
+    small here), the PostgreSQL lane scores only rows holding the rarest term, each with its
+    full BM25 score: the same list as scoring every matching row, where those rows lead."""
+    from kenning.store.base import ChunkRow
+    from kenning.store.postgres import lexical
+
+    texts = ([f"common filler row {i}" for i in range(110)] + [f"rare common row {i}" for i in range(25)]
+             + [f"rare alone row {i}" for i in range(25)] + [f"other text {i}" for i in range(200)])
+    with Kenning(pg_url()) as kn:
+        store = kn._engine.store
+        (memory,) = kn.add("one memory owns every chunk")
+        with store.transaction() as txn:
+            txn.insert_chunks([ChunkRow(f"c{i:03d}", memory, "main", i, t, 3) for i, t in enumerate(texts)])
+        every = _lane(kn, "main", ["common", "rare"])  # 361 rows: below the bound, all scored
+        monkeypatch.setattr(lexical, "BOUNDED_FROM_ROWS", 300)
+        monkeypatch.setattr(lexical, "SCORED_ROWS", 100)
+        with store._conn() as conn:
+            counts = dict(tuple(r.values()) for r in conn.execute(
+                "SELECT lexeme, rows FROM lexeme_stats WHERE tbl = 'chunks' AND lexeme IN ('common', 'rare')"))
+        assert counts == {"common": 135, "rare": 50}
+        assert lexical.rarest(["common", "rare"], counts, 20) == ["rare"]  # so the bound applies
+        bounded = _lane(kn, "main", ["common", "rare"])
+    assert len(every) == 20 and all(t.startswith("rare common") for t, _ in every)
+    assert [t for t, _ in bounded] == [t for t, _ in every]
+    assert [s for _, s in bounded] == pytest.approx([s for _, s in every], rel=1e-9)
+
+
 def _chunks(kn: Kenning, dataset: str, texts: list[str], start: int = 0) -> None:
     from kenning.store.base import ChunkRow
 

@@ -280,7 +280,8 @@ def test_same_answers_as_sqlite(url: str, tmp_path, clock) -> None:  # noqa: ANN
 
 
 def _lexical_stats(store) -> tuple[list[tuple], list[tuple]]:  # noqa: ANN001
-    """The full-text statistics kept by triggers, and the same counted from the rows."""
+    """The full-text statistics kept by triggers (rows and tokens per table and dataset, then
+    rows per lexeme), and the same counted from the rows."""
     with store._conn() as conn:
         kept = [tuple(r.values()) for r in conn.execute(
             "SELECT tbl, dataset, rows, tokens FROM lexical_stats WHERE rows > 0 ORDER BY tbl, dataset")]
@@ -288,6 +289,12 @@ def _lexical_stats(store) -> tuple[list[tuple], list[tuple]]:  # noqa: ANN001
             "SELECT t, dataset, count(*) AS n, sum(kenning_tsv_length(tsv)) AS s FROM ("
             " SELECT 'chunks' AS t, dataset, tsv FROM chunks UNION ALL SELECT 'entities', dataset, tsv FROM entities"
             " UNION ALL SELECT 'facts', dataset, tsv FROM facts) x GROUP BY t, dataset ORDER BY t, dataset")]
+        kept += [tuple(r.values()) for r in conn.execute(
+            "SELECT tbl, dataset, lexeme, rows FROM lexeme_stats WHERE rows > 0 ORDER BY tbl, dataset, lexeme")]
+        counted += [tuple(r.values()) for r in conn.execute(
+            "SELECT t, dataset, l, count(*) FROM (SELECT 'chunks' AS t, dataset, tsv FROM chunks"
+            " UNION ALL SELECT 'entities', dataset, tsv FROM entities UNION ALL SELECT 'facts', dataset, tsv FROM facts)"
+            " x, unnest(tsvector_to_array(tsv)) AS l GROUP BY t, dataset, l ORDER BY t, dataset, l")]
     return kept, counted
 
 

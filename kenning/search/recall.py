@@ -490,11 +490,15 @@ def _neighbor_bonus(store: Store, pool: dict[str, _Evidence], top_k: int) -> Non
     strongest = sorted(pool.values(), key=lambda e: -e.fused)[: max(top_k * 2, 20)]
     fused = {e.memory_id: e.fused for e in pool.values()}
     best: dict[str, float] = defaultdict(float)
-    for of_id, neighbor_id, _ in store.memory_neighbors([e.memory_id for e in strongest], 1):
-        best[neighbor_id] = max(best[neighbor_id], fused[of_id])
+    pairs = store.memory_neighbors(list(pool), 1)  # one read for both passes
+    first = {e.memory_id for e in strongest}
+    for of_id, neighbor_id, _ in pairs:
+        if of_id in first:
+            best[neighbor_id] = max(best[neighbor_id], fused[of_id])
     # memories in the pool also gain from neighbours outside the strongest set
-    for of_id, neighbor_id, _ in store.memory_neighbors([m for m in pool if m not in best], 1):
-        if neighbor_id in fused:
+    rest = {m for m in pool if m not in best}
+    for of_id, neighbor_id, _ in pairs:
+        if of_id in rest and neighbor_id in fused:
             best[of_id] = max(best[of_id], fused[neighbor_id])
     for memory_id, score in best.items():
         ev = pool.setdefault(memory_id, _Evidence(memory_id))

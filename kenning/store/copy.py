@@ -36,7 +36,7 @@ _CORE = ("datasets", "memories", "chunks", "entities", "facts", "fact_memories",
 _VECTOR_TABLES = ("chunks", "entities", "facts")
 #: bookkeeping each store keeps for itself (the embedder record is carried separately; the
 #: full-text statistics and the vector change log are kept by the target's triggers)
-_OWN = {"meta", "kenning_schema", "lexical_stats", "vector_log"}
+_OWN = {"meta", "kenning_schema", "lexical_stats", "lexeme_stats", "vector_log"}
 
 
 @dataclass

@@ -203,6 +203,58 @@ _LEXICAL = [
 ]
 
 
+# -- migration: rows per lexeme, so a term's row count n is read, not counted -------------------
+# FTS5 keeps each term's document count in its index; here ``lexeme_stats`` keeps it per table,
+# dataset and lexeme, by the same triggers as ``lexical_stats`` (a row's dataset in the key:
+# writers of one dataset already take turns, so writers of two never wait for the same row).
+# The entities' update trigger now fires on any change of the text, not only of its length.
+_LEXEME_FUNCTION = """
+CREATE OR REPLACE FUNCTION kenning_lexical_stats() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+BEGIN
+    IF TG_LEVEL = 'ROW' THEN
+        INSERT INTO lexical_stats AS s (tbl, dataset, rows, tokens)
+        VALUES (TG_TABLE_NAME, NEW.dataset, 0, NEW.tsv_len - OLD.tsv_len)
+        ON CONFLICT (tbl, dataset) DO UPDATE SET tokens = s.tokens + excluded.tokens;
+        INSERT INTO lexeme_stats AS s (tbl, lexeme, dataset, rows)
+        SELECT TG_TABLE_NAME, l, NEW.dataset, 1 FROM unnest(tsvector_to_array(NEW.tsv)) AS l
+        WHERE l <> ALL (tsvector_to_array(OLD.tsv)) ORDER BY l
+        ON CONFLICT (tbl, lexeme, dataset) DO UPDATE SET rows = s.rows + 1;
+        UPDATE lexeme_stats s SET rows = s.rows - 1
+        WHERE s.tbl = TG_TABLE_NAME AND s.dataset = OLD.dataset
+          AND s.lexeme = ANY (tsvector_to_array(OLD.tsv)) AND s.lexeme <> ALL (tsvector_to_array(NEW.tsv));
+    ELSIF TG_OP = 'INSERT' THEN
+        INSERT INTO lexical_stats AS s (tbl, dataset, rows, tokens)
+        SELECT TG_TABLE_NAME, dataset, count(*), sum(tsv_len) FROM new_rows GROUP BY dataset
+        ON CONFLICT (tbl, dataset) DO UPDATE SET rows = s.rows + excluded.rows, tokens = s.tokens + excluded.tokens;
+        INSERT INTO lexeme_stats AS s (tbl, lexeme, dataset, rows)
+        SELECT TG_TABLE_NAME, l, dataset, count(*) FROM new_rows, unnest(tsvector_to_array(tsv)) AS l
+        GROUP BY l, dataset ORDER BY l, dataset
+        ON CONFLICT (tbl, lexeme, dataset) DO UPDATE SET rows = s.rows + excluded.rows;
+    ELSE
+        UPDATE lexical_stats s SET rows = s.rows - d.rows, tokens = s.tokens - d.tokens
+        FROM (SELECT dataset, count(*) AS rows, sum(tsv_len) AS tokens
+              FROM old_rows GROUP BY dataset) d
+        WHERE s.tbl = TG_TABLE_NAME AND s.dataset = d.dataset;
+        UPDATE lexeme_stats s SET rows = s.rows - d.rows
+        FROM (SELECT l, dataset, count(*) AS rows FROM old_rows, unnest(tsvector_to_array(tsv)) AS l
+              GROUP BY l, dataset) d
+        WHERE s.tbl = TG_TABLE_NAME AND s.lexeme = d.l AND s.dataset = d.dataset;
+    END IF;
+    RETURN NULL;
+END $$"""
+
+_LEXEMES = [
+    f"CREATE TABLE lexeme_stats (tbl TEXT NOT NULL, lexeme TEXT NOT NULL, dataset {_ID} NOT NULL,"
+    " rows BIGINT NOT NULL, PRIMARY KEY (tbl, lexeme, dataset))",
+    _LEXEME_FUNCTION,
+    "DROP TRIGGER entities_stats_update ON entities",
+    "CREATE TRIGGER entities_stats_update AFTER UPDATE OF name, aliases, description ON entities"
+    " FOR EACH ROW WHEN (OLD.tsv IS DISTINCT FROM NEW.tsv) EXECUTE FUNCTION kenning_lexical_stats()",
+    *(f"INSERT INTO lexeme_stats (tbl, lexeme, dataset, rows) SELECT '{table}', l, dataset, count(*)"
+      f" FROM {table}, unnest(tsvector_to_array(tsv)) AS l GROUP BY l, dataset" for table in _TSV),
+]
+
+
 PG_MIGRATIONS: list[list[str]] = [
     [
         "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
@@ -265,6 +317,7 @@ PG_MIGRATIONS: list[list[str]] = [
         " IF value IS NULL OR value !~ '^\\d{4}-\\d{2}-\\d{2}' THEN RETURN NULL; END IF;"
         " RETURN value::timestamptz; EXCEPTION WHEN others THEN RETURN NULL; END $$",
     ],
+    _LEXEMES,
 ]
 
 

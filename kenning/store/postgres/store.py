@@ -249,6 +249,9 @@ class _PgTxn(Txn):
     def __init__(self, conn: psycopg.Connection) -> None:
         self.conn = conn
         self._locked: set[str] = set()
+        #: (table, id) -> dataset of the rows this transaction has read or written: a row's
+        #: dataset never changes, so locking it again costs no query
+        self._datasets: dict[tuple[str, str], str] = {}
 
     def _lock(self, dataset: str) -> None:
         """Serialize writers of one dataset until this transaction ends."""
@@ -261,11 +264,17 @@ class _PgTxn(Txn):
     def _lock_row(self, table: str, row_id: str) -> None:
         """Take the dataset lock of the row before touching it: every writer of a dataset takes
         that lock before any row lock, so two writers never wait for each other's rows."""
-        row = self.conn.execute(
-            sql.SQL("SELECT dataset FROM {} WHERE id = %s").format(sql.Identifier(table)), (row_id,)
-        ).fetchone()
-        if row is not None:
-            self._lock(row["dataset"])
+        if (table, row_id) not in self._datasets:
+            row = self.conn.execute(
+                sql.SQL("SELECT dataset FROM {} WHERE id = %s").format(sql.Identifier(table)), (row_id,)
+            ).fetchone()
+            if row is None:
+                return
+            self._datasets[(table, row_id)] = row["dataset"]
+        self._lock(self._datasets[(table, row_id)])
+
+    def _seen(self, table: str, rows: Sequence[EntityRow | FactRow]) -> None:
+        self._datasets.update(((table, r.id), r.dataset) for r in rows)
 
     def _lock_memory(self, memory_id: str) -> None:
         self._lock_row("memories", memory_id)
@@ -300,10 +309,13 @@ class _PgTxn(Txn):
     # -- entities ----------------------------------------------------------------------------
     def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
         self._lock(dataset)
-        return _find_entities(self.conn, dataset, normalized)
+        found = _find_entities(self.conn, dataset, normalized)
+        self._seen("entities", list(found.values()))
+        return found
 
     def insert_entity(self, row: EntityRow) -> None:
         self._lock(row.dataset)
+        self._seen("entities", [row])
         self.conn.execute(
             "INSERT INTO entities (id, dataset, name, normalized, type, description, aliases,"
             " embedding, created_at) VALUES (%s, %s, %s, %s, %s, %s, %s, %s::vector, %s)",
@@ -328,13 +340,16 @@ class _PgTxn(Txn):
     def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
                             by_target: bool = False) -> list[FactRow]:
         self._lock(dataset)
-        return _live_facts(self.conn, dataset, source_id, target_id, relation, by_target)
+        rows = _live_facts(self.conn, dataset, source_id, target_id, relation, by_target)
+        self._seen("facts", rows)
+        return rows
 
     def get_fact_rows(self, fact_ids: Sequence[str]) -> list[FactRow]:
         return _fact_rows(self.conn, fact_ids)
 
     def insert_fact(self, row: FactRow) -> None:
         self._lock(row.dataset)
+        self._seen("facts", [row])
         self.conn.execute(
             "INSERT INTO facts (id, dataset, source_id, relation, target_id, description, valid_at,"
             " invalid_at, created_at, expired_at, superseded_by, memory_id, embedding, weight)"
@@ -797,28 +812,23 @@ class PostgresStore(AuthStore, ScopeReads, Store):
             return _find_entities(conn, dataset, normalized)
 
     @staticmethod
-    def _provenance(conn: psycopg.Connection, table: str, column: str, ids: Sequence[str]) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {i: [] for i in ids}
-        rows = conn.execute(
-            sql.SQL("SELECT {col} AS key, memory_id FROM {t} WHERE {col} = ANY(%s) ORDER BY memory_id").format(
-                col=sql.Identifier(column), t=sql.Identifier(table)),
-            (list(ids),),
-        )
-        for row in rows:
-            out[row["key"]].append(row["memory_id"])
-        return out
+    def _provenance(table: str, column: str, alias: str) -> sql.Composable:
+        """The memory ids a record was stated by, in order, as a column of the record's row."""
+        return sql.SQL("array(SELECT memory_id FROM {t} WHERE {col} = {a}.id ORDER BY memory_id) AS memory_ids").format(
+            t=sql.Identifier(table), col=sql.Identifier(column), a=sql.Identifier(alias))
 
     def get_entities(self, ids: Sequence[str]) -> list[Entity]:
         if not ids:
             return []
+        query = sql.SQL("SELECT {}, {} FROM entities e WHERE id = ANY(%s)").format(
+            sql.SQL(_ENTITY_COLUMNS), self._provenance("entity_memories", "entity_id", "e"))
         with self._conn() as conn:
-            rows = conn.execute(f"SELECT {_ENTITY_COLUMNS} FROM entities WHERE id = ANY(%s)", (list(ids),)).fetchall()
-            prov = self._provenance(conn, "entity_memories", "entity_id", ids)
+            rows = conn.execute(query, (list(ids),)).fetchall()
         by_id = {
             r["id"]: Entity(
                 id=r["id"], dataset=r["dataset"], name=r["name"], type=r["type"],
                 description=r["description"], aliases=list(r["aliases"]),
-                created_at=as_utc(r["created_at"]), memory_ids=prov[r["id"]],
+                created_at=as_utc(r["created_at"]), memory_ids=r["memory_ids"],
             )
             for r in rows
         }
@@ -828,15 +838,13 @@ class PostgresStore(AuthStore, ScopeReads, Store):
         if not ids:
             return []
         columns = ", ".join(f"f.{c.strip()}" for c in _FACT_COLUMNS.split(","))
+        query = sql.SQL(
+            "SELECT {}, s.name AS source_name, t.name AS target_name, {} FROM facts f"
+            " JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id WHERE f.id = ANY(%s)"
+        ).format(sql.SQL(columns), self._provenance("fact_memories", "fact_id", "f"))
         with self._conn() as conn:
-            rows = conn.execute(
-                f"SELECT {columns}, s.name AS source_name, t.name AS target_name FROM facts f"
-                " JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id"
-                " WHERE f.id = ANY(%s)",
-                (list(ids),),
-            ).fetchall()
-            prov = self._provenance(conn, "fact_memories", "fact_id", ids)
-        return _ordered({r["id"]: _fact(r, prov[r["id"]]) for r in rows}, ids)
+            rows = conn.execute(query, (list(ids),)).fetchall()
+        return _ordered({r["id"]: _fact(r, r["memory_ids"]) for r in rows}, ids)
 
     def get_chunks(self, ids: Sequence[str]) -> list[ChunkRow]:
         if not ids:
@@ -923,10 +931,14 @@ class PostgresStore(AuthStore, ScopeReads, Store):
         if not memory_ids or window < 1:
             return []
         with self._conn() as conn:
+            # Each memory's neighbours through the (episode, position) index; OFFSET 0 keeps the
+            # planner from flattening the lateral join into a hash join over every memory
+            # (episodes are few and long, so their statistics say an episode is not selective).
             rows = conn.execute(
-                "SELECT m.id AS of_id, n.id AS id, n.position - m.position AS offset FROM memories m"
-                " JOIN memories n ON n.episode = m.episode AND n.dataset = m.dataset"
-                " AND n.position BETWEEN m.position - %(w)s AND m.position + %(w)s AND n.id <> m.id"
+                "SELECT m.id AS of_id, n.id AS id, n.position - m.position AS offset FROM memories m,"
+                " LATERAL (SELECT n.id, n.position FROM memories n WHERE n.episode = m.episode"
+                " AND n.position BETWEEN m.position - %(w)s AND m.position + %(w)s AND n.dataset = m.dataset"
+                " AND n.id <> m.id OFFSET 0) n"
                 " WHERE m.id = ANY(%(ids)s) AND m.episode IS NOT NULL",
                 {"w": window, "ids": list(memory_ids)},
             ).fetchall()
@@ -938,17 +950,17 @@ class PostgresStore(AuthStore, ScopeReads, Store):
         # while the writer waits for a row locked here (the deadlock forget and recall had).
         # Recalls share the lock and lock rows in id order, table by table, so they never
         # deadlock with each other.
+        # One pipeline: the transaction, its lock and its updates go out together, one round trip.
         def once() -> None:
-            with self._write() as conn:
+            with self._conn() as conn, conn.pipeline(), conn.transaction():
                 conn.execute("SELECT pg_advisory_xact_lock_shared(%s, hashtext(current_schema() || '/' || %s))",
                              (LOCK_DATASET, dataset))
-                with conn.pipeline():
-                    for table, ids in (("memories", memory_ids), ("entities", entity_ids), ("facts", fact_ids)):
-                        if ids:
-                            conn.execute(sql.SQL(
-                                "UPDATE {t} SET access_count = access_count + 1, last_accessed_at = %s"
-                                " WHERE id IN (SELECT id FROM {t} WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE)"
-                            ).format(t=sql.Identifier(table)), (at, sorted(set(ids))))
+                for table, ids in (("memories", memory_ids), ("entities", entity_ids), ("facts", fact_ids)):
+                    if ids:
+                        conn.execute(sql.SQL(
+                            "UPDATE {t} SET access_count = access_count + 1, last_accessed_at = %s"
+                            " WHERE id IN (SELECT id FROM {t} WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE)"
+                        ).format(t=sql.Identifier(table)), (at, sorted(set(ids))))
 
         retry_transient(once)
 

@@ -978,8 +978,8 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             rows = self._db.execute(
                 f"SELECT {_FACT_COLUMNS} FROM facts WHERE rowid IN (SELECT rowid FROM facts WHERE dataset = ?"
                 f" AND (source_id IN ({marks}) OR target_id IN ({marks}))"
-                " ORDER BY expired_at IS NOT NULL, valid_at DESC LIMIT ?)"
-                " ORDER BY expired_at IS NOT NULL, valid_at DESC",
+                " ORDER BY expired_at IS NOT NULL, valid_at DESC, rowid DESC LIMIT ?)"
+                " ORDER BY expired_at IS NOT NULL, valid_at DESC, rowid DESC",
                 [dataset, *entity_ids, *entity_ids, limit],
             ).fetchall()
         return [_fact_row(r) for r in rows]
