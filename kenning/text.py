@@ -59,6 +59,7 @@ _POSSESSIVE = re.compile(r"['’]s\b")
 _NON_WORD = re.compile(r"[^\w]+", re.UNICODE)
 
 
+@functools.lru_cache(maxsize=1 << 15)  # names repeat: ingest normalizes each a dozen times
 def normalize_name(name: str) -> str:
     """Key under which entity names are resolved: case, whitespace, punctuation, possessives."""
     text = _POSSESSIVE.sub("", name.casefold())

@@ -336,3 +336,23 @@ def test_registry_is_thread_safe_on_first_use():
     for thread in threads:
         thread.join()
     assert len(results) == 4 and all(isinstance(r, OpenAIChat) for r in results)
+
+
+def test_hashing_features_are_pinned_and_the_word_cache_keeps_them():
+    """Stores record ``hashing-v1``: its vectors must never change. The features of a text
+    (exact multiples of a quarter) as the first implementation gave them, from a fresh
+    embedder and again once its word cache holds every word (filled by other texts)."""
+    from kenning.providers.hashing import HashingEmbedder
+
+    want = [(1, -0.25), (5, -0.25), (7, -0.5), (13, 0.25), (15, -0.5), (36, 0.25), (41, 0.25), (45, 0.25),
+            (47, -0.25), (50, -0.25), (73, -0.5), (74, 1.0), (82, -0.5), (89, 0.25), (97, -2.0), (117, -0.25),
+            (127, -0.25), (155, 1.0), (177, -0.25), (181, -0.25), (187, -0.5), (188, 0.5), (211, 0.25),
+            (223, -1.0), (232, 0.5), (252, -0.5)]
+    text = "Alice works at Acme; she is working there."
+    embedder = HashingEmbedder()
+    assert sorted(embedder._features(text).items()) == want
+    embedder.embed(["there, Acme works", "alice WORKING"])
+    assert sorted(embedder._features(text).items()) == want
+    assert sorted(HashingEmbedder(32)._features("Straße works works").items()) == [
+        (1, -2.0), (4, -1.0), (5, -0.25), (8, 0.5), (9, -1.0), (12, -0.5), (14, 0.0), (19, 0.25), (27, -0.25),
+        (28, 0.0)]

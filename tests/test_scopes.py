@@ -250,10 +250,11 @@ def test_a_store_from_before_scopes_opens_with_its_memories_unscoped(tmp_path) -
 
     path = str(tmp_path / "old.db")
     db = sqlite3.connect(path)
-    for statements in SQLITE_MIGRATIONS[:-1]:
+    scopes = next(i for i, step in enumerate(SQLITE_MIGRATIONS) if any('"user"' in sql for sql in step))
+    for statements in SQLITE_MIGRATIONS[:scopes]:
         for sql in statements:
             db.execute(sql)
-    db.execute(f"PRAGMA user_version = {len(SQLITE_MIGRATIONS) - 1}")
+    db.execute(f"PRAGMA user_version = {scopes}")
     db.execute("INSERT INTO memories (id, dataset, kind, content, content_hash, valid_at, status, created_at,"
                " updated_at) VALUES ('m1', 'main', 'knowledge', 'x', 'h', '2024-01-01T00:00:00.000000+00:00',"
                " 'active', '2024-01-01T00:00:00.000000+00:00', '2024-01-01T00:00:00.000000+00:00')")

@@ -173,7 +173,9 @@ def test_ingest_maintains_the_indexes_so_no_query_builds_them(tmp_path, caplog):
     with Kenning(db) as kn:
         ids = kn.remember(_texts("H:", 700)).memory_ids
         index = kn.store._anns[("chunk", "main")]  # no search was made
-        assert not index.mapped and len(index) >= 600
+        # caught up once 1,024 vectors were logged (a third of them chunks), as the commit
+        # group that passed the mark committed
+        assert not index.mapped and len(index) >= 1024 // 3
     caplog.clear()
     with Kenning(db) as kn:
         assert _vector_ids(kn, "H: Person699 works at Company6", k=1) == [_chunk_of(kn, ids[-1])]

@@ -2,7 +2,8 @@
 
 Memories come in, are claimed by this part (kept fresh by a heartbeat while it works) and
 processed in batches: extraction per group on a bounded thread pool, one embedding call per
-batch, then one transaction per memory.
+batch, then each memory resolved and committed, all or nothing (offline, in commit groups that
+share a transaction, one savepoint per memory).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from ..requests import ID_CHARS, KIND_CHARS, SOURCE_CHARS
 from .._identity import DEFAULT_DATASET, check_dataset, content_hash
 from .._lease import Heartbeat, dead_owners, new_owner
 from ..dates import parse_when
-from ..errors import ConflictError, KenningError, ValidationError
+from ..errors import ConflictError, KenningError, StoreError, ValidationError
 from ..lifecycle.improve import duplicate_pairs
 from ..lifecycle.remove import scrub_entities
 from ..models import CognifyResult, ImproveResult, Memory, MemoryInput, MemoryKind, Message, RememberResult, Usage
@@ -54,6 +55,9 @@ ContentInput = str | MemoryInput | dict[str, Any]
 MEMORY_KINDS = get_args(MemoryKind)
 _FORGOTTEN = "forgotten (by another process) while it was being processed; nothing was stored"
 _PAGE = 1000
+#: memories committed together when processing waits for no model (``Store.write_group``);
+#: the store's lock is held meanwhile, so other calls on this engine wait for at most a group
+_COMMIT_GROUP = 64
 
 
 def content_items(content: Any) -> list[Any]:
@@ -161,6 +165,11 @@ class Writing:
 
         ``remember`` stores them directly as ``processing`` (it processes them at once): one
         write fewer per memory, and a crash still leaves them visible and reclaimable."""
+        return self._add(content, status=status, **inputs)[0]
+
+    def _add(self, content: ContentInput | Sequence[ContentInput], *, status: str,
+             **inputs: Any) -> tuple[list[tuple[str, bool]], list[Memory]]:
+        """``add``, and the memories as they were stored (those created are not read back)."""
         session = inputs.get("session")
         # a session's next position is read, then taken: calls on sessions of this engine wait
         # for each other (other processes do not: their turns may share a position)
@@ -177,7 +186,7 @@ class Writing:
                 self._apply_supersession(memory)
         dataset = memories[0].dataset if memories else None
         log.info("memories added", extra={"dataset": dataset, "count": len(out), "new": sum(1 for _, c in out if c)})
-        return out
+        return out, memories
 
     def remember(self, content: ContentInput | Sequence[ContentInput], *, force: bool = False,
                  dry_run: bool = False, progress: Callable[[int], None] | None = None,
@@ -187,9 +196,9 @@ class Writing:
         if check_flag(dry_run, "dry_run"):
             return self._estimate(content, **inputs)
         with self._heartbeat:
-            added = self.add(content, status="processing", **inputs)
+            added, memories = self._add(content, status="processing", **inputs)
             ids = [memory_id for memory_id, _ in added]
-            todo, outcome = self._remember_todo(added, force)
+            todo, outcome = self._remember_todo(added, memories, force)
             self._process([self._restate(m, inputs.get("source")) for m in todo], outcome, progress)
         result = RememberResult(memory_ids=ids, skipped=outcome.skipped, usage=outcome.usage)
         result.entities_created = outcome.entities_created
@@ -206,26 +215,23 @@ class Writing:
         self.store.update_memory(memory.id, {"source": source, "updated_at": self.now()})
         return memory.model_copy(update={"source": source})
 
-    def _remember_todo(self, added: list[tuple[str, bool]], force: bool) -> tuple[list[Memory], CognifyResult]:
-        """The memories this remember processes: those it created, and existing ones with the
-        same content that nobody is working on (pending, failed, a claim whose owner died or
-        whose lease ran out; processed ones only with ``force``). Others are skipped; one
-        forgotten by another process meanwhile is reported as failed."""
+    def _remember_todo(self, added: list[tuple[str, bool]], memories: list[Memory],
+                       force: bool) -> tuple[list[Memory], CognifyResult]:
+        """The memories this remember processes: those it created (as stored: one forgotten by
+        another process meanwhile is reported as failed when it commits), and existing ones
+        with the same content that nobody is working on (pending, failed, a claim whose owner
+        died or whose lease ran out; processed ones only with ``force``). Others are skipped."""
         unique = list(dict.fromkeys(memory_id for memory_id, _ in added))
         created = {memory_id for memory_id, new in added if new}
         existing = [i for i in unique if i not in created]
-        taken: dict[str, Memory] = {}
+        found = {m.id: m for m in memories if m.id in created}
         if existing:
             statuses = ["pending", "failed", *(["active", "superseded"] if force else [])]
-            taken = {m.id: m for m in self._claim(ClaimFilter(statuses, self._stale_before(), ids=existing))}
-        found = {m.id: m for m in self.store.get_memories([i for i in unique if i in created])}
-        found.update(taken)
+            found.update((m.id, m) for m in self._claim(ClaimFilter(statuses, self._stale_before(), ids=existing)))
         out, todo = CognifyResult(), []
         for memory_id in unique:
             if memory_id in found:
                 todo.append(found[memory_id])
-            elif memory_id in created:
-                out.failed[memory_id] = _FORGOTTEN
             else:
                 out.skipped.append(memory_id)
         return todo, out
@@ -323,7 +329,8 @@ class Writing:
         """Memories are planned in batches: short ones share extraction calls (groups, on a
         bounded pool when a chat model is configured, so at most ``llm_concurrency`` calls are
         in flight); every text of a batch is embedded in one call; then each memory is
-        resolved and committed in its own transaction. Outcomes are added to ``out``."""
+        resolved and committed on its own (offline, commit groups share a transaction, each
+        memory in its own savepoint). Outcomes are added to ``out``."""
         workers = min(self.settings.llm_concurrency, len(memories)) if self.chat is not None else 1
         with (ThreadPoolExecutor(max_workers=workers, thread_name_prefix="kenning") if workers > 1
               else nullcontext()) as pool:
@@ -351,9 +358,26 @@ class Writing:
         share = (time.perf_counter() - started) / len(batch)
         for memory in batch:
             spent[memory.id].seconds = round(share, 6)
-        for _ in each(lambda m: self._finish(m, drafted[m.id], spent[m.id], out), batch):
-            if progress:
-                progress(1)
+        if self.chat is not None:  # resolution may call the model: never inside a transaction
+            settled = each(lambda m: self._settle(m, drafted[m.id], spent[m.id]), batch)
+            self._report(batch, settled, spent, out, progress)
+            return
+        for start in range(0, len(batch), _COMMIT_GROUP):
+            group = batch[start : start + _COMMIT_GROUP]
+            self._report(group, self._settle_together(group, drafted, spent), spent, out, progress)
+
+    def _settle_together(self, group: list[Memory], drafted: dict[str, Drafted | Exception],
+                         spent: dict[str, Usage]) -> list[CommitOutcome | _LostClaim | str]:
+        """``_settle`` each memory, sharing one commit (each its own savepoint). If that commit
+        fails, none of them was written: each is marked failed."""
+        try:
+            with self.store.write_group():
+                return [self._settle(m, drafted[m.id], spent[m.id]) for m in group]
+        except StoreError as exc:
+            reason = self._reason(exc, group[0].id)
+            for memory in group:
+                self._mark_failed(memory, reason, spent[memory.id])
+            return [reason] * len(group)
 
     def _draft(self, group: list[Memory], spent: dict[str, Usage]) -> list[Drafted | Exception]:
         try:
@@ -362,8 +386,9 @@ class Writing:
         except Exception as exc:  # noqa: BLE001 - the whole group failed; each memory says so
             return [exc] * len(group)
 
-    def _finish(self, memory: Memory, drafted: Drafted | Exception, part: Usage, out: CognifyResult) -> None:
-        """Resolve one drafted memory against the store as it is now, and commit it."""
+    def _settle(self, memory: Memory, drafted: Drafted | Exception, part: Usage) -> CommitOutcome | _LostClaim | str:
+        """Resolve one drafted memory against the store as it is now, and commit it: what it
+        wrote, the claim it lost (nothing written), or why it failed (marked failed)."""
         try:
             if isinstance(drafted, Exception):
                 raise drafted
@@ -371,14 +396,25 @@ class Writing:
             plan = finish_plan(drafted, config=self.config, store=self.store, chat=self.chat, now=self.now(),
                                replace=memory.processed_at is not None)
             part.seconds = round(part.seconds + time.perf_counter() - started, 6)
-            committed = self.store.atomic(lambda txn: self._commit(txn, memory, plan, part))
+            return self.store.atomic(lambda txn: self._commit(txn, memory, plan, part))
         except _LostClaim as lost:
-            self._lost(memory, lost, part, out)
-            return
+            return lost
         except Exception as exc:  # noqa: BLE001 - any failure must leave the memory visible as failed
-            self._fail(memory, self._reason(exc, memory.id), part, out)
-            return
-        self._record(memory, committed, part, out)
+            reason = self._reason(exc, memory.id)
+            self._mark_failed(memory, reason, part)
+            return reason
+
+    def _report(self, memories: list[Memory], settled: list[CommitOutcome | _LostClaim | str],
+                spent: dict[str, Usage], out: CognifyResult, progress: Callable[[int], None] | None) -> None:
+        for memory, outcome in zip(memories, settled):
+            if isinstance(outcome, _LostClaim):
+                self._lost(memory, outcome, spent[memory.id], out)
+            elif isinstance(outcome, str):
+                self._failed(memory, outcome, spent[memory.id], out)
+            else:
+                self._record(memory, outcome, spent[memory.id], out)
+            if progress:
+                progress(1)
 
     @staticmethod
     def _reason(exc: Exception, memory_id: str) -> str:
@@ -437,7 +473,7 @@ class Writing:
             out.usage.add(spent)
         log.warning("claim lost", extra={"memory_id": memory.id, "forgotten": lost.forgotten})
 
-    def _fail(self, memory: Memory, reason: str, spent: Usage, out: CognifyResult) -> None:
+    def _mark_failed(self, memory: Memory, reason: str, spent: Usage) -> None:
         fields: dict[str, Any] = {"status": "failed", "error": reason, "claimed_by": None, "updated_at": self.now()}
         if spent.chat_calls or spent.embedding_calls:  # money spent on a failure still counts
             fields["usage"] = spent.model_dump()
@@ -445,6 +481,8 @@ class Writing:
             self.store.update_memory(memory.id, fields)
         except KenningError as exc:
             log.error("could not record failure", extra={"memory_id": memory.id, "error_type": type(exc).__name__})
+
+    def _failed(self, memory: Memory, reason: str, spent: Usage, out: CognifyResult) -> None:
         with self._result_lock:
             out.failed[memory.id] = reason
             out.usage.add(spent)

@@ -9,7 +9,8 @@ never both believe they created the same fact.
 from __future__ import annotations
 
 import datetime as dt
-import uuid
+import os
+import time
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,7 +23,11 @@ __all__ = ["CommitOutcome", "EntityDraft", "FactDraft", "WritePlan", "apply_plan
 
 
 def new_id(prefix: str) -> str:
-    return f"{prefix}_{uuid.uuid4().hex[:24]}"
+    """``<prefix>_`` and 24 hex digits: the time in milliseconds (11 digits, good until the
+    year 2527), then 52 random bits. Ids made later sort later, so a primary-key index grows at
+    its end instead of at a random page: ingest into SQLite writes a third fewer pages a commit
+    (docs/benchmarks.md). Ids made in one millisecond differ in their random part."""
+    return f"{prefix}_{time.time_ns() // 1_000_000:011x}{os.urandom(7).hex()[:13]}"
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 No model and no dependency; deterministic and fast (every pattern is precompiled, anchored at a
 clause start and bounded, so a clause costs a few dozen failed matches at worst and a 100 kB
-memory stays linear).
+memory stays linear; a pattern is not even tried on a clause that lacks every word it needs,
+``literals.py``).
 
 How a memory is read:
 
@@ -56,6 +57,7 @@ from ..models import Usage
 from ..dates import find_dates
 from ..text import normalize_name
 from .extract import ExtractedEntity, ExtractedFact, Extraction, Extractor
+from .literals import literals_in, required_literals
 
 __all__ = ["OfflineExtractor"]
 
@@ -292,6 +294,9 @@ _MACROS = {
 }
 
 
+_MACRO = re.compile("|".join(map(re.escape, _MACROS)))
+
+
 def _compile(template: str) -> re.Pattern[str]:
     for macro, pattern in _MACROS.items():
         template = template.replace(macro, pattern)
@@ -318,10 +323,15 @@ class _Rule:
     # 2025-03-31"), "plan" when a planned thing happens (kept in the sentence, not the validity)
     when: str = "valid"
     speaker: bool = False  # an imperative ("please answer in French"): the speaker's
+    #: strings (lower case) one of which a clause must contain to match (``literals.py``)
+    needs: frozenset[str] | None = None
 
 
 def _rule(template: str, relation: str, source: str, target: str, **flags: bool | str) -> _Rule:
-    return _Rule(_compile(template), relation, source, target, **flags)
+    # what a clause needs is read from the template with its macros left out (an empty group
+    # requires nothing): a tenth of the text to parse, and the macros hold names, not verbs
+    needs = required_literals(_MACRO.sub("(?:)", template), re.DOTALL)
+    return _Rule(_compile(template), relation, source, target, **flags, needs=needs)
 
 
 _USE_VERBS = (
@@ -635,6 +645,9 @@ _RULES: list[_Rule] = [
     # typing, last: anything more specific has had its chance
     _rule(r"%S%A\s+(?:is|was|are)\s+(?:an?)\s+%O%E", "is_a", "concept", "concept"),
 ]  # fmt: skip
+
+#: every string some rule needs (``_match`` looks for each once per clause)
+_LITERALS = frozenset().union(*(rule.needs for rule in _RULES if rule.needs))
 
 # -- text shapes
 
@@ -1072,7 +1085,10 @@ class _Reader:
 
 
 def _match(text: str) -> _Found | None:
+    present = literals_in(text, _LITERALS)
     for rule in _RULES:
+        if present is not None and rule.needs and rule.needs.isdisjoint(present):
+            continue  # it cannot match: no backtracking through the subject
         match = rule.pattern.fullmatch(text)
         if match:
             return rule, match.groupdict()

@@ -24,6 +24,9 @@ _STOP = frozenset(
 )
 
 
+_CACHED_WORDS = 100_000
+
+
 def _stem(word: str) -> str:
     # A tiny suffix stripper: enough to make "works"/"working"/"worked" share a feature.
     for suffix in ("ing", "ed", "es", "s"):
@@ -42,31 +45,40 @@ class HashingEmbedder(Embedder):
     def __init__(self, dimension: int = 256) -> None:
         self.dimension = dimension
         self.name = f"hashing-v1-{dimension}"
+        #: a word's stem and the features it adds (words repeat: most texts hash nothing new)
+        self._words: dict[str, tuple[str, tuple[tuple[int, float], ...]]] = {}
+
+    def _slot(self, key: str, weight: float) -> tuple[int, float]:
+        h = zlib.crc32(key.encode())
+        return h % self.dimension, (1.0 if (h >> 31) & 1 else -1.0) * weight
+
+    def _word(self, word: str) -> tuple[str, tuple[tuple[int, float], ...]]:
+        known = self._words.get(word)
+        if known is None:
+            stem = _stem(word)
+            padded = f"<{stem}>"
+            known = stem, (self._slot("w:" + stem, 1.0),
+                           *(self._slot("c:" + padded[i : i + 3], 0.25) for i in range(len(padded) - 2)))
+            if len(self._words) >= _CACHED_WORDS:
+                self._words.clear()
+            self._words[word] = known
+        return known
 
     def _features(self, text: str) -> dict[int, float]:
-        words = [w for w in _WORD.findall(text.casefold())]
-        content = [_stem(w) for w in words if w not in _STOP]
+        content = [self._word(w) for w in _WORD.findall(text.casefold()) if w not in _STOP]
         feats: dict[int, float] = {}
-
-        def add(key: str, weight: float) -> None:
-            h = zlib.crc32(key.encode())
-            index = h % self.dimension
-            sign = 1.0 if (h >> 31) & 1 else -1.0
-            feats[index] = feats.get(index, 0.0) + sign * weight
-
-        for word in content:
-            add("w:" + word, 1.0)
-            padded = f"<{word}>"
-            for i in range(len(padded) - 2):
-                add("c:" + padded[i : i + 3], 0.25)
-        for a, b in zip(content, content[1:]):
-            add(f"b:{a} {b}", 0.5)
+        for _, slots in content:
+            for index, value in slots:
+                feats[index] = feats.get(index, 0.0) + value
+        for (a, _), (b, _) in zip(content, content[1:]):
+            index, value = self._slot(f"b:{a} {b}", 0.5)
+            feats[index] = feats.get(index, 0.0) + value
         return feats
 
     def embed_batch(self, texts: list[str], usage: Usage) -> np.ndarray:
         out = np.zeros((len(texts), self.dimension), dtype=np.float32)
         for row, text in enumerate(texts):
-            for index, value in self._features(text).items():
-                out[row, index] = value
+            feats = self._features(text)
+            out[row, list(feats)] = list(feats.values())
         usage.embedded_texts += len(texts)
         return out

@@ -13,7 +13,7 @@ import random
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Sequence
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -329,6 +329,13 @@ class Store(ABC):
                 return work(txn)
 
         return retry_transient(once)
+
+    def write_group(self) -> AbstractContextManager[None]:
+        """Writes this thread makes inside may share one commit, each still all or nothing
+        (a savepoint); a store that gains nothing from it runs them as they come. Raises
+        ``StoreError`` when the shared commit fails: then nothing made inside was written.
+        Only for writes that wait for no model or network call (the lock is held)."""
+        return nullcontext()
 
     # -- memories ----------------------------------------------------------------------------
     @abstractmethod

@@ -184,3 +184,11 @@ SQLITE_MIGRATIONS.append([
     'CREATE INDEX memories_agent ON memories (dataset, agent, created_at) WHERE agent IS NOT NULL',
     'CREATE INDEX memories_session ON memories (dataset, session, position) WHERE session IS NOT NULL',
 ])
+
+
+# The contradiction rule reads, at each fact's commit, the live facts with the same two
+# endpoints: without this index SQLite walked every fact of the target (a city is the target
+# of hundreds), 0.5 ms a fact at 20,000 memories.
+SQLITE_MIGRATIONS.append([
+    "CREATE INDEX facts_pair ON facts (source_id, target_id)",
+])

@@ -84,6 +84,9 @@ _MEMORY_COLUMNS = (
     'created_at, updated_at, processed_at, usage, episode, position, "user", agent, session, role, speaker'
 )
 
+_FACT_COLUMNS = ("id, dataset, source_id, relation, target_id, description, valid_at, invalid_at, created_at,"
+                 " expired_at, superseded_by, memory_id, weight")
+
 
 def _db_value(name: str, value: Any) -> Any:
     if name in _JSON_FIELDS or name == "usage":
@@ -409,6 +412,8 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         self._lock = threading.RLock()
         #: full-text tables with deleted or changed rows since the last scrub
         self._fts_changed: set[str] = set()
+        #: a write group's transaction is open (on the thread holding the lock)
+        self._grouped = False
         try:
             self._db.execute("PRAGMA foreign_keys = ON")
             # Deleted content is overwritten with zeros, not left in free pages.
@@ -507,7 +512,18 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
 
     @contextmanager
     def _write(self) -> Iterator[None]:
+        """One write transaction; inside a write group, a savepoint of the group's."""
         with self._lock:
+            if self._grouped:
+                self._db.execute("SAVEPOINT write")
+                try:
+                    yield
+                except BaseException:
+                    self._db.execute("ROLLBACK TO write")
+                    self._db.execute("RELEASE write")
+                    raise
+                self._db.execute("RELEASE write")
+                return
             try:
                 self._db.execute("BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
@@ -518,6 +534,37 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
                 self._db.execute("ROLLBACK")
                 raise
             self._db.execute("COMMIT")
+
+    @contextmanager
+    def write_group(self) -> Iterator[None]:
+        """Writes of this thread inside share one transaction, each in its own savepoint (all
+        or nothing, as alone): a commit costs far more than a memory's inserts (every page
+        they touched, full-text segments included, is written to the WAL again at each
+        commit). The lock is held throughout, so a group must be short. If the database is
+        busy, the writes run alone as they come."""
+        with self._lock:
+            if self._grouped:
+                yield
+                return
+            try:
+                self._db.execute("BEGIN IMMEDIATE")
+            except sqlite3.OperationalError:
+                yield
+                return
+            self._grouped = True
+            try:
+                yield
+                self._db.execute("COMMIT")
+            except BaseException as exc:
+                if self._db.in_transaction:
+                    self._db.execute("ROLLBACK")
+                self._anns.clear()  # they may hold rows of the transaction undone
+                if isinstance(exc, sqlite3.Error):
+                    raise StoreError(f"writes not committed: {exc}") from exc
+                raise
+            finally:
+                self._grouped = False
+        self._maintain()
 
     @contextmanager
     def _auth_read(self) -> Iterator[sqlite3.Connection]:
@@ -535,28 +582,35 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             txn = _SQLiteTxn(self)
             with self._write():
                 yield txn
-            self._maintain()
+            if not self._grouped:  # a group maintains the indexes once it has committed
+                self._maintain()
 
     # -- memories ----------------------------------------------------------------------------
     def insert_memory(self, memory: Memory, owner: str | None = None) -> tuple[str, bool]:
-        data = {**memory.model_dump(exclude={"error"}), "claimed_by": owner}
-        names = list(data)
+        return self.insert_memories([memory], owner)[0]
+
+    def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
+        """All in one transaction (one commit, not one per memory), in order: a memory whose
+        content is stored already, or came earlier in the list, gives that memory's id."""
+        out = []
         with self._write():
-            existing = self._db.execute(
-                "SELECT id FROM memories WHERE dataset = ? AND content_hash = ?",
-                (memory.dataset, memory.content_hash),
-            ).fetchone()
-            if existing:
-                return existing["id"], False
-            self._db.execute(
-                "INSERT OR IGNORE INTO datasets (name, created_at) VALUES (?, ?)",
-                (memory.dataset, to_text(memory.created_at)),
-            )
-            self._db.execute(
-                f"INSERT INTO memories ({_column_list(names)}) VALUES ({_placeholders(len(names))})",
-                [_db_value(n, data[n]) for n in names],
-            )
-        return memory.id, True
+            for memory in memories:
+                existing = self._db.execute(
+                    "SELECT id FROM memories WHERE dataset = ? AND content_hash = ?",
+                    (memory.dataset, memory.content_hash),
+                ).fetchone()
+                if existing:
+                    out.append((existing["id"], False))
+                    continue
+                data = {**memory.model_dump(exclude={"error"}), "claimed_by": owner}
+                self._db.execute("INSERT OR IGNORE INTO datasets (name, created_at) VALUES (?, ?)",
+                                 (memory.dataset, to_text(memory.created_at)))
+                self._db.execute(
+                    f"INSERT INTO memories ({_column_list(data)}) VALUES ({_placeholders(len(data))})",
+                    [_db_value(n, v) for n, v in data.items()],
+                )
+                out.append((memory.id, True))
+        return out
 
     def _update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
         if not fields:
@@ -759,14 +813,17 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
 
     def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
                             by_target: bool = False) -> list[FactRow]:
+        # the columns a FactRow has (not the vector): the rows are compared, never embedded;
+        # the same two endpoints are found through facts_pair
+        select = f"SELECT {_FACT_COLUMNS} FROM facts WHERE"
         sql = (
-            "SELECT * FROM facts WHERE source_id = ? AND relation = ? AND dataset = ? AND expired_at IS NULL"
-            " UNION SELECT * FROM facts WHERE source_id = ? AND target_id = ? AND dataset = ? AND expired_at IS NULL"
-            " UNION SELECT * FROM facts WHERE source_id = ? AND target_id = ? AND dataset = ? AND expired_at IS NULL"
+            f"{select} source_id = ? AND relation = ? AND dataset = ? AND expired_at IS NULL"
+            f" UNION {select} source_id = ? AND target_id = ? AND dataset = ? AND expired_at IS NULL"
+            f" UNION {select} source_id = ? AND target_id = ? AND dataset = ? AND expired_at IS NULL"
         )
         args: list[Any] = [source_id, relation, dataset, source_id, target_id, dataset, target_id, source_id, dataset]
         if by_target:
-            sql += " UNION SELECT * FROM facts WHERE target_id = ? AND relation = ? AND dataset = ? AND expired_at IS NULL"
+            sql += f" UNION {select} target_id = ? AND relation = ? AND dataset = ? AND expired_at IS NULL"
             args += [target_id, relation, dataset]
         with self._lock:
             rows = self._db.execute(f"SELECT * FROM ({sql}) ORDER BY valid_at, id", args).fetchall()
@@ -1054,6 +1111,8 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
                     index = self._reload_ann(kind, dataset, head)
                 self._catch_up(index, kind, dataset, head)
         self._anns[(kind, dataset)] = index
+        if self._db.in_transaction:  # a file must never cover rows that may yet be rolled back
+            return index
         if index.unsaved >= max(_SAVE_ROWS, len(index) // 4) or (
                 index.unsaved and index.path is None and self._files is not None):
             self._save(kind, dataset, index)

@@ -1,0 +1,91 @@
+"""What text a regular expression cannot match without: a cheap test that skips most patterns.
+
+The offline extractor tries about a hundred anchored patterns on every clause, first match wins;
+most fail, after backtracking through the subject. ``required_literals`` reads a pattern's
+syntax tree once and returns strings of which every match contains at least one (lower-cased):
+"works at" or "worked at" or ... A clause that contains none of them cannot match, so the
+pattern is skipped without running it, and the first pattern that matches is the same one.
+
+The test is only sound where lower-casing is: ASCII text against ASCII literals (Unicode case
+folding lets ``(?i)s`` match "ſ", whose lower case is itself), so a text that is not ASCII
+skips no pattern. A construct the analysis does not know yields no requirement (None),
+never a wrong one.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["literals_in", "required_literals"]
+
+try:  # the parser behind ``re.compile``: private, so anything unexpected means "no requirement"
+    from re import _constants as _c, _parser
+except ImportError:  # pragma: no cover - a Python without them
+    _parser = None
+
+Needs = frozenset[str] | None
+
+
+def required_literals(pattern: str, flags: int = 0) -> Needs:
+    """Lower-case strings, one of which every match of ``pattern`` contains; None if unknown."""
+    if _parser is None:
+        return None
+    try:
+        needs = _needs(_parser.parse(pattern, flags))
+    except Exception:  # noqa: BLE001 - an unknown tree shape: no requirement, never a wrong one
+        return None
+    # a text holding "acquired" holds "acquire": testing the shorter alone is enough
+    return needs and frozenset(n for n in needs if not any(m != n and m in n for m in needs))
+
+
+def literals_in(text: str, literals: frozenset[str]) -> frozenset[str] | None:
+    """Those of ``literals`` the text holds (lower-cased), found once for all the patterns to
+    try; None when the test is not sound for this text (it is not ASCII). A pattern whose
+    requirement ``needs`` is disjoint from them cannot match."""
+    if not text.isascii():
+        return None
+    lowered = text.lower()
+    return frozenset(n for n in literals if n in lowered)
+
+
+def _needs(items: Iterable[tuple[object, object]]) -> Needs:
+    """Of a sequence: the most selective requirement of its parts (a run of literals, a group,
+    a repeat done at least once, an alternation whose every branch requires something)."""
+    best: Needs = None
+    run: list[str] = []
+
+    def keep(found: Needs) -> None:
+        nonlocal best
+        if found and (best is None or _selectivity(found) > _selectivity(best)):
+            best = found
+
+    for op, av in items:
+        if op is _c.LITERAL and av < 128:  # type: ignore[operator]
+            run.append(chr(av).lower())  # type: ignore[arg-type]
+            continue
+        keep(frozenset({"".join(run)}) if run else None)
+        run = []
+        keep(_part(op, av))
+    keep(frozenset({"".join(run)}) if run else None)
+    return best
+
+
+def _part(op: object, av: object) -> Needs:
+    if op is _c.SUBPATTERN:
+        return _needs(av[-1])  # type: ignore[index]
+    if op is _c.ATOMIC_GROUP:
+        return _needs(av)  # type: ignore[arg-type]
+    if op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT):
+        low, _, body = av  # type: ignore[misc]
+        return _needs(body) if low >= 1 else None
+    if op is _c.BRANCH:
+        branches = [_needs(b) for b in av[1]]  # type: ignore[index]
+        return None if any(b is None for b in branches) else frozenset().union(*branches)  # type: ignore[arg-type]
+    if op is _c.IN and all(o is _c.LITERAL and v < 128 for o, v in av):  # type: ignore[union-attr]
+        return frozenset(chr(v).lower() for _, v in av)  # type: ignore[union-attr]
+    return None
+
+
+def _selectivity(needs: frozenset[str]) -> tuple[int, int]:
+    """Longer strings first (rarer in text), then fewer of them."""
+    return min(len(n) for n in needs), -len(needs)
