@@ -302,3 +302,19 @@ def test_sqlite_fills_first_with_the_rows_holding_all_the_other_terms(tmp_path):
     assert len(texts) == 20 and all(t.startswith("polfal") for t in texts[:5])
     assert all(t.startswith("mila varga note") for t in texts[5:]), texts
     assert any('"mila" AND "varga"' in q for q in sql), sql
+
+
+def test_sqlite_fetches_by_the_share_of_the_dataset_it_saw_last(tmp_path):
+    """Without the token, a query fetches a quarter more rows than asked when the dataset held
+    every row fetched last time, more when it held fewer; the list is FTS5's either way."""
+    import re as _re
+
+    with Kenning(str(tmp_path / "s.db")) as kn:
+        for name, pad in (("big", "x x x "), ("twin", "")):  # the twin's rows rank first
+            _chunks(kn, name, [f"harbor {pad}{i}" if i % 20 == 0 else f"filler {i}" for i in range(6000)])
+        first, sql1 = _traced(kn, "big", ["harbor"])
+        second, sql2 = _traced(kn, "big", ["harbor"])
+        want = _fts5(kn, "big", '"harbor"')
+    assert [(t, round(s, 9)) for t, s in first] == want == [(t, round(s, 9)) for t, s in second]
+    limits = [int(_re.search(r"LIMIT (\d+)\)", q)[1]) for q in (sql1[0], sql2[0])]
+    assert limits == [25, 80], limits  # a quarter more, then four times: none were big's

@@ -13,6 +13,7 @@ import datetime as dt
 import hashlib
 import json
 import logging
+import math
 import sqlite3
 import threading
 import time
@@ -438,6 +439,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         self._access: dict[tuple[str, str], tuple[int, dt.datetime]] = {}
         self._access_calls, self._access_since = 0, time.monotonic()
         self._counts: dict[tuple[str, str], int] = {}  # (table, term) -> rows holding it
+        self._shares: dict[tuple[str, str], float] = {}  # (table, dataset) -> its share of fetched rows
         self._counts_since = time.monotonic()
 
     # -- lifecycle ---------------------------------------------------------------------------
@@ -901,8 +903,9 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         """The ``limit`` best rows of ``dataset`` for a full-text query by BM25: of all rows the
         query matches, or of the ``newest`` of them. A dataset's token in the query costs a walk
         over all of that dataset's rows, which at 100k rows was most of the query; so where the
-        dataset is not small, the query runs without it and fetches ``_OVERFETCH`` times more
-        rows: when ``limit`` of them are the dataset's, they are its best ``limit``, ranked as
+        dataset is not small, the query runs without it and fetches more rows (as many as the
+        dataset's share of the rows fetched last time asks for, at most ``_OVERFETCH`` times as
+        many): when ``limit`` of them are the dataset's, they are its best ``limit``, ranked as
         with the token (the ``ds`` column weighs 0). Only when they are not does the query run
         again with the token."""
         sql = (f"SELECT r.id, r.dataset, f.rank FROM (SELECT rowid, rank FROM {table}_fts WHERE {table}_fts"
@@ -917,8 +920,11 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         token = f'ds : "{dataset_token(dataset)}" AND '
         if self._dataset_rows(table, dataset) < _SMALL_DATASET:
             return run(token + match, newest or limit)[1][:limit]
-        fetch = newest or limit * _OVERFETCH
+        share = self._shares.get((table, dataset), 1.0)  # of the rows fetched last time
+        fetch = newest or min(limit * _OVERFETCH, math.ceil(limit * 1.25 / share))
         fetched, mine = run(match, fetch)
+        if fetched >= fetch and not newest:
+            self._shares[(table, dataset)] = max(len(mine) / fetched, 1 / _OVERFETCH)
         if len(mine) >= limit or fetched < fetch:
             return mine[:limit]
         return run(token + match, newest or limit)[1][:limit]
