@@ -318,3 +318,20 @@ def test_sqlite_fetches_by_the_share_of_the_dataset_it_saw_last(tmp_path):
     assert [(t, round(s, 9)) for t, s in first] == want == [(t, round(s, 9)) for t, s in second]
     limits = [int(_re.search(r"LIMIT (\d+)\)", q)[1]) for q in (sql1[0], sql2[0])]
     assert limits == [25, 80], limits  # a quarter more, then four times: none were big's
+
+
+def test_sqlite_a_common_name_still_scores_the_rows_of_a_rare_one(tmp_path, monkeypatch):
+    """A term too common to rank by (a first name among a million rows) is not forgotten: the
+    rows holding a kept term and it are ranked with its score, so the person asked about leads
+    the namesakes who share only the rare middle name. (Thresholds made small: the common cap
+    is 5,000 rows, and joining starts past 100,000.)"""
+    import kenning.store.sqlite.store as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "_COMMON_ROWS", 50)
+    with Kenning(str(tmp_path / "n.db")) as kn:
+        _chunks(kn, "main", [f"samir other {i}" for i in range(300)] + [f"tanaka other {i}" for i in range(300)]
+                + [f"grixan {i}" for i in range(40)] + ["Samir Grixan Tanaka likes gardening"]
+                + [f"filler line {i}" for i in range(7400)])
+        got, sql = _traced(kn, "main", ["samir", "grixan", "tanaka"])
+    assert got[0][0] == "Samir Grixan Tanaka likes gardening", got[:3]
+    assert any('("grixan") AND ("samir" OR "tanaka")' in q for q in sql), sql

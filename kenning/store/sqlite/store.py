@@ -57,6 +57,9 @@ _SCORED_ROWS = 1000
 #: term in more than one row in ``_COMMON_SHARE`` (but at least ``_SCORED_ROWS``) is common too
 _BOUNDED_FROM_ROWS = 5000
 _COMMON_SHARE = 5
+#: a term left out as common still scores the rows holding a kept one when it is in fewer than
+#: one row in this many
+_JOIN_SHARE = 20
 #: where the rarest terms' rows are fewer than asked for, the rest come from this many times
 #: as many of the newest rows holding the other terms
 _FILL = 4
@@ -877,12 +880,14 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             large = rows > _BOUNDED_FROM_ROWS
             common = min(_COMMON_ROWS, max(_SCORED_ROWS, rows // _COMMON_SHARE)) if large else _COMMON_ROWS
             kept = [t for t in terms if counts[t] < common] or list(terms)
+            # Too common to rank by, not so common they tell nothing (a first name among a
+            # million rows): they score the rows that hold a kept term and one of them.
+            joined = [t for t in terms if t not in kept and counts[t] * _JOIN_SHARE < rows]
             rare = _rarest(kept, counts, limit) if large else None
-            others = [t for t in kept if t not in (rare or ())]
-            if rare is None:
-                matches = [_any_of(kept)]
-            else:
-                matches = [f"({_any_of(rare)}) AND ({_any_of(others)})", _any_of(rare)] if rare else []
+            lead = kept if rare is None else rare
+            others = [t for t in kept if t not in lead] + joined
+            matches = [f"({_any_of(lead)}) AND ({_any_of(others)})"] if lead and others else []
+            matches += [_any_of(lead)] if lead else []
             best: dict[str, float] = {}
             for match in matches:
                 for item_id, score in self._ranked(table, dataset, f"text : ({match})", limit):
@@ -953,12 +958,16 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         now = time.monotonic()
         if now - self._counts_since > _COUNTS_SECONDS or len(self._counts) > 50_000:
             self._counts, self._counts_since = {}, now
-        sql = f"SELECT count(*) FROM (SELECT rowid FROM {table}_fts WHERE {table}_fts MATCH ? LIMIT ?)"
+        sql = (f"SELECT count(*), min(rowid) FROM (SELECT rowid FROM {table}_fts WHERE {table}_fts MATCH ?"
+               " ORDER BY rowid DESC LIMIT ?)")
         out = {}
         for term in terms:
             if (table, term) not in self._counts:
-                self._counts[(table, term)] = self._db.execute(
-                    sql, ("text : " + _quoted(term), _COMMON_ROWS)).fetchone()[0]
+                count, lowest = self._db.execute(sql, ("text : " + _quoted(term), _COMMON_ROWS)).fetchone()
+                if count >= _COMMON_ROWS:  # past the cap: estimated from the newest rows' density
+                    top = max(self._table_rows(table), lowest)
+                    count = max(count, count * top // max(top - lowest + 1, 1))
+                self._counts[(table, term)] = count
             out[term] = self._counts[(table, term)]
         return out
 
