@@ -284,8 +284,7 @@ def test_sqlite_fills_from_the_newest_rows_when_the_rare_terms_hold_too_few(tmp_
 
 
 def test_sqlite_reads_a_file_store_through_a_memory_map(tmp_path):
-    """A file store maps the database for reads (a fifth less CPU per recall at 100k); an
-    in-memory one has no file to map."""
+    """A file store maps the database for reads (a fifth less CPU per recall at 100k)."""
     with Kenning(str(tmp_path / "m.db")) as kn:
         assert kn._engine.store._db.execute("PRAGMA mmap_size").fetchone()[0] >= 1 << 30
 

@@ -386,6 +386,11 @@ def dataset_token(dataset: str) -> str:
     return "ds" + hashlib.sha1(dataset.encode()).hexdigest()[:16]
 
 
+def _dataset_phrase(dataset: str) -> str:
+    """The full-text query phrase that matches a dataset's rows."""
+    return f'ds : "{dataset_token(dataset)}"'
+
+
 def _entity_text(name: str, aliases: list[str], description: str) -> str:
     return " ".join([name, *aliases, description])
 
@@ -427,7 +432,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
                 self._db.execute("PRAGMA journal_mode = WAL")
                 self._db.execute("PRAGMA synchronous = NORMAL")
                 # Reads map the file instead of copying pages through SQLite's small cache: a
-                # fifth less CPU per recall at 100k (docs/benchmarks.md). Mapped pages are the
+                # fifth less CPU per recall at 100k (one-off: docs/benchmarks.md). Mapped pages are the
                 # kernel's page cache, shared and reclaimable, not this process's own memory.
                 self._db.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
             self._migrate()
@@ -861,16 +866,12 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
 
     # -- search lanes ------------------------------------------------------------------------
     def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
-        """BM25 over the full-text rows. FTS5 computes a rank for every row the query matches,
-        which is most of a query's cost at scale; so terms in more than ``_COMMON_ROWS`` rows
-        (in a table past ``_BOUNDED_FROM_ROWS``, also those in more than a ``_COMMON_SHARE``-th
-        of its rows) are dropped while a rarer one remains, and when the kept terms still match
-        more than ``_SCORED_ROWS`` rows of such a table, only rows holding one of the rarest
-        terms (enough for four times ``limit`` rows, at most ``_SCORED_ROWS``) are ranked, each
-        with its full score: the rows that also hold another term, then those that hold only
-        rare ones; when they are fewer than ``limit``, the rows holding all the other terms,
-        then the best of the newest ``_FILL`` times ``limit`` rows holding any of them fill the
-        list."""
+        """BM25 over the full-text rows, ranking a bounded set of them (FTS5 ranks every row a
+        query matches, which is most of its cost at scale): terms too common to rank by are left
+        out, or only score the rows of a kept term when they still tell rows apart; past
+        ``_SCORED_ROWS`` matches in a large table only the rarest terms' rows are ranked, each
+        with its full score, and a short list is filled from the rows holding the other terms.
+        docs/architecture.md, "The SQLite full-text lane at scale", has each rule."""
         if not terms:
             return []
         table = _KIND_TABLE[kind]
@@ -922,7 +923,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             mine = sorted(((r[0], -r[2]) for r in rows if r[1] == dataset), key=lambda pair: -pair[1])
             return len(rows), mine
 
-        token = f'ds : "{dataset_token(dataset)}" AND '
+        token = _dataset_phrase(dataset) + " AND "
         if self._dataset_rows(table, dataset) < _SMALL_DATASET:
             return run(token + match, newest or limit)[1][:limit]
         share = self._shares.get((table, dataset), 1.0)  # of the rows fetched last time
@@ -941,7 +942,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         if key not in self._counts:
             self._counts[key] = self._db.execute(
                 f"SELECT count(*) FROM (SELECT rowid FROM {table}_fts WHERE {table}_fts MATCH ? LIMIT ?)",
-                (f'ds : "{dataset_token(dataset)}"', _SMALL_DATASET)).fetchone()[0]
+                (_dataset_phrase(dataset), _SMALL_DATASET)).fetchone()[0]
         return self._counts[key]
 
     def _table_rows(self, table: str) -> int:
@@ -989,7 +990,8 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         marks = _placeholders(len(entity_ids))
         with self._lock:
             # Sorted by rowid and time alone, then ``limit`` rows read: a hub entity's thousand
-            # facts are not each copied, vector and all, into the sorter (3.8 -> 1.0 ms at 100k).
+            # facts are not each copied, vector and all, into the sorter (3.8 -> 1.0 ms for a
+            # 1,077-fact hub at 100k, timed by hand).
             rows = self._db.execute(
                 f"SELECT {_FACT_COLUMNS} FROM facts WHERE rowid IN (SELECT rowid FROM facts WHERE dataset = ?"
                 f" AND (source_id IN ({marks}) OR target_id IN ({marks}))"
