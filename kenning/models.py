@@ -43,6 +43,9 @@ MemoryKind = Literal["knowledge", "note", "episode", "message", "session"]
 HitKind = Literal["fact", "entity", "chunk", "memory"]
 #: who speaks a message (the OpenAI chat roles)
 Role = Literal["user", "assistant", "system", "tool"]
+#: who said a memory, highest authority first (``kenning.pipeline.authority``, docs/security.md):
+#: the user in their own turn, an API caller, the agent, a tool's output, a file or upload
+Origin = Literal["user", "api", "agent", "tool", "document"]
 
 
 class _Model(BaseModel):
@@ -157,6 +160,22 @@ class Memory(_Model):
     speaker: str | None = None
     #: model calls, tokens and seconds spent processing this memory
     usage: Usage = Field(default_factory=Usage)
+    #: who said it, set by the surface that took it in and never raised (docs/security.md)
+    origin: Origin = "api"
+    #: why its text is instruction-shaped (it addresses the model), if it is: flagged, not obeyed
+    flags: list[str] = Field(default_factory=list)
+
+    @field_validator("origin", mode="before")
+    @classmethod
+    def _stored_origin(cls, value: Any) -> Any:
+        return "api" if value is None else value  # a row imported from a file that predates origins
+
+    @field_validator("flags", mode="before")
+    @classmethod
+    def _stored_flags(cls, value: Any) -> Any:
+        if value is None:
+            return []
+        return [f for f in value.split(",") if f] if isinstance(value, str) else value  # stored as "a,b"
 
 
 class Entity(_Model):
@@ -168,6 +187,10 @@ class Entity(_Model):
     aliases: list[str] = Field(default_factory=list)
     created_at: dt.datetime
     memory_ids: list[str] = Field(default_factory=list)
+    #: the lowest authority among the memories that name it (None: not read)
+    origin: Origin | None = None
+    #: every memory that names it is instruction-shaped
+    flagged: bool = False
 
 
 class Fact(_Model):
@@ -188,6 +211,13 @@ class Fact(_Model):
     superseded_by: str | None = None
     weight: float = 1.0
     memory_ids: list[str] = Field(default_factory=list)
+    #: the lowest authority among the memories that state it (None: not read)
+    origin: Origin | None = None
+    #: instruction-shaped: its sentence or a memory that states it addresses the model
+    flagged: bool = False
+    #: live facts it contradicts that neither could close (a lower authority or another user's
+    #: claim): competing claims, both kept (docs/security.md)
+    competing: list[str] = Field(default_factory=list)
 
 
 class FileFailure(_Model):
@@ -305,6 +335,12 @@ class Hit(_Model):
     #: where the hit's passage sits in its file (page, slide, sheet, headings); the file is the
     #: memory's ``source``
     location: Location | None = None
+    #: the lowest authority among the hit's memories, and why its text is instruction-shaped
+    #: (the flags of its memories and of its own text; empty: not flagged)
+    origin: Origin | None = None
+    flags: list[str] = Field(default_factory=list)
+    #: for a fact: live facts it competes with (see ``Fact.competing``)
+    competing: list[str] = Field(default_factory=list)
 
 
 class RecallResult(_Model):
@@ -454,3 +490,5 @@ class Context(_Model):
     evidence: list[Hit] = Field(default_factory=list)
     #: parts left out to stay within the budget
     omitted: int = 0
+    #: instruction-shaped parts left out (``exclude_flagged``)
+    excluded: int = 0

@@ -24,7 +24,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from ._identity import DATASET_PATTERN, DEFAULT_DATASET, ID_CHARS
 from .errors import ValidationError
-from .models import MemoryInput, MemoryKind, MemoryStatus, Message, Retention
+from .models import MemoryInput, MemoryKind, MemoryStatus, Message, Origin, Retention
 from .dates import ACCEPTED_FORMS
 from .search.recall import SEARCH_TYPES
 
@@ -137,6 +137,10 @@ class _Write(VerbRequest):
     user: Scope | None = _scope("The user these memories belong to (the speaker of role-user messages).")
     agent: Scope | None = _scope("The agent these memories belong to (the speaker of role-assistant messages).")
     session: Scope | None = _scope("The conversation these messages continue.")
+    origin: Origin | None = Field(None, description=(
+        "Who said it (docs/security.md): user (the user's own words), api (this caller: the default "
+        "for text), agent, tool (a tool's output) or document. Chat messages take it from their role "
+        "and files are document; a given origin only lowers those."))
 
     @field_validator("content", mode="before")
     @classmethod
@@ -356,6 +360,9 @@ class ContextRequest(VerbRequest):
     user: Scope | None = _scope("Only what this user's memories state.")
     session: Scope | None = _scope("Show this session's latest messages; facts from its memories.")
     max_tokens: Annotated[int, Field(ge=MIN_TOKENS, le=MAX_TOKENS)] = 1500
+    exclude_flagged: bool = Field(True, description=(
+        "Leave out instruction-shaped memories, facts and evidence (they address the model; "
+        "docs/security.md)."))
 
 
 class SessionsRequest(VerbRequest):

@@ -129,7 +129,7 @@ def test_a_sessions_latest_turns_are_there_before_extraction_and_improve_process
     assert [m.content for m in result.messages] == [m["content"] for m in CHAT]
     assert result.messages[-1].status == "pending"
     context = kn.context(session="s1")
-    assert "Alice: I joined Globex in March." in context.text  # pending, yet in the prompt
+    assert "Alice: “I joined Globex in March.”" in context.text  # pending, yet in the prompt
     assert [(s.id, s.user, s.messages) for s in kn.sessions(user="Alice")] == [("s1", "Alice", 3)]
     assert {s.id for s in kn.sessions()} == {"s1", "s2"}
     improved = kn.improve(session="s1")
@@ -145,7 +145,7 @@ def test_context_shows_the_new_fact_as_current_the_old_one_as_history_within_its
     kn.remember([{"role": "user", "content": "I live in Lyon now."}], user="Alice", session="s1")
     context = kn.context("where does Alice live?", user="Alice", session="s1")
     current = context.text.split("# Entities")[0]
-    assert "Alice lives in Lyon (since" in current and "Paris" not in current
+    assert "Alice lives in Lyon” (since" in current and "Paris" not in current
     assert [f.target for f in context.history] == ["Paris"]
     assert context.evidence and context.tokens <= context.max_tokens == 1500
     small = kn.context("where does Alice live?", user="Alice", session="s1", max_tokens=60)
@@ -285,8 +285,8 @@ def test_the_readme_chat_example_runs_offline(capsys) -> None:  # noqa: ANN001
     code = section.split("```python\n", 1)[1].split("```", 1)[0]
     exec(compile(code, "README.md", "exec"), {})  # noqa: S102 - the documented example, as written
     out = capsys.readouterr().out
-    assert "# Facts valid now" in out and "- Alice lives in Paris (since 2021-01-01)" in out
-    assert "Alice: I live in Lyon now." in out  # pending, already in the block
+    assert "# Facts valid now" in out and "- “Alice lives in Paris” (since 2021-01-01)" in out
+    assert "Alice: “I live in Lyon now.”" in out  # pending, already in the block
     assert "('Alice', 'lives_in', 'Lyon')" in out and "[('s1', 4)]" in out
 
 

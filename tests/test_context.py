@@ -9,6 +9,7 @@ import pytest
 
 from kenning.models import Entity, Fact, Hit, Memory
 from kenning.pipeline.chunk import count_tokens
+from kenning.pipeline.instructions import HEADER
 from kenning.search.context import fact_is_current, render_context
 
 UTC = dt.timezone.utc
@@ -46,10 +47,10 @@ def test_current_facts_carry_their_dates_and_closed_ones_are_history() -> None:
     assert [f.id for f in ctx.facts] == ["f2", "f3"]
     assert [f.id for f in ctx.history] == ["f1", "f4"]
     current, history = ctx.text.split("# History")
-    assert "- Alice lives_in Paris (since 2024-02-01)" in current
+    assert "- “Alice lives_in Paris” (since 2024-02-01)" in current
     assert "Lyon" not in current and "Globex" not in current
-    assert "- Alice lives_in Lyon (2020-01-01 to 2024-02-01)" in history
-    assert "- Alice works_at Globex (from 2024-09-01, not begun yet)" in history
+    assert "- “Alice lives_in Lyon” (2020-01-01 to 2024-02-01)" in history
+    assert "- “Alice works_at Globex” (from 2024-09-01, not begun yet)" in history
     assert "- Alice (person)" in ctx.text.splitlines()
     assert "a customer" not in ctx.text  # an entity's description is undated: not shown
     assert ctx.tokens == count_tokens(ctx.text) and ctx.omitted == 0
@@ -67,8 +68,9 @@ def test_messages_are_written_oldest_first_and_the_latest_survive_a_small_budget
     turns = [_message(n, "Alice" if n % 2 else "Ken", f"turn number {n} about the trip") for n in range(6)]
     whole = render_context(as_of=NOW, max_tokens=1500, messages=turns)
     lines = whole.text.splitlines()
-    assert lines[0] == "# Recent messages" and lines[1].endswith("Ken: turn number 0 about the trip")
-    assert lines[-1] == "[2024-05-31 23:55] Alice: turn number 5 about the trip"
+    assert lines[0] == HEADER  # what follows is recalled data, quoted (pipeline/instructions.py)
+    assert lines[2] == "# Recent messages" and lines[3].endswith("Ken: “turn number 0 about the trip”")
+    assert lines[-1] == "[2024-05-31 23:55] Alice: “turn number 5 about the trip”"
     small = render_context(as_of=NOW, max_tokens=40, messages=turns)
     assert [m.id for m in small.messages] == ["m4", "m5"][-len(small.messages):]
     assert small.messages and small.messages[-1].id == "m5" and small.omitted == 6 - len(small.messages)
@@ -81,9 +83,9 @@ def test_evidence_says_whether_a_recalled_fact_still_holds() -> None:
     new = Hit(kind="fact", id="f2", text="Alice lives in Paris", score=0.9, valid_at=_at("2024-02-01"))
     passage = Hit(kind="chunk", id="c1", text="We talked about\nthe move.", score=0.5, valid_at=_at("2024-02-03"))
     ctx = render_context(as_of=NOW, max_tokens=500, evidence=[old, new, passage])
-    assert "- Alice lives in Lyon (not valid now: 2020-01-01 to 2024-02-01)" in ctx.text
-    assert "- Alice lives in Paris (since 2024-02-01)" in ctx.text
-    assert "- We talked about the move. (2024-02-03)" in ctx.text
+    assert "- “Alice lives in Lyon” (not valid now: 2020-01-01 to 2024-02-01)" in ctx.text
+    assert "- “Alice lives in Paris” (since 2024-02-01)" in ctx.text
+    assert "- “We talked about the move.” (2024-02-03)" in ctx.text
 
 
 @pytest.mark.parametrize("budget", [0, 5, 12, 25, 60, 120, 400])

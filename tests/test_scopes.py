@@ -321,7 +321,7 @@ def test_the_context_of_a_user_and_session(kn: Kenning, chats, clock) -> None:  
                         as_of=dt.datetime(2024, 6, 1, tzinfo=UTC), max_tokens=1500, last_messages=3)
     assert {(f.relation, f.target) for f in ctx.facts} == {("works_at", "Acme"), ("lives_in", "Paris")}
     assert [(f.relation, f.target) for f in ctx.history] == [("lives_in", "Lyon")]  # closed by Paris
-    current = ctx.text.split("\n\n")[0]
+    current = ctx.text.split("\n\n")[1]  # after the header (pipeline/instructions.py)
     assert current.startswith("# Facts valid now") and "Lyon" not in current and "(since 2024-03-01)" in current
     assert {e.name for e in ctx.entities} == {"Alice", "Acme", "Lyon", "Paris"}
     assert [m.content for m in ctx.messages] == ["Noted.", "Alice lives in Lyon.", "Alice moved to Paris."]

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..pipeline.authority import check_origin, lowest
 from ..errors import KenningError, NotFoundError, ValidationError
 from ..files import Document, Matcher, SyncPlan, plan_sync, read_paths
 from ..models import FileFailure, FilesSummary, RememberResult
@@ -57,6 +58,8 @@ class _Job:
     sync: bool
     progress: Callable[[int], None]
     out: RememberResult = field(default_factory=lambda: RememberResult(files=FilesSummary()))
+    #: who said it: a document, or lower (kenning.pipeline.authority)
+    origin: str = "document"
 
 
 class Files:
@@ -78,6 +81,7 @@ class Files:
         exclude: Sequence[str] | None = None,
         sync: bool = False,
         progress: Callable[[int], None] | None = None,
+        origin: str | None = None,
     ) -> RememberResult:
         """Remember files and folders (``content``: Paths or Documents); see the module doc."""
         if source is not None:
@@ -86,6 +90,7 @@ class Files:
             raise ValidationError(f"metadata must be a JSON object, not {type(metadata).__name__}")
         job = _Job(dataset, kind, valid_at, dict(metadata or {}), force, dry_run, sync,
                    progress or (lambda n: None))
+        job.origin = lowest(["document", check_origin(origin)])  # a file is a document (authority.py)
         job.out.dry_run = dry_run
         groups = _read(content, include or (), exclude or ())
         keep = {doc.content_hash for group in groups for doc in group.documents}
@@ -135,7 +140,7 @@ class Files:
         try:
             result = self.writing.remember(doc.text, dataset=job.dataset, kind=job.kind, source=doc.source,
                                            valid_at=job.valid_at, metadata=job.metadata | mark,
-                                           force=job.force, dry_run=job.dry_run)
+                                           force=job.force, dry_run=job.dry_run, origin=job.origin)
         except KenningError as exc:
             summary.failed.append(FileFailure(source=doc.source, error=f"{doc.source}: {exc.message}"))
             return None

@@ -15,6 +15,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator
 from typing import Any, get_args
 
+from ..pipeline.authority import annotate
 from .._checks import check_choice, check_flag, check_metadata, check_number, check_scope, check_text
 from ..requests import ID_CHARS, KIND_CHARS, SOURCE_CHARS
 from .._identity import DEFAULT_DATASET, check_dataset, content_hash
@@ -170,8 +171,10 @@ class Lifecycle:
         entity_ids, fact_ids = self.store.memory_graph(memory_id)
         chunks = [Chunk(id=c.id, position=c.position, text=c.text, token_count=c.token_count, location=c.location)
                   for c in self.store.memory_chunks(memory_id)]
-        return Provenance(memory_id=memory_id, chunks=chunks, entities=self.store.get_entities(entity_ids),
-                          facts=self.store.get_facts(fact_ids))
+        out = Provenance(memory_id=memory_id, chunks=chunks, entities=self.store.get_entities(entity_ids),
+                         facts=self.store.get_facts(fact_ids))
+        annotate(self.store, out.facts, out.entities)  # their origins and flags (pipeline/authority.py)
+        return out
 
     def pin(self, memory_id: str, reason: str | None = None) -> Memory:
         check_text(reason, "pin reason", optional=True, empty=True, max_chars=SOURCE_CHARS)

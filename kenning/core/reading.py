@@ -23,6 +23,8 @@ from ..models import (
 from ..providers.base import ChatModel, Embedder
 from ..providers.rerank import Reranker
 from ..search.answer import AnswerFact, answer_question
+from ..pipeline.authority import annotate, annotate_hits
+from ..pipeline.temporal import RelationRules
 from ..search.context import MESSAGES, build_context
 from ..search.recall import ANSWER_MODES, SEARCH_TYPES, Query, route, search
 from ..search.rerank import rerank_hits
@@ -54,6 +56,7 @@ class Reading:
     ) -> None:
         self.settings, self.store, self.embedder, self.chat, self.reranker = settings, store, embedder, chat, reranker
         self.now = now
+        self.rules = RelationRules(settings.single_valued_relations)
 
     # -- reads -------------------------------------------------------------------------------
     def _readable(self, dataset: str) -> None:
@@ -105,7 +108,7 @@ class Reading:
                                                 agent=check_scope(agent, "agent"), limit=limit, offset=offset))
 
     def context(self, query: str | None = None, *, dataset: str = DEFAULT_DATASET, user: str | None = None,
-                session: str | None = None, max_tokens: int = 1500) -> Context:
+                session: str | None = None, max_tokens: int = 1500, exclude_flagged: bool = True) -> Context:
         """The prompt block of a scope (``search/context.py``); with a ``query``, the evidence
         recall finds in the same scope."""
         self._readable(dataset)
@@ -114,7 +117,8 @@ class Reading:
         evidence: list[Hit] = []
         if query is not None:
             evidence = self.recall(query, dataset=dataset, user=user, session=session).hits
-        return build_context(self.store, scope, as_of=self.now(), max_tokens=max_tokens, evidence=evidence)
+        return build_context(self.store, scope, as_of=self.now(), max_tokens=max_tokens, evidence=evidence,
+                             exclude_flagged=check_flag(exclude_flagged, "exclude_flagged"), rules=self.rules)
 
     def _scope(self, dataset: str, now: dt.datetime, **scope: Any) -> MemoryFilter | None:
         """The filter of a scoped recall, or None when nothing narrows the dataset."""
@@ -131,10 +135,12 @@ class Reading:
         check_text(relation, "relation", optional=True, max_chars=ID_CHARS)
         entity_id = self._entity_id(entity, dataset)
         rel = normalize_relation(relation) if relation else None
-        return Timeline(
+        timeline = Timeline(
             entity=self.store.get_entities([entity_id])[0],
             facts=self.store.entity_facts(entity_id, rel),
         )
+        annotate(self.store, timeline.facts, [timeline.entity], self.rules)  # origins, competing claims
+        return timeline
 
     def _entity_id(self, name: str, dataset: str) -> str:
         """An entity by exact name, id, alias or an unambiguous start of its name ("Bob" for
@@ -212,6 +218,7 @@ class Reading:
         hits, memories = search(self.store, self.embedder, self.settings, q, now, usage)
         if self.reranker is not None:
             hits, memories = self._rerank(query, hits, memories, top_k)
+        annotate_hits(self.store, hits, memories, self.rules)  # origins, flags, competing claims
         result = RecallResult(query=query, dataset=dataset, search_type=kind, hits=hits,
                               as_of=q.as_of, known_at=known_at_t, memories=memories, usage=usage)
         if session is not None:

@@ -26,6 +26,7 @@ from ..errors import ConflictError, KenningError, StoreError, ValidationError
 from ..lifecycle.improve import duplicate_pairs
 from ..lifecycle.remove import scrub_entities
 from ..models import CognifyResult, ImproveResult, Memory, MemoryInput, MemoryKind, Message, RememberResult, Usage
+from ..pipeline.authority import stamp
 from ..pipeline.commit import CommitOutcome, apply_plan, new_id
 from ..pipeline.messages import is_messages, message_memories, read_messages
 from ..pipeline.extract import Extractor
@@ -174,7 +175,9 @@ class Writing:
         # a session's next position is read, then taken: calls on sessions of this engine wait
         # for each other (other processes do not: their turns may share a position)
         with self._sessions if session is not None else nullcontext():
+            origin = inputs.pop("origin", None)
             memories = self._memories(content, status=status, **inputs)
+            stamp(memories, origin)  # who said it, and whether it addresses the model (authority.py)
             if len(memories) > 1 and memories[0].episode is None:  # one call of several items is an episode
                 episode = new_id("ep")
                 for position, memory in enumerate(memories):
@@ -292,6 +295,7 @@ class Writing:
     def _estimate(self, content: ContentInput | Sequence[ContentInput], **fields: Any) -> RememberResult:
         """What ``remember`` would spend, without storing anything or calling any model: the
         memories grouped as ``remember`` would group them, each group estimated by the pipeline."""
+        stamp([], fields.pop("origin", None))  # checked alike
         memories = self._memories(content, **fields)
         unique = list({m.content_hash: m for m in reversed(memories)}.values())[::-1]
         usage = estimate_usage(unique, config=self.config, extractor=self.extractor, store=self.store,

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..store.base import ChunkRow, EntityRow, FactRow, Txn
+from .authority import guard_supersession
 from .temporal import Interval, RelationRules, decide
 
 __all__ = ["CommitOutcome", "EntityDraft", "FactDraft", "WritePlan", "apply_plan", "new_id"]
@@ -84,6 +85,7 @@ class CommitOutcome:
 
 def apply_plan(txn: Txn, plan: WritePlan, rules: RelationRules) -> CommitOutcome:
     out = CommitOutcome()
+    txn = guard_supersession(txn, plan.memory_id)  # closes respect authority and scope (authority.py)
     if plan.replace:
         out.entities_removed, out.facts_removed = txn.unlink_memory(plan.memory_id)
         txn.delete_chunks(plan.memory_id)
@@ -92,6 +94,7 @@ def apply_plan(txn: Txn, plan: WritePlan, rules: RelationRules) -> CommitOutcome
     for draft in plan.facts:
         _write_fact(txn, plan, draft, ids, rules, out)
     txn.update_memory(plan.memory_id, plan.memory_fields)
+    out.facts_invalidated = [i for i in out.facts_invalidated if i not in txn.refused]
     return out
 
 

@@ -32,6 +32,7 @@ from .._identity import content_hash
 from ..errors import ValidationError
 from ..models import Memory, Message, Role
 from .commit import new_id
+from .instructions import strip_role_markers
 from ..dates import parse_user_datetime
 
 __all__ = ["ROLES", "Turn", "addressee", "is_messages", "memory_text", "message_memories", "read_messages",
@@ -144,10 +145,12 @@ def message_memories(
 
 
 def memory_text(memory: Memory) -> str:
-    """The text chunked and extracted for a memory: a message as ``Speaker: text``."""
+    """The text chunked and extracted for a memory: a message as ``Speaker: text``; role
+    markers ("SYSTEM:") left out of instruction-shaped text, so none becomes a speaker."""
+    content = strip_role_markers(memory.content) if "role_marker" in memory.flags else memory.content
     if memory.kind == "message" and memory.speaker:
-        return f"{memory.speaker}: {memory.content}"
-    return memory.content
+        return f"{memory.speaker}: {content}"
+    return content
 
 
 def addressee(memory: Memory) -> str | None:

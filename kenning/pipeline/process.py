@@ -25,6 +25,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import KenningError, ValidationError
+from .authority import keep_trusted_instructions
 from .messages import addressee, memory_text, transcript
 from ..models import Memory, Usage
 from ..providers.base import ChatModel, Embedder
@@ -206,6 +207,7 @@ def draft_group(
             out.append(extraction)
             continue
         entities, facts = drafts_from_extraction(extraction, prep.memory.valid_at)
+        entities, facts = keep_trusted_instructions(prep.memory, entities, facts)  # authority.py
         known = store.find_entities(prep.memory.dataset, [e.key for e in entities])
         out.append(Drafted(prep, entities, facts, known, usage, prep.scanned if judged else None))
     return out

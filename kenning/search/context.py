@@ -27,7 +27,10 @@ import re
 from collections.abc import Sequence
 
 from ..models import Context, Entity, Fact, Hit, Memory
+from ..pipeline.authority import annotate, note, screen
 from ..pipeline.chunk import count_tokens
+from ..pipeline.instructions import HEADER, neutral, quote
+from ..pipeline.temporal import RelationRules
 from ..store.base import MemoryFilter, Store
 
 __all__ = ["build_context", "fact_is_current", "render_context"]
@@ -56,6 +59,8 @@ def build_context(
     max_tokens: int,
     evidence: Sequence[Hit] = (),
     last_messages: int = MESSAGES,
+    exclude_flagged: bool = True,
+    rules: RelationRules | None = None,
 ) -> Context:
     """The context of a scope (its ``dataset`` is required): the facts its memories state
     (open ones first), the entities those facts concern, the last messages of its ``session``
@@ -63,8 +68,13 @@ def build_context(
     facts = store.facts_stated(MemoryFilter(**{**_scope_of(scope), "limit": FACTS}))
     ends = list(dict.fromkeys(e for f in facts for e in (f.source_id, f.target_id)))[:ENTITIES]
     messages = store.session_messages(scope.dataset, scope.session, last_messages) if scope.session else []
-    return render_context(as_of=as_of, max_tokens=max_tokens, facts=facts, entities=store.get_entities(ends),
-                          messages=messages, evidence=evidence)
+    entities = store.get_entities(ends)
+    annotate(store, facts, entities, rules or RelationRules())  # origins, flags, competing claims
+    parts = screen(facts, entities, messages, evidence) if exclude_flagged else (facts, entities, messages, evidence, 0)
+    context = render_context(as_of=as_of, max_tokens=max_tokens, facts=parts[0], entities=parts[1],
+                             messages=parts[2], evidence=parts[3])
+    context.excluded = parts[4]
+    return context
 
 
 def _scope_of(flt: MemoryFilter) -> dict[str, object]:
@@ -95,22 +105,23 @@ def render_context(
     current = [f for f in facts if fact_is_current(f, as_of)]
     history = [f for f in facts if not fact_is_current(f, as_of)]
     candidates: dict[str, list[tuple[str, object]]] = {
-        "facts": [(f"- {_said(f.description, f)} ({_since(f)})", f) for f in current],
-        "history": [(f"- {_said(f.description, f)} ({_period(f)})", f) for f in history],
+        "facts": [(f"- {_short(_said(f.description, f))} ({_noted(_since(f), f)})", f) for f in current],
+        "history": [(f"- {_short(_said(f.description, f))} ({_noted(_period(f), f)})", f) for f in history],
         "entities": [(_entity_line(e), e) for e in entities],
         # the latest messages matter most: taken newest first, written oldest first
         "messages": [(_message_line(m), m) for m in reversed(messages)],
         "evidence": [(_evidence_line(h, as_of), h) for h in evidence],
     }
-    chosen, used, omitted = _fit(candidates, max_tokens)
+    chosen, used, omitted = _fit(candidates, max_tokens - count_tokens(HEADER))
     chosen["messages"].reverse()
     blocks = [
         "\n".join([_HEADINGS[name], *(line for line, _ in chosen[name])])
         for name in _HEADINGS if chosen[name]
     ]
     parts = {name: [item for _, item in chosen[name]] for name in _HEADINGS}
+    blocks = [HEADER, *blocks] if blocks else blocks  # what follows is data (pipeline/instructions.py)
     return Context(
-        text="\n\n".join(blocks), tokens=used, max_tokens=max_tokens, as_of=as_of, omitted=omitted,
+        text="\n\n".join(blocks), tokens=used + (count_tokens(HEADER) if blocks else 0), max_tokens=max_tokens, as_of=as_of, omitted=omitted,
         facts=parts["facts"], history=parts["history"], entities=parts["entities"],
         messages=parts["messages"], evidence=parts["evidence"],
     )
@@ -160,12 +171,12 @@ def _entity_line(entity: Entity) -> str:
     """Name, type and other names. Not the description: it is undated, often the sentence that
     first named the entity ("Alice lives in Lyon"), and would state a closed fact as current."""
     aliases = f", also {', '.join(entity.aliases[:5])}" if entity.aliases else ""
-    return f"- {entity.name} ({entity.type}{aliases})"
+    return f"- {neutral(entity.name)} ({neutral(entity.type + aliases)})"
 
 
 def _message_line(memory: Memory) -> str:
     speaker = memory.speaker or memory.role or "unknown"
-    return f"[{memory.valid_at.strftime('%Y-%m-%d %H:%M')}] {speaker}: {_short(memory.content)}"
+    return f"[{memory.valid_at.strftime('%Y-%m-%d %H:%M')}] {neutral(speaker)}: {_short(memory.content)}"
 
 
 def _evidence_line(hit: Hit, as_of: dt.datetime) -> str:
@@ -173,13 +184,19 @@ def _evidence_line(hit: Hit, as_of: dt.datetime) -> str:
     if hit.kind == "fact" and hit.valid_at is not None:
         end = hit.invalid_at or hit.expired_at
         if hit.current and (end is None or end > as_of) and hit.valid_at <= as_of:
-            return f"- {_short(_said(hit.text, hit))} (since {_day(hit.valid_at)})"
+            return f"- {_short(_said(hit.text, hit))} ({_noted(f'since {_day(hit.valid_at)}', hit)})"
         period = f"{_day(hit.valid_at)} to {_day(end)}" if end else f"from {_day(hit.valid_at)}"
-        return f"- {_short(_said(hit.text, hit))} (not valid now: {period})"
-    when = f" ({_day(hit.valid_at)})" if hit.valid_at else ""
-    return f"- {_short(hit.text)}{when}"
+        return f"- {_short(_said(hit.text, hit))} ({_noted(f'not valid now: {period}', hit)})"
+    when = _noted(_day(hit.valid_at) if hit.valid_at else "", hit)
+    return f"- {_short(hit.text)}" + (f" ({when})" if when else "")
 
 
 def _short(text: str) -> str:
+    """Stored text on one line, quoted as data (``instructions.quote``), cut to a line's length."""
     text = " ".join(text.split())
-    return text if len(text) <= _LINE_CHARS else text[: _LINE_CHARS - 1] + "…"
+    return quote(text if len(text) <= _LINE_CHARS else text[: _LINE_CHARS - 1] + "…")
+
+
+def _noted(what: str, record: Fact | Hit) -> str:
+    """A line's parenthesis: its dates, then who said it and whether it competes (authority.py)."""
+    return "; ".join(p for p in (what, note(record)) if p)

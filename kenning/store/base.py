@@ -219,6 +219,15 @@ class Txn(ABC):
     @abstractmethod
     def link_fact(self, fact_id: str, memory_id: str) -> None: ...
 
+    # authority (kenning.pipeline.authority): what the supersession guard weighs
+    @abstractmethod
+    def memory_source(self, memory_id: str) -> tuple[str | None, str | None]:
+        """(origin, user) of a memory; (None, None) if it does not exist."""
+
+    @abstractmethod
+    def fact_sources(self, fact_ids: Sequence[str]) -> dict[str, list[tuple[str | None, str | None]]]:
+        """(origin, user) of each memory that states each fact."""
+
     # -- rules written once over the set-based primitives below -------------------------------
     def merge_entities(self, keep_id: str, drop_id: str) -> list[str]:
         """Fold ``drop_id`` into ``keep_id``: facts, provenance, name as alias; live facts that

@@ -318,6 +318,16 @@ PG_MIGRATIONS: list[list[str]] = [
         " RETURN value::timestamptz; EXCEPTION WHEN others THEN RETURN NULL; END $$",
     ],
     _LEXEMES,
+    [
+        # Authority (kenning.pipeline.authority, docs/security.md): who said each memory, and
+        # why its text is instruction-shaped ("a,b"; NULL: not flagged). Memories stored before
+        # get the origin their surface would give now; flags come when they are processed again.
+        "ALTER TABLE memories ADD COLUMN origin TEXT",
+        "ALTER TABLE memories ADD COLUMN flags TEXT",
+        "UPDATE memories SET origin = CASE role WHEN 'user' THEN 'user' WHEN 'assistant' THEN 'agent'"
+        " WHEN 'tool' THEN 'tool' WHEN 'system' THEN 'api' ELSE CASE WHEN metadata->>'format' IS NOT NULL"
+        " THEN 'document' ELSE 'api' END END",
+    ],
 ]
 
 

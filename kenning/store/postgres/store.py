@@ -65,7 +65,8 @@ _MEMORY_COLUMNS = (
     "id, dataset, kind, content, topic, context, decisions, rationale, metadata, source, "
     "content_hash, valid_at, status, error, retention, retention_until, pinned, pin_reason, "
     "access_count, last_accessed_at, supersedes, superseded_by, supersession_reason, "
-    'created_at, updated_at, processed_at, usage, episode, position, "user", agent, session, role, speaker'
+    'created_at, updated_at, processed_at, usage, episode, position, "user", agent, session, role, speaker,'
+    " origin, flags"
 )
 _FACT_COLUMNS = (
     "id, dataset, source_id, relation, target_id, description, valid_at, invalid_at, created_at,"
@@ -119,6 +120,8 @@ def from_vector_text(text: str | None) -> np.ndarray | None:
 
 
 def _db_value(name: str, value: Any) -> Any:
+    if name == "flags":
+        return ",".join(value) or None
     if name in _JSON_FIELDS:
         return _json(value)
     return value
@@ -371,6 +374,20 @@ class _PgTxn(Txn):
             "INSERT INTO fact_memories (fact_id, memory_id) VALUES (%s, %s) ON CONFLICT DO NOTHING",
             (fact_id, memory_id),
         )
+
+    def memory_source(self, memory_id: str) -> tuple[str | None, str | None]:
+        row = self.conn.execute('SELECT origin, "user" FROM memories WHERE id = %s', (memory_id,)).fetchone()
+        return (row["origin"], row["user"]) if row else (None, None)
+
+    def fact_sources(self, fact_ids: Sequence[str]) -> dict[str, list[tuple[str | None, str | None]]]:
+        out: dict[str, list[tuple[str | None, str | None]]] = {i: [] for i in fact_ids}
+        rows = self.conn.execute(
+            'SELECT fm.fact_id, m.origin, m."user" FROM fact_memories fm JOIN memories m ON m.id = fm.memory_id'
+            " WHERE fm.fact_id = ANY(%s)", (list(fact_ids),),
+        ).fetchall() if fact_ids else []
+        for row in rows:
+            out[row["fact_id"]].append((row["origin"], row["user"]))
+        return out
 
     def entity_names(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
         rows = self.conn.execute("SELECT id, name, aliases FROM entities WHERE id = ANY(%s)", (list(entity_ids),))

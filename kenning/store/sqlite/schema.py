@@ -192,3 +192,16 @@ SQLITE_MIGRATIONS.append([
 SQLITE_MIGRATIONS.append([
     "CREATE INDEX facts_pair ON facts (source_id, target_id)",
 ])
+
+
+# Authority (kenning.pipeline.authority, docs/security.md): who said each memory, and why its
+# text is instruction-shaped ("a,b": names from kenning.pipeline.instructions.FLAGS; NULL: not
+# flagged). Memories stored before are given the origin their surface would give now; their
+# flags are found when they are processed again.
+SQLITE_MIGRATIONS.append([
+    "ALTER TABLE memories ADD COLUMN origin TEXT",
+    "ALTER TABLE memories ADD COLUMN flags TEXT",
+    "UPDATE memories SET origin = CASE role WHEN 'user' THEN 'user' WHEN 'assistant' THEN 'agent'"
+    " WHEN 'tool' THEN 'tool' WHEN 'system' THEN 'api' ELSE CASE WHEN json_extract(metadata, '$.format')"
+    " IS NOT NULL THEN 'document' ELSE 'api' END END",
+])

@@ -85,7 +85,8 @@ _MEMORY_COLUMNS = (
     "id, dataset, kind, content, topic, context, decisions, rationale, metadata, source, "
     "content_hash, valid_at, status, error, retention, retention_until, pinned, pin_reason, "
     "access_count, last_accessed_at, supersedes, superseded_by, supersession_reason, "
-    'created_at, updated_at, processed_at, usage, episode, position, "user", agent, session, role, speaker'
+    'created_at, updated_at, processed_at, usage, episode, position, "user", agent, session, role, speaker,'
+    " origin, flags"
 )
 
 _FACT_COLUMNS = ("id, dataset, source_id, relation, target_id, description, valid_at, invalid_at, created_at,"
@@ -93,6 +94,8 @@ _FACT_COLUMNS = ("id, dataset, source_id, relation, target_id, description, vali
 
 
 def _db_value(name: str, value: Any) -> Any:
+    if name == "flags":
+        return ",".join(value) or None
     if name in _JSON_FIELDS or name == "usage":
         return json.dumps(value, default=str)
     if name in _TIME_FIELDS or isinstance(value, dt.datetime):
@@ -264,6 +267,20 @@ class _SQLiteTxn(Txn):
         self.db.execute(
             "INSERT OR IGNORE INTO fact_memories (fact_id, memory_id) VALUES (?, ?)", (fact_id, memory_id)
         )
+
+    def memory_source(self, memory_id: str) -> tuple[str | None, str | None]:
+        row = self.db.execute('SELECT origin, "user" FROM memories WHERE id = ?', (memory_id,)).fetchone()
+        return (row[0], row[1]) if row else (None, None)
+
+    def fact_sources(self, fact_ids: Sequence[str]) -> dict[str, list[tuple[str | None, str | None]]]:
+        out: dict[str, list[tuple[str | None, str | None]]] = {i: [] for i in fact_ids}
+        rows = self.db.execute(
+            'SELECT fm.fact_id, m.origin, m."user" FROM fact_memories fm JOIN memories m ON m.id = fm.memory_id'
+            f" WHERE fm.fact_id IN ({_placeholders(len(fact_ids))})", list(fact_ids),
+        ).fetchall() if fact_ids else []
+        for fact_id, origin, user in rows:
+            out[fact_id].append((origin, user))
+        return out
 
     def _delete(self, table: str, ids: Sequence[str]) -> None:
         """Delete rows of ``facts`` or ``entities`` with their full-text rows."""
