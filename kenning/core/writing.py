@@ -26,7 +26,7 @@ from ..errors import ConflictError, KenningError, StoreError, ValidationError
 from ..lifecycle.improve import duplicate_pairs
 from ..lifecycle.remove import scrub_entities
 from ..models import CognifyResult, ImproveResult, Memory, MemoryInput, MemoryKind, Message, RememberResult, Usage
-from ..pipeline.authority import stamp
+from ..pipeline.authority import flags_for, stamp
 from ..pipeline.commit import CommitOutcome, apply_plan, new_id
 from ..pipeline.messages import is_messages, message_memories, read_messages
 from ..pipeline.extract import Extractor
@@ -75,7 +75,8 @@ def content_items(content: Any) -> list[Any]:
 def _processed(memory: Memory, now: dt.datetime, spent: Usage) -> dict[str, Any]:
     """The fields a memory's processing sets when it commits."""
     return {"status": "superseded" if memory.superseded_by else "active", "error": None,
-            "processed_at": now, "updated_at": now, "usage": spent.model_dump()}
+            "processed_at": now, "updated_at": now, "usage": spent.model_dump(),
+            "flags": flags_for(memory.content, memory.origin)}  # its text as it is now (authority.py)
 
 
 class _LostClaim(ConflictError):
@@ -445,6 +446,7 @@ class Writing:
         any transaction), then its graph swapped in one transaction. A failure changes nothing
         and is raised."""
         new = memory.model_copy(update=fields)
+        new.flags = flags_for(new.content, new.origin)  # what extraction reads (authority.py)
         spent = Usage()
         started = time.perf_counter()
         try:
@@ -457,7 +459,7 @@ class Writing:
             log.warning("update failed", extra={"memory_id": memory.id, "dataset": memory.dataset})
             raise
         spent.seconds = round(time.perf_counter() - started, 6)
-        plan.memory_fields = {**fields, **_processed(memory, now, spent)}
+        plan.memory_fields = {**fields, **_processed(new, now, spent)}
         old_entities = set(self.store.memory_graph(memory.id)[0])
 
         def swap(txn: Txn) -> None:

@@ -52,7 +52,11 @@ function hit(item) {
       h("span", { class: "kind" }, item.kind),
       h("span", { class: "score", title: "score" }, item.score.toFixed(3)),
       h("span", { class: "lanes", "aria-label": "found by lanes" }, chips(item.lanes)),
-      item.current ? null : h("span", { class: "badge closed" }, "not valid then")),
+      item.current ? null : h("span", { class: "badge closed" }, "not valid then"),
+      // who said it, and whether it addresses the model or competes with a live fact (docs/security.md)
+      item.origin ? h("span", { class: "badge origin", title: "who said it" }, item.origin) : null,
+      item.flags && item.flags.length ? h("span", { class: "badge closed", title: item.flags.join(", ") }, "instruction-shaped") : null,
+      item.competing && item.competing.length ? h("span", { class: "badge", title: "a live fact contradicts it" }, "competing claim") : null),
     h("p", { class: "hit-text" }, item.text),
     item.valid_at || closed ? h("p", { class: "validity" }, `valid ${interval(item.valid_at, item.invalid_at)}`,
       item.expired_at ? `; no longer believed since ${fmt(item.expired_at)}` : "",
