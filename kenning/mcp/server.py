@@ -166,6 +166,8 @@ def _tool(s: Service, t: _Tools, verb: str) -> Callable[..., Any]:
     async def tool(ctx: Context, **args: Any) -> Json | list[Any]:
         if partial:  # only the fields given are changed; a tool cannot tell None from unset
             args = {k: v for k, v in args.items() if v is not None}
+        if verb in ("remember", "add"):  # the caller is the agent: what it stores is at most its word
+            args["origin"] = args["origin"] if args.get("origin") in ("tool", "document") else "agent"
         if verb == "forget" and _selectors(args) != 1:
             raise ToolError(json.dumps(error_body("validation_error", "give exactly one of memory_id, dataset or user "
                                                                       "(user with its dataset)")))
