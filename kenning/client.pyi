@@ -71,7 +71,7 @@ class Kenning:
         """Close the store and the model clients."""
         ...
 
-    def remember(self, content: str | MemoryInput | Message | Path | builtins.list[str | MemoryInput | Message | Path], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, force: bool = False, dry_run: bool = False, include: builtins.list[str] | None = None, exclude: builtins.list[str] | None = None, sync: bool = False, progress: Callable[[int], None] | None = None) -> RememberResult:
+    def remember(self, content: str | MemoryInput | Message | Path | builtins.list[str | MemoryInput | Message | Path], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None, force: bool = False, dry_run: bool = False, include: builtins.list[str] | None = None, exclude: builtins.list[str] | None = None, sync: bool = False, progress: Callable[[int], None] | None = None) -> RememberResult:
         """Store and process now: a string, a structured memory, chat messages (``{"role",
         "content", "name"?, "created_at"?}``, each kept as a ``message`` memory with its speaker),
         or a list of them. ``user``, ``agent`` and ``session`` scope what is stored. ``force``
@@ -83,7 +83,7 @@ class Kenning:
         """
         ...
 
-    def add(self, content: str | MemoryInput | Message | builtins.list[str | MemoryInput | Message], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None) -> builtins.list[str]:
+    def add(self, content: str | MemoryInput | Message | builtins.list[str | MemoryInput | Message], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None) -> builtins.list[str]:
         """Store as ``pending`` without processing; ``cognify`` processes later. Returns the ids."""
         ...
 
@@ -173,7 +173,7 @@ class Kenning:
         """
         ...
 
-    def context(self, query: str | None = None, *, dataset: str = 'main', user: str | None = None, session: str | None = None, max_tokens: int = 1500) -> Context:
+    def context(self, query: str | None = None, *, dataset: str = 'main', user: str | None = None, session: str | None = None, max_tokens: int = 1500, exclude_flagged: bool = True) -> Context:
         """The block an agent puts in its prompt: current facts with the dates they hold since,
         the entities they concern, the session's latest messages and (with a ``query``) the
         recalled evidence, within ``max_tokens``. A closed fact is never shown as current.
@@ -234,7 +234,7 @@ class AsyncKenning:
         """Close the store and the model clients."""
         ...
 
-    async def remember(self, content: str | MemoryInput | Message | Path | builtins.list[str | MemoryInput | Message | Path], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, force: bool = False, dry_run: bool = False, include: builtins.list[str] | None = None, exclude: builtins.list[str] | None = None, sync: bool = False, progress: Callable[[int], None] | None = None) -> RememberResult:
+    async def remember(self, content: str | MemoryInput | Message | Path | builtins.list[str | MemoryInput | Message | Path], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None, force: bool = False, dry_run: bool = False, include: builtins.list[str] | None = None, exclude: builtins.list[str] | None = None, sync: bool = False, progress: Callable[[int], None] | None = None) -> RememberResult:
         """Store and process now: a string, a structured memory, chat messages (``{"role",
         "content", "name"?, "created_at"?}``, each kept as a ``message`` memory with its speaker),
         or a list of them. ``user``, ``agent`` and ``session`` scope what is stored. ``force``
@@ -246,7 +246,7 @@ class AsyncKenning:
         """
         ...
 
-    async def add(self, content: str | MemoryInput | Message | builtins.list[str | MemoryInput | Message], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None) -> builtins.list[str]:
+    async def add(self, content: str | MemoryInput | Message | builtins.list[str | MemoryInput | Message], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None) -> builtins.list[str]:
         """Store as ``pending`` without processing; ``cognify`` processes later. Returns the ids."""
         ...
 
@@ -336,7 +336,7 @@ class AsyncKenning:
         """
         ...
 
-    async def context(self, query: str | None = None, *, dataset: str = 'main', user: str | None = None, session: str | None = None, max_tokens: int = 1500) -> Context:
+    async def context(self, query: str | None = None, *, dataset: str = 'main', user: str | None = None, session: str | None = None, max_tokens: int = 1500, exclude_flagged: bool = True) -> Context:
         """The block an agent puts in its prompt: current facts with the dates they hold since,
         the entities they concern, the session's latest messages and (with a ``query``) the
         recalled evidence, within ``max_tokens``. A closed fact is never shown as current.
