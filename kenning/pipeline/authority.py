@@ -226,10 +226,11 @@ def annotate_hits(store: Any, hits: Sequence[Any], memories: Sequence[Memory], r
         found = {f for m in mine for f in m.flags} | set(flags_for(hit.text, hit.origin))
         hit.flags = sorted(found, key=lambda f: _FLAG_ORDER.get(f, len(FLAGS)))
     facts = [h for h in hits if h.kind == "fact" and h.expired_at is None and h.source and h.relation]
-    if facts:
-        for fact, row in zip(facts, store.get_facts([h.id for h in facts])):
-            competing_claims(store, [row], rules)
-            fact.competing = row.competing
+    rows = store.get_facts([h.id for h in facts]) if facts else []
+    competing_claims(store, rows, rules)
+    found = {row.id: row.competing for row in rows}
+    for fact in facts:
+        fact.competing = found.get(fact.id, [])
 
 
 _FLAG_ORDER = {flag: i for i, flag in enumerate(FLAGS)}

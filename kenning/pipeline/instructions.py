@@ -61,7 +61,12 @@ _OVERRIDE = [
     rf"\b(?:ignore|disregard|forget|override|bypass|skip|drop|discard|abandon)\s+{_PREVIOUS}{_RULES}\b",
     rf"\b(?:ignore|disregard|forget)\s+(?:all|everything)\s+(?:above|before|previously|you\s+were\s+told)",
     r"\bdo\s+not\s+(?:follow|obey)\s+(?:the|your|any)\s+(?:previous|prior|above|system)\b",
-    r"\b(?:new|updated|revised|real|actual)\s+(?:system\s+)?instructions?\s*:",
+    rf"\b(?:pay\s+no\s+attention\s+to|do\s+not\s+(?:follow|obey|listen\s+to))\s+{_PREVIOUS}{_RULES}\b",
+    r"\b(?:stop|quit|cease)\s+(?:following|obeying|using)\s+(?:your|the|all|any)\s+(?:\w+\s+)?"
+    r"(?:instructions|rules|guidelines|guardrails|policies|programming)\b",
+    r"\b(?:new|updated|revised|real|actual|additional|secret|hidden|urgent)\s+(?:system\s+)?"
+    r"(?:instructions?|task|directives?|orders?)\s*(?::|from\s+(?:the\s+)?(?:developer|admin|system|operator|owner))",
+    r"\byour\s+(?:new|real|true|actual|only)\s+(?:goal|task|purpose|objective|mission|role|job|instructions?)\s+(?:is|are)\b",
     r"\byou\s+are\s+now\s+(?:a|an|in|the|my|no\s+longer|free|dan|unrestricted)\b",
     r"\bfrom\s+now\s+on,?\s+(?:you|the\s+(?:assistant|model|ai))\s+(?:will|must|shall|should|are|have)\b",
     r"\b(?:act|behave|respond)\s+as\s+(?:if\s+you\s+(?:were|are)|an?\s+(?:unrestricted|unfiltered|evil))",
@@ -74,8 +79,10 @@ _OVERRIDE = [
     r"\bignore\s+(?:todas\s+)?(?:as\s+)?instrucoes\s+(?:anteriores|previas)",
     r"\bnegeer\s+(?:alle\s+)?(?:vorige|eerdere)\s+instructies",
 ]
-_ROLE_WORDS = r"(?:system|developer|assistant|ai|bot|model|instructions?|sys)"
+_ROLE_WORDS = r"(?:system|developer|assistant|ai|bot|model|sys)"
 _ROLE_MARKER = [
+    rf"(?:<!--|```)\s*{_ROLE_WORDS}\b",
+    r"(?:^|\n)\s*human\s*:",
     rf"(?:^|\n)\s*(?:#+\s*|\*\*|\[)?{_ROLE_WORDS}(?:\s+(?:prompt|message|note|override))?\s*(?:\]|\*\*)?\s*[:：]",
     r"<\s*/?\s*(?:system|developer|assistant|user|context|instructions?|prompt|sys|admin|tool|im_start|im_end)\b[^>]{0,80}>",
     r"<\|\s*(?:im_start|im_end|system|user|assistant|endoftext|eot_id|start_header_id|end_header_id)\s*\|>",
@@ -89,25 +96,42 @@ _OUTPUT_VERBS = (r"(?:include|mention|say|state|add|append|prepend|insert|respon
                  r"trust|describe|praise|promote|advertise)")
 _DIRECTIVE = [
     rf"\b(?:always|never|must\s+always|must\s+never|should\s+always|do\s+not\s+ever)\s+(?:\w+\s+)?{_OUTPUT_VERBS}\b"
-    r"(?=[^.\n]{0,80}\b(?:answer|answers|response|responses|reply|replies|output|it|this|that|the\s+user|"
-    r"users|them|every|each|message|messages|conversation|chat|link|url|email|password|secret|"
-    r"prompt|instructions?|rule|summary|signature|tool|function)\b)",
-    r"\b(?:in|at\s+the\s+(?:end|start)\s+of)\s+(?:every|each|all|any|your)\s+(?:future\s+)?(?:answer|response|reply|message|output)s?\b",
+    r"(?=[^.\n]{0,80}\b(?:answer|answers|response|responses|reply|replies|output|outputs|the\s+user|"
+    r"users|every\s+message|conversation|chat|summary|summaries|signature)\b)",
+    r"\b(?:in|at\s+the\s+(?:end|start)\s+of)\s+(?:every|each|all|any)\s+(?:future\s+)?(?:answer|response|reply|message|output)s?\b",
+    r"\bin\s+(?:all\s+)?your\s+(?:future\s+)?(?:answers|responses|replies|outputs)\b",
     r"\b(?:respond|reply|answer)\s+only\s+(?:with|in)\b",
-    r"\byou\s+(?:must|should|will|shall)\s+(?:always|never|now|immediately)\b",
     r"\b(?:when(?:ever)?|if)\s+(?:anyone|someone|the\s+user|a\s+user|you\s+are)\s+(?:asks?|asked)\b[^.\n]{0,60}"
     r"\b(?:say|answer|reply|respond|tell|reveal)\b",
-    r"\b(?:as\s+an?\s+ai|dear\s+(?:ai|assistant|model|llm|chatbot)|attention\s+(?:ai|assistant|llm|model))\b",
+    r"\b(?:dear\s+(?:ai|assistant|model|llm|chatbot)|attention\s+(?:ai|assistant|llm|model))\b",
+    # addressing the model by name or kind ("AI assistant, please …", "Hey ChatGPT")
+    r"(?:\A|[.!?]\s+|\n)\s*(?:hey\s+|hi\s+|dear\s+|ok\s+|note\s+to\s+(?:the\s+)?)?(?:ai(?:\s+assistant)?|assistant|chatgpt|"
+    r"gpt(?:-?\d)?|claude|gemini|copilot|llm|language\s+model|chatbot)\s*[,:!]",
+    r"\b(?:if\s+you\s+are|you(?:'re|\s+are)\s+(?:now|just))\s+(?:an?\s+)?(?:ai|llm|(?:large\s+)?language\s+model|chatbot|ai\s+assistant|ai\s+model)\b",
+    r"\b(?:any|an)\s+(?:ai|llm|assistant|model)\s+(?:reading|processing|summari[sz]ing)\s+this\b",
+    r"\b(?:respond|reply|answer)\s+(?:to\s+)?(?:every|each|all|any)\s+(?:question|message|query|request|prompt)s?\s+with\b",
+    r"\b(?:tell|inform|warn|ask)\s+the\s+user\s+(?:that|to|their|they)\b",
+    r"\bwhen\s+(?:summari[sz]ing|answering|replying|responding)\b[^.\n]{0,40}\b(?:add|include|say|mention|append)\b",
     r"\b(?:the\s+)?(?:assistant|ai|model|llm|chatbot|agent)\s+(?:must|should|will|shall)\s+(?:always|never|now)\b",
 ]
-_SECRET = r"(?:passwords?|passwd|passcodes?|pins?|secrets?|api[\s_-]*keys?|access[\s_-]*keys?|private[\s_-]*keys?|" \
-          r"tokens?|credentials?|ssn|social\s+security(?:\s+numbers?)?|credit\s+card(?:\s+numbers?)?|" \
-          r"system\s+prompt|hidden\s+(?:prompt|instructions)|seed\s+phrase|2fa\s+codes?|otp)"
+_SECRET = r"(?:passwords?|passwd|passcodes?|pin\s+(?:codes?|numbers?)|secret\s+(?:keys?|tokens?|codes?)|api[\s_-]*keys?|" \
+          r"access[\s_-]*(?:keys?|tokens?)|private[\s_-]*keys?|(?:auth|bearer|session|admin)[\s_-]*tokens?|" \
+          r"credentials?|ssn|social\s+security\s+numbers?|credit\s+card\s+numbers?|" \
+          r"system\s+prompt|(?:hidden|initial|original|first|secret|developer|full)\s+(?:prompt|instructions)|" \
+          r"seed\s+phrase|2fa\s+codes?|otp)"
 _SECRET_REQUEST = [
     rf"\b(?:reveal|show|print|tell|send|give|include|output|leak|share|disclose|repeat|dump|expose|"
-    rf"list|display|email|post|forward|return|provide|spell\s+out|read\s+out)\b[^.\n]{{0,60}}\b{_SECRET}\b",
-    rf"\b{_SECRET}\s+(?:is|are|was|=|:)\s*[\"'`]?\S{{3,}}",
+    rf"list|display|email|post|forward|return|provide|spell\s+out|read\s+out)(?:\s+(?:me|us|him|her|them))?"
+    rf"\s+(?:the|your|all|any|every|his|her|their|our|my|its)\s+(?:[\w'’-]+\s+){{0,3}}{_SECRET}\b",
+    r"\b(?:password|passwd|passcode|api[\s_-]*key|access[\s_-]*key|private[\s_-]*key|"
+    r"(?:api|access|auth|bearer|session|admin)[\s_-]*token|seed\s+phrase)"
+    r"\s+(?:is|=|:)\s*[\"'`]?[^\s\"'`]{4,}",
     rf"\bwhat\s+(?:is|are)\s+(?:the|your|my|their)\s+(?:\w+\s+)?{_SECRET}\b",
+    # what was said, sent elsewhere ("email the conversation to …", "output your memory")
+    r"\b(?:email|send|forward|post|upload|leak|exfiltrate)\s+(?:the|this|our|all|my|your|every)\s+(?:\w+\s+)?"
+    r"(?:conversations?|chats?|chat\s+history|memory|memories|context)\s+to\b",
+    r"\b(?:output|print|dump|reveal|list|repeat|show)\s+(?:the\s+)?(?:contents?\s+of\s+|everything\s+in\s+)?"
+    r"(?:your|the)\s+(?:memory|memories|context\s+window|instructions|prompt|rules)\b",
 ]
 _TOOL_CALL = [
     r"[{,]\s*[\"'](?:tool_calls?|function_call|tool_use|tool_name|function_name)[\"']\s*:",
@@ -115,7 +139,7 @@ _TOOL_CALL = [
     r"[\"'](?:arguments|parameters|args|input|action_input|params)[\"']\s*:",
     r"[{,]\s*[\"'](?:arguments|parameters|action_input)[\"']\s*:\s*\{",
     r"<\s*/?\s*(?:tool_call|function_call|tool_use|invoke|function_calls|antml:invoke)\b",
-    r"\b(?:call|invoke|run|execute|use)\s+the\s+(?:\w+\s+)?(?:tool|function)\b",
+    r"\b(?:call|invoke|run|execute|trigger)\s+(?:the\s+)?[a-z0-9]+(?:_[a-z0-9]+)+(?:\s+(?:tool|function))?\b",
 ]
 _MODE = [
     r"\b(?:developer|dev|god|debug|admin|sudo|root|jailbreak|jailbroken|unrestricted|unfiltered|dan|evil)\s+mode\b",
@@ -127,7 +151,26 @@ _PATTERNS = {
     "override": _OVERRIDE, "role_marker": _ROLE_MARKER, "model_directive": _DIRECTIVE,
     "secret_request": _SECRET_REQUEST, "tool_call": _TOOL_CALL, "mode_switch": _MODE,
 }
-_COMPILED = {flag: [re.compile(p, re.IGNORECASE) for p in patterns] for flag, patterns in _PATTERNS.items()}
+
+
+def _compile(pattern: str) -> tuple[re.Pattern[str], bool]:
+    """A pattern for folded (lower-case) text, and whether it starts at a word boundary. The
+    boundary is checked on each match rather than in the pattern: a pattern that starts with
+    its words lets the engine skip to where they could begin (ten times faster on prose)."""
+    bounded = pattern.startswith(r"\b")
+    return re.compile(pattern[2:] if bounded else pattern), bounded
+
+
+def _matches(compiled: tuple[re.Pattern[str], bool], text: str) -> bool:
+    pattern, bounded = compiled
+    for m in pattern.finditer(text):
+        before = text[m.start() - 1] if m.start() else " "
+        if not bounded or not (before.isalnum() or before == "_"):
+            return True
+    return False
+
+
+_COMPILED = {flag: [_compile(p) for p in patterns] for flag, patterns in _PATTERNS.items()}
 #: phrases also looked for with every space and mark removed ("i g n o r e  p r e v i o u s …")
 _SQUASHED = {
     "override": ("ignorepreviousinstructions", "ignoreallpreviousinstructions", "ignorealloftheprevious",
@@ -144,9 +187,12 @@ def fold(text: str) -> str:
     """``text`` as it is matched: compatibility forms and width folded (NFKC), invisible
     characters removed, look-alike letters mapped to Latin ones, accents dropped, lower case,
     letters spaced out one by one joined up."""
-    text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
-    text = text.casefold().translate(_LOOKALIKE)
-    text = "".join(c for c in unicodedata.normalize("NFKD", text) if not unicodedata.combining(c))
+    if not text.isascii():  # plain ASCII has nothing to fold but case
+        text = _INVISIBLE.sub("", unicodedata.normalize("NFKC", text))
+        text = text.casefold().translate(_LOOKALIKE)
+        # accents dropped, and letters of other scripts with them: every pattern is in Latin letters
+        text = unicodedata.normalize("NFKD", text).encode("ascii", "ignore").decode()
+    text = text.lower()
     return _SPACED.sub(lambda m: re.sub(r"[ .\-_*]", "", m.group(0)), text)
 
 
@@ -159,7 +205,7 @@ def detect(text: str) -> list[str]:
     squashed = re.sub(r"[^a-z<|>]", "", folded.translate(_LEET))
     found = []
     for flag in FLAGS:
-        if any(p.search(folded) for p in _COMPILED[flag]) or any(w in squashed for w in _SQUASHED.get(flag, ())):
+        if any(_matches(p, folded) for p in _COMPILED[flag]) or any(w in squashed for w in _SQUASHED.get(flag, ())):
             found.append(flag)
     return found
 
