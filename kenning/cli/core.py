@@ -8,10 +8,11 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import get_args
 
 import click
 
-from ..models import Hit, RecallResult, RememberResult
+from ..models import Hit, Origin, RecallResult, RememberResult
 from ..requests import SEARCH_TYPES
 from .memories import KINDS
 from ._common import (
@@ -57,6 +58,8 @@ def _remember_options(fn, files_help: str = "Read a memory from a file (repeatab
         click.option("--user", default=None, help="The user they belong to (speaker of role-user messages)."),
         click.option("--agent", default=None, help="The agent they belong to (speaker of role-assistant messages)."),
         click.option("--session", default=None, help="The conversation the messages continue."),
+        click.option("--origin", type=click.Choice(get_args(Origin)), default=None,
+                     help="Who said it (docs/security.md); messages and files: only lowers it."),
         click.option("--json", "as_json", is_flag=True, help="Print JSON."),
     ]):
         fn = option(fn)
@@ -78,8 +81,8 @@ def register(group: click.Group) -> None:
 @click.option("--exclude", multiple=True, help="Files: skip what this .gitignore-style pattern matches (repeatable).")
 @click.option("--sync", is_flag=True, help="Files: forget the memories of files deleted from the folder.")
 @click.pass_context
-def remember(ctx, texts, files, dataset, kind, source, valid_at, messages, user, agent, session, as_json,  # noqa: ANN001
-             force, include, exclude, sync) -> None:
+def remember(ctx, texts, files, dataset, kind, source, valid_at, messages, user, agent, session, origin,  # noqa: ANN001
+             as_json, force, include, exclude, sync) -> None:
     """Store and process memories now: texts, files and folders with --file, or a chat with
     --messages chat.json --user alice.
 
@@ -92,13 +95,14 @@ def remember(ctx, texts, files, dataset, kind, source, valid_at, messages, user,
             fail("give TEXT arguments, --file or --messages: one of them")
         _remember_files(ctx, [Path(f) for f in files], as_json, dataset=dataset, kind=kind, source=source,
                         valid_at=valid_at, force=force, include=list(include) or None,
-                        exclude=list(exclude) or None, sync=sync, user=user, agent=agent, session=session)
+                        exclude=list(exclude) or None, sync=sync, user=user, agent=agent, session=session,
+                        origin=origin)
         return
     if include or exclude or sync:
         fail("--glob, --exclude and --sync apply to --file")
     items = _read_inputs(texts, (), messages)
     fields = {"dataset": dataset, "kind": kind, "source": source, "valid_at": valid_at, "force": force,
-              "user": user, "agent": agent, "session": session}
+              "user": user, "agent": agent, "session": session, "origin": origin}
     with open_kenning(ctx, create=True) as kn:
         if len(items) > 1 and not as_json:
             with progress("remembering", "memories", total=len(items)) as advance:
@@ -154,7 +158,7 @@ def _remembered(result: RememberResult) -> str:
 @click.command()
 @_remember_options
 @click.pass_context
-def add(ctx, texts, files, dataset, kind, source, valid_at, messages, user, agent, session, as_json) -> None:  # noqa: ANN001
+def add(ctx, texts, files, dataset, kind, source, valid_at, messages, user, agent, session, origin, as_json) -> None:  # noqa: ANN001
     """Store memories as pending, to be processed by `kenning cognify`.
 
     Example: kenning add -f notes.md && kenning cognify
@@ -162,7 +166,7 @@ def add(ctx, texts, files, dataset, kind, source, valid_at, messages, user, agen
     items = _read_inputs(texts, files, messages)
     with open_kenning(ctx, create=True) as kn:
         ids = call(kn.add, items, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
-                   user=user, agent=agent, session=session)
+                   user=user, agent=agent, session=session, origin=origin)
     if as_json:
         dump_json({"memory_ids": ids})
     else:
@@ -276,16 +280,19 @@ def recall(ctx, query, dataset, top_k, search_type, depth, as_of, known_at, answ
 @dataset_option
 @scope_options("user", "session")
 @click.option("--max-tokens", default=1500, show_default=True, type=click.IntRange(50, 100_000))
+@click.option("--exclude-flagged/--include-flagged", default=True, show_default=True,
+              help="Leave out instruction-shaped memories (docs/security.md).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def context(ctx, query, dataset, user, session, max_tokens, as_json) -> None:  # noqa: ANN001
+def context(ctx, query, dataset, user, session, max_tokens, exclude_flagged, as_json) -> None:  # noqa: ANN001
     """Print the context block for an agent's prompt: current facts, entities, the session's
     latest messages and (with QUERY) what recall finds.
 
     Example: kenning context "what does she eat?" --user alice --session s1
     """
     with open_kenning(ctx) as kn:
-        result = call(kn.context, query, dataset=dataset, user=user, session=session, max_tokens=max_tokens)
+        result = call(kn.context, query, dataset=dataset, user=user, session=session, max_tokens=max_tokens,
+                      exclude_flagged=exclude_flagged)
     if as_json:
         dump_json(result)
     else:
