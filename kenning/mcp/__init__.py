@@ -10,7 +10,7 @@ __all__ = ["build_server"]
 
 def __getattr__(name: str) -> Any:
     if name == "build_server":
-        from .server import build_server
+        from .server import build_server  # without the mcp package: ConfigurationError naming the extra
 
         return build_server
     raise AttributeError(name)
