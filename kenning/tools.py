@@ -126,6 +126,17 @@ PARAMS: dict[str, str] = {
     "metadata": "A JSON object of your own labels (string keys), kept with the memory and usable in filters.",
     "neighbors": "Conversation turns to attach before and after each hit.",
     "search_type": "Which searches to run (auto: chosen from the question).",
+    "retry_failed": "Also process the memories whose processing failed.",
+    "status": "Only memories in this state.",
+    "retention": "How long the memory is kept: permanent, decision, standard, ephemeral or session.",
+    "order_by": "The order of the page.",
+    "descending": "Newest (largest) first.",
+    "limit": "How many to return.",
+    "offset": "How many to skip (the next page starts at offset + limit).",
+    "topic": "The subject of a decision.",
+    "decisions": "What was decided, one item each.",
+    "rationale": "Why, one reason each.",
+    "reason": "Why it is pinned.",
     "content": "What to remember: text, chat messages [{role, content, name?, created_at?}] (one list is one "
                "conversation episode), or a decision {topic, context?, decisions?, rationale?}.",
 }
@@ -135,7 +146,7 @@ _OVERRIDES: dict[str, dict[str, str]] = {  # per verb, where the general words d
     "forget": {"dataset": "Forget this whole dataset, or (with user) the dataset the user's memories are in.",
                "user": "Forget everything this user's memories stated."},
     "list": {"dataset": "Dataset name (default 'main')."},
-    "update": {"content": "The new text of the memory."},
+    "update": {"content": "The new text of the memory.", "context": "The situation of a decision."},
 }
 
 READ_ONLY = frozenset({"recall", "timeline", "stats", "get", "list", "provenance", "chain", "datasets",
