@@ -8,7 +8,7 @@ import webbrowser
 
 import click
 
-from ._common import fail, open_kenning, run
+from ._common import open_kenning, run
 
 __all__ = ["register"]
 

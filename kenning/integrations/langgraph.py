@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import operator
 from collections.abc import Iterable
 from typing import Any
 
@@ -65,6 +66,10 @@ def _text(value: dict[str, Any]) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
+_OPS = {"$eq": operator.eq, "$ne": operator.ne, "$gt": operator.gt, "$gte": operator.ge,
+        "$lt": operator.lt, "$lte": operator.le}
+
+
 def _matches(value: dict[str, Any], conditions: dict[str, Any] | None) -> bool:
     for key, want in (conditions or {}).items():
         have = value
@@ -72,12 +77,11 @@ def _matches(value: dict[str, Any], conditions: dict[str, Any] | None) -> bool:
             have = have.get(part) if isinstance(have, dict) else None
         ops = want if isinstance(want, dict) and want and all(k.startswith("$") for k in want) else {"$eq": want}
         for op, arg in ops.items():
+            if op not in _OPS:
+                raise ValidationError(f"unknown filter operator {op!r}: use $eq $ne $gt $gte $lt $lte")
             try:
-                ok = {"$eq": lambda: have == arg, "$ne": lambda: have != arg, "$gt": lambda: have > arg,
-                      "$gte": lambda: have >= arg, "$lt": lambda: have < arg, "$lte": lambda: have <= arg}[op]()
-            except KeyError:
-                raise ValidationError(f"unknown filter operator {op!r}: use $eq $ne $gt $gte $lt $lte") from None
-            except TypeError:
+                ok = _OPS[op](have, arg)
+            except TypeError:  # a value of another type (None against a number) does not match
                 ok = False
             if not ok:
                 return False
@@ -232,4 +236,4 @@ def _condition(namespace: tuple[str, ...], condition: Any) -> bool:
     if len(path) > len(namespace):
         return False
     part = namespace[: len(path)] if condition.match_type == "prefix" else namespace[len(namespace) - len(path):]
-    return all(p == "*" or p == n for p, n in zip(path, part))
+    return all(p == "*" or p == n for p, n in zip(path, part, strict=True))
