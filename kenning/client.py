@@ -320,10 +320,6 @@ class AsyncKenning:
     async def reembed(cls, *args: Any, **kwargs: Any) -> dict[str, int]:
         return await asyncio.to_thread(Kenning.reembed, *args, **kwargs)
 
-    @functools.wraps(Kenning.tools)
-    def tools(self, profile: str = "agent") -> list[dict[str, Any]]:
-        return self._sync.tools(profile)
-
     async def __aenter__(self) -> AsyncKenning:
         return self
 
@@ -332,5 +328,5 @@ class AsyncKenning:
 
 
 # every verb of ``Kenning``, awaited: a verb added there is added here
-for _name in ("close", "export", "import_", "call_tool", *VERBS):
+for _name in ("close", "export", "import_", "tools", "call_tool", *VERBS):
     setattr(AsyncKenning, _name, _async(getattr(Kenning, _name)))

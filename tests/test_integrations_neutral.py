@@ -66,7 +66,8 @@ def test_async_and_remote_clients_have_the_same_tools(tmp_path):
 
     async def main() -> str:
         async with AsyncKenning(str(tmp_path / "a.db")) as akn:
-            assert akn.tools() == Kenning.tools(akn._sync)
+            with Kenning(":memory:") as other:
+                assert await akn.tools("all") == other.tools("all")
             await akn.call_tool("remember", {"content": "Judy lives in Bern."})
             return await akn.call_tool("recall", {"query": "Where does Judy live?"})
 
