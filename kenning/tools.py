@@ -341,7 +341,9 @@ def _hit_line(i: int, hit: Any) -> str:
             parts = [f"{k} {v}" for k, v in result_json(loc).items() if v not in (None, [], "")]
             page = f", {'; '.join(str(p) for p in parts)[:80]}" if parts else ""
         when = _day(hit.valid_at or hit.created_at)
-        extra = ", ".join(x for x in (when, f"from {where}{page}" if where else "", state if not hit.current else "") if x)
+        speaker = getattr(hit, "speaker", None)  # a message hit's speaker, where the hit names one
+        extra = ", ".join(x for x in (when, f"said by {speaker}" if speaker else "",
+                                      f"from {where}{page}" if where else "", state if not hit.current else "") if x)
         head = f"{i}. [{label}{', ' + extra if extra else ''}] {_cut(hit.text)}"
     ids = f"   id {hit.id}" + (f" · memory {', '.join(hit.memory_ids[:3])}" if hit.memory_ids else "")
     return head + "\n" + ids
