@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, create_model
+from pydantic.fields import FieldInfo
 from pydantic import ValidationError as PydanticValidationError
 
 from .errors import ValidationError
@@ -192,9 +193,7 @@ class Tool:
 def _field(t: Tool, name: str) -> Any:
     field = t.model.model_fields[name]
     words = _OVERRIDES.get(t.name, {}).get(name) or PARAMS.get(name) or field.description
-    copy = field._copy() if hasattr(field, "_copy") else field
-    copy.description = words
-    return copy
+    return FieldInfo.merge_field_infos(field, description=words)  # a copy: the model's own is untouched
 
 
 def tool(name: str, profile: str = "agent") -> Tool:
