@@ -1,5 +1,6 @@
-"""The MCP server (the official ``mcp`` SDK): ``build_server(kn, auth=…)``. Needs the ``mcp``
-extra; imported on first use."""
+"""The MCP server (the official ``mcp`` SDK): ``build_server(kn, auth=…, tools="agent")``, the
+tools of ``kenning.tools`` (profiles ``agent`` and ``all``). Needs the ``mcp`` extra (a
+ConfigurationError names it); imported on first use."""
 
 from __future__ import annotations
 
