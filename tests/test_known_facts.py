@@ -181,3 +181,44 @@ def test_mcp_remember_takes_known_facts(tmp_path) -> None:  # noqa: ANN001
         anyio.run(main)
         [fact] = kn.timeline("Frank").facts
         assert (fact.target, fact.valid_at) == ("Umbrella", at("2021-03-01"))
+
+
+def test_readme_known_facts_example_prints_what_it_says(tmp_path, monkeypatch) -> None:  # noqa: ANN001
+    import contextlib
+    import io
+    import re
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    section = readme.split("## Known facts: records in, no extraction", 1)[1].split("\n## ", 1)[0]
+    code = re.findall(r"```python\n(.+?)\n```", section, re.S)[0]
+    monkeypatch.chdir(tmp_path)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        exec(compile(code, "README.md", "exec"), {})
+    first, second = out.getvalue().splitlines()
+    assert first == "2 1"
+    assert second.startswith("[('Acme', datetime.datetime(2023, 6, 1, 0, 0") and second.endswith("('Globex', None)]")
+
+
+def test_with_a_model_known_facts_skip_extraction_and_resolve_with_the_model(tmp_path, fake_openai) -> None:  # noqa: ANN001
+    """No extraction call for records; a record that may contradict a stored fact it does not
+    repeat is judged in the one resolution call an extracted fact would get."""
+    from tests.test_llm_pipeline import extraction, fact, open_kn, schema_name
+
+    fake_openai.enqueue_chat(extraction(fact("Alice Smith", "plays_for", "Red Team", "Alice Smith plays for Red Team.",
+                                             valid_at="2021-01-01")))
+    fake_openai.enqueue_chat({"duplicates": [], "contradictions": [{"new": "n1", "stored": ["c1"]}], "entities": []})
+    with open_kn(str(tmp_path / "llm.db"), fake_openai) as kn:
+        kn.remember("Alice Smith plays for Red Team since 2021.")
+        [red] = kn.timeline("Alice Smith").facts
+        result = kn.remember([{"source": "alice smith", "relation": "plays_for", "target": "Blue Team",
+                               "valid_at": "2023-05-01"}])
+        assert result.errors == [] and result.facts_invalidated == [red.id] and result.usage.chat_calls == 1
+        old, new = kn.timeline("Alice Smith").facts
+        assert (old.target, old.invalid_at, new.target) == ("Red Team", at("2023-05-01"), "Blue Team")
+        # nothing to judge: no call at all
+        calls = len(fake_openai.chat_requests)
+        assert kn.remember([{"source": "Blue Team", "relation": "based_in", "target": "Leeds"}]).usage.chat_calls == 0
+        assert len(fake_openai.chat_requests) == calls
+    assert [schema_name(r) for r in fake_openai.chat_requests] == ["extraction", "resolution"]
