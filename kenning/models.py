@@ -121,12 +121,11 @@ class Message(_Model):
 _Given = dt.datetime | dt.date | Annotated[str, Field(max_length=100)]
 
 
+# A known fact (kenning.pipeline.known, docs/known-facts.md): ``invalid_at`` not after
+# ``valid_at`` is a ValidationError; ``invalid_at`` alone says the relation ended then (it closes
+# the open matching fact). The docstring is the JSON schema's description: plain words, short.
 class FactInput(_Model):
-    """A known fact to remember as it is, without extraction (kenning.pipeline.known): an edge
-    ``source`` ``relation`` ``target`` between two entities; ``valid_at`` when it began to hold
-    (default: the call's ``valid_at``), ``invalid_at`` when it stopped (not after ``valid_at``:
-    a ValidationError; without ``valid_at``: the relation ended then, which closes the open
-    matching fact), ``description`` its sentence (default: "Alice works at Acme.")."""
+    """A known fact, stored as given without extraction: source, relation, target, optional dates and sentence."""
 
     source: Annotated[str, Field(min_length=1, max_length=1000, description="The subject entity's name.")]
     relation: Annotated[str, Field(min_length=1, max_length=200, description="The relation, e.g. works_at.")]

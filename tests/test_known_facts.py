@@ -108,6 +108,15 @@ def test_add_then_cognify_update_and_dry_run(kn: Kenning) -> None:
     with pytest.raises(ValidationError, match="holds known facts"):
         kn.update(memory_id, content="Carol lives in Lisbon.")
     assert [f.target for f in kn.timeline("Carol").facts] == ["Madrid"]
+    with pytest.raises(ValidationError, match="kind 'facts' marks a memory of known facts"):
+        kn.update(memory_id, kind="note")
+    text_id = kn.remember("Carol likes tea.").memory_ids[0]
+    with pytest.raises(ValidationError, match="kind 'facts' marks a memory of known facts"):
+        kn.update(text_id, kind="facts")
+    [pending] = kn.add([{"source": "Carol", "relation": "likes", "target": "jazz"}])
+    with pytest.raises(ValidationError, match="holds known facts"):  # checked before it is stored, too
+        kn.update(pending, content="Carol likes jazz.")
+    assert kn.get(pending).content.startswith("{")
 
 
 def test_async_facade_takes_known_facts(tmp_path) -> None:  # noqa: ANN001

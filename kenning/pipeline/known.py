@@ -39,8 +39,8 @@ from .commit import WritePlan, new_id
 from .extract import ExtractedFact, Extraction
 from .process import Drafted, PipelineConfig, Prepared, drafts_from_extraction, embed_drafts, finish_plan
 
-__all__ = ["KIND", "draft_known", "estimate_known", "is_known", "is_known_memory", "known_memory", "known_plan",
-           "read_records"]
+__all__ = ["KIND", "check_update", "draft_known", "estimate_known", "is_known", "is_known_memory", "known_memory",
+           "known_plan", "read_records"]
 
 #: the kind of a memory that holds known facts. Such a memory states what the caller of
 #: ``remember``/``add`` asserts, so its authority is the caller's (issue #27): set it where
@@ -125,7 +125,7 @@ def known_memory(items: Sequence[Any], *, dataset: str, now: dt.datetime, valid_
     content = "\n".join(json.dumps(r, ensure_ascii=False, sort_keys=True) for r in records)
     return Memory(
         id=new_id("mem"), dataset=dataset, kind=KIND, content=content, source=source, metadata=metadata,
-        content_hash=content_hash(content, KIND, user, agent, session), valid_at=valid_at or now,
+        content_hash=content_hash(content, user, agent, session), valid_at=valid_at or now,
         status=status, created_at=now, updated_at=now, user=user, agent=agent, session=session,
     )
 
@@ -145,6 +145,16 @@ def _stored_records(memory: Memory) -> list[dict[str, Any]]:
         raise ValidationError(f"memory {memory.id} holds known facts: each line must be an object "
                               "{source, relation, target, valid_at?, invalid_at?, description?}")
     return read_records(items, now=memory.valid_at)
+
+
+def check_update(memory: Memory, fields: dict[str, Any]) -> None:
+    """``update``'s changes to a memory, checked before anything is written: a ``facts``
+    memory's new content must be records; the kind ``facts`` is neither given nor taken away."""
+    if (fields.get("kind", memory.kind) == KIND) != is_known_memory(memory):
+        raise ValidationError(f"kind {KIND!r} marks a memory of known facts: it cannot be given to "
+                              "or taken from another memory (remember the records instead)")
+    if is_known_memory(memory) and "content" in fields:
+        _stored_records(memory.model_copy(update={"content": fields["content"]}))
 
 
 def sentence(record: Mapping[str, Any]) -> str:
