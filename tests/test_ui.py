@@ -72,6 +72,10 @@ def site(tmp_path_factory):
                                                   "agent": "kenbot", "session": "offsite-planning"})
             assert resp.status_code == 200, resp.text
             ids["booked"], ids["reply"] = resp.json()["memory_ids"]
+            resp = api.post("/v1/remember", json={"dataset": DATASET, "source": "crm-sync", "content": [
+                {"source": "Offsite", "relation": "located_in", "target": "Lisbon", "valid_at": "2024-03-08"}]})
+            assert resp.status_code == 200, resp.text
+            ids["known"] = resp.json()["memory_ids"][0]
             api.put(f"/v1/datasets/{DATASET}/grants/bob", json={"permissions": ["read"]}).raise_for_status()
             yield base, key, api, ids, bob
 
@@ -169,6 +173,20 @@ def test_search_says_where_each_hit_comes_from(ui, site):
     assert message.locator(".hit-text").inner_text() == "I booked the trains to the offsite for Friday morning."
     assert message.locator(".validity").count() == 0  # its time is when it was said, on the line above
     ui.shot("search-origins")
+    ui.assert_clean()
+
+
+def test_a_known_fact_says_it_was_stated_not_extracted(ui, site):
+    ids = site[3]
+    ui.open("q=" + quote("Where is the offsite located?"))
+    fact = ui.page.locator(".hit.fact", has_text="Offsite located in Lisbon.").first
+    fact.wait_for()
+    assert fact.locator(".origin").inner_text() == "known fact from crm-sync"
+    fact.locator(f'a[href="#/memory/{ids["known"]}"]').click()
+    table = ui.page.locator("table.records")
+    table.wait_for()
+    assert table.locator("tbody td").all_inner_texts() == ["Offsite", "located in", "Lisbon", "2024-03-08", "", ""]
+    ui.shot("memory-known")
     ui.assert_clean()
 
 

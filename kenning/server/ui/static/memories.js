@@ -3,7 +3,7 @@
 import { api } from "./api.js";
 import { clip } from "./entity.js";
 import { confirmAction, entityHref, fmt, go, h, interval, memoryHref, say } from "./page.js";
-import { plain } from "./prose.js";
+import { plain, records } from "./prose.js";
 
 const PAGE = 25;
 // the scopes a memory belongs to: each a column whose values filter the list
@@ -68,7 +68,7 @@ export async function memoryView(id) {
       ? h("button", { type: "button", onclick: () => act(m, "unpin") }, "Unpin")
       : h("button", { type: "button", onclick: () => act(m, "pin") }, "Pin"),
     h("button", { type: "button", class: "danger", onclick: () => forget(m) }, "Forget")),
-    h("pre", { class: "content" }, m.content),
+    (m.kind === "facts" && records(m.content)) || h("pre", { class: "content" }, m.content),
     h("dl", { class: "fields" },
       field("Dataset", m.dataset), field("Kind", m.kind), field("Status", m.status), field("Error", m.error),
       field("Topic", m.topic), field("Context", m.context), field("Decisions", m.decisions), field("Rationale", m.rationale),

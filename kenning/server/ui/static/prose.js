@@ -23,6 +23,10 @@ export const isMessage = (hit) => (hit.kind === "chunk" || hit.kind === "memory"
 
 /** The line above a hit's text that says where it comes from (null when it says nothing). */
 export function origin(hit, memory) {
+  if (hit.kind === "fact" && memory && memory.kind === "facts") {
+    return h("p", { class: "origin known" }, h("span", { class: "badge" }, "known fact"),
+      memory.source ? [" from ", h("span", { class: "file", title: "source" }, memory.source)] : " (stated as a record, not extracted)");
+  }
   if (isDocument(hit)) {
     const where = place(hit.location);
     return h("p", { class: "origin document" }, h("span", { class: "file", title: "file" }, hit.source),
@@ -104,6 +108,21 @@ export function plain(text) {
   return text.split("\n").map((line) => inline(line.replace(HEADING, "$1").replace(ITEM, "$1")
     .replace(/^\s*\|?[\s|:-]+\|?\s*$/, "").replace(/\s*\|\s*/g, " · ").replace(FENCE, "")))
     .filter((line) => line.trim()).join(" ").replace(/\s+/g, " ").trim();
+}
+
+/** A `facts` memory's records (one JSON object a line) as a table, or null if it holds none. */
+export function records(content) {
+  let rows;
+  try {
+    rows = content.split("\n").filter((line) => line.trim()).map((line) => JSON.parse(line));
+  } catch {
+    return null;
+  }
+  const columns = ["source", "relation", "target", "valid_at", "invalid_at", "description"];
+  return h("div", { class: "scroll" }, h("table", { class: "md records" },
+    h("thead", {}, h("tr", {}, columns.map((c) => h("th", { scope: "col" }, c)))),
+    h("tbody", {}, rows.map((r) => h("tr", {}, columns.map((c) => h("td", {},
+      c.endsWith("_at") ? fmt(r[c]) : c === "relation" ? words(r[c]) : r[c] ?? "")))))));
 }
 
 /** Inline marks dropped: **bold**, _em_, `code`, [text](url) -> text, <br>. */
