@@ -56,9 +56,9 @@ def test_known_facts_are_resolved_like_extracted_ones(kn: Kenning) -> None:
     again = kn.remember([{"source": "alice", "relation": "Works at", "target": "Globex", "valid_at": "2023-06-01"},
                          {"source": "Globex", "relation": "located_in", "target": "Berlin"}], valid_at="2023-07-01")
     assert again.skipped == [memory_id] and again.facts_created == 0
-    merged = kn.remember([{"source": "Alice", "relation": "works_at", "target": "Globex",
-                           "description": "Alice is employed at Globex."}])
-    assert (merged.facts_created, merged.facts_invalidated) == (0, [])
+    merged = kn.remember({"source": "Alice", "relation": "works_at", "target": "Globex",
+                          "description": "Alice is employed at Globex."})
+    assert (merged.facts_created, merged.facts_invalidated) == (0, [])  # one record alone works too
     assert kn.timeline("Alice").facts[1].memory_ids == [memory_id, merged.memory_ids[0]]
 
     # an older record arriving late is stored already closed where the newer one begins
