@@ -59,7 +59,7 @@ OMITTED: dict[str, frozenset[str]] = {
 #: the parameters of the ``agent`` profile's tools (the ``all`` profile has every one)
 AGENT_PARAMS: dict[str, tuple[str, ...]] = {
     "remember": ("content", "dataset", "user", "agent", "session", "valid_at", "source", "metadata"),
-    "recall": ("query", "dataset", "top_k", "as_of", "known_at", "user", "session", "neighbors", "filters"),
+    "recall": ("query", "dataset", "top_k", "as_of", "known_at", "user", "session", "filters"),
     "context": ("query", "dataset", "user", "session", "max_tokens"),
     "timeline": ("entity", "dataset", "relation"),
     "get": ("memory_id",),
@@ -139,7 +139,8 @@ PARAMS: dict[str, str] = {
     "rationale": "Why, one reason each.",
     "reason": "Why it is pinned.",
     "content": "What to remember: text, chat messages [{role, content, name?, created_at?}] (one list is one "
-               "conversation episode), or a decision {topic, context?, decisions?, rationale?}.",
+               "conversation episode), a decision {topic, context?, decisions?, rationale?}, or known facts "
+               "{source, relation, target, valid_at?, invalid_at?}.",
 }
 _OVERRIDES: dict[str, dict[str, str]] = {  # per verb, where the general words do not fit
     "context": {"query": "What the conversation is about now (adds the evidence for it).",
@@ -167,6 +168,7 @@ class Tool:
     description: str
     params: tuple[str, ...]
     model: type[VerbRequest]
+    lean: bool = False  #: the agent profile's shorter schema (see ``_lean``)
 
     @property
     def annotations(self) -> dict[str, Any]:
@@ -182,7 +184,8 @@ class Tool:
         """The JSON schema of the tool's arguments, compact (no titles), every parameter described."""
         fields = {name: (self.model.model_fields[name].annotation, _field(self, name)) for name in self.params}
         model = create_model(f"{self.name}_arguments", __config__=ConfigDict(extra="forbid"), **fields)  # type: ignore[call-overload]
-        return _compact(model.model_json_schema())
+        schema = _compact(model.model_json_schema())
+        return _lean(schema) if self.lean else schema
 
     def definition(self) -> dict[str, Any]:
         """The OpenAI function-calling definition of the tool."""
@@ -206,7 +209,7 @@ def tool(name: str, profile: str = "agent") -> Tool:
     if profile == "agent" and name in AGENT_PARAMS:
         params = tuple(n for n in AGENT_PARAMS[name] if n in params)
     description = DESCRIPTIONS.get(name) or " ".join((model.__doc__ or name).replace("``", "").split())
-    return Tool(name, description, params, model)
+    return Tool(name, description, params, model, lean=profile == "agent" and name in AGENT_PARAMS)
 
 
 def select(profile: str = "agent") -> list[Tool]:
@@ -466,6 +469,25 @@ _RENDERERS: dict[str, Callable[[Any], str]] = {
     "forget": _forget, "delete": _forget, "feedback": _feedback, "datasets": _datasets,
     "sessions": _sessions, "provenance": _provenance,
 }
+
+
+#: the fields of a nested shape the agent profile shows (the others are still accepted)
+LEAN_SHAPES: dict[str, tuple[str, ...]] = {"MemoryInput": ("topic", "context", "decisions", "rationale")}
+
+
+def _lean(schema: dict[str, Any]) -> dict[str, Any]:
+    """The agent profile's schema: nested shapes (``$defs``) without their words and limits (the
+    parameter's description says what each shape is), a decision with its main fields only."""
+    defs = schema.get("$defs")
+    if not defs:
+        return schema
+    out = {}
+    for name, shape in defs.items():
+        keep = LEAN_SHAPES.get(name)
+        props = {k: {a: b for a, b in v.items() if a not in ("description", "default", "minLength", "maxLength")}
+                 for k, v in shape.get("properties", {}).items() if keep is None or k in keep}
+        out[name] = {**shape, "properties": props}
+    return {**schema, "$defs": out}
 
 
 def _compact(schema: dict[str, Any]) -> dict[str, Any]:
