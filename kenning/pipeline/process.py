@@ -79,7 +79,7 @@ def drafts_from_extraction(
             FactDraft(
                 source_key=source, relation=normalize_relation(f.relation), target_key=target,
                 description=f.sentence.strip(), valid_at=valid_at, invalid_at=invalid_at,
-                ends=f.ends, dated=f.valid_at is not None,
+                ends=f.ends, dated=f.valid_at is not None, changes=bool(getattr(f, "changes", False)),
                 # verdicts an extractor gave against the stored facts it was shown
                 duplicate_of=getattr(f, "duplicate_of", None),
                 contradicts=list(getattr(f, "contradicts", None) or []),
