@@ -295,9 +295,11 @@ def is_future(clause: str, valid_at: dt.datetime | None, reference: dt.datetime)
     return bool(valid_at and valid_at > reference and _PROGRESSIVE.search(clause))
 
 
-def read_change(clause: str) -> Change | None:
-    """The change a (tidied, date-free) clause states, or None when it states none."""
+def read_change(clause: str, said: str | None = None) -> Change | None:
+    """The change a (tidied, date-free) clause states, or None when it states none; ``said`` is
+    the clause as written (tidying cuts a leading "now", "these days")."""
     text = clause.strip()
+    said = said or text
     if not text:
         return None
     if match := _STOPPED.fullmatch(text):
@@ -333,11 +335,11 @@ def read_change(clause: str) -> Change | None:
         return Change(text="", ends=True, value=tidy_value(match["o"] or match["o2"]), subject="I")
     if match := _FOCUS.fullmatch(text):
         return Change(text="", changes=True, value=tidy_value(match["new"]), subject=match["s"])
-    if (match := _ITS.fullmatch(text)) and _NOW.search(text):  # "it's tea" alone changes nothing
+    if (match := _ITS.fullmatch(text)) and _NOW.search(said):  # "it's tea" alone changes nothing
         return Change(text="", changes=True, value=tidy_value(match["new"]))
     if (match := _NOT.fullmatch(text)) or (match := _NOT_A_B.fullmatch(text)):
         return Change(text=match["main"], changes=True, old=tidy_value(match["old"]))
-    if _NOW.search(text):
+    if _NOW.search(said):
         return Change(text=text, changes=True)
     return None
 

@@ -440,7 +440,7 @@ _RULES: list[_Rule] = [
     _rule(r"%S%A\s+%X(?:was\s+|got\s+|been\s+)?(?:hired|recruited)\s+by\s+%O%F%E", "works_at",
           "person", "organization"),
     _rule(r"%S%A\s+%X(?:was\s+|got\s+|been\s+)?promoted\s+to\s+(?:(?:an?|the)\s+)?(?P<role>"
-          r"[A-Za-z][\w-]*(?:\s+(?:of\s+)?(?!(?:at|for|in)\b)[A-Za-z][\w-]*){0,3}?)"
+          r"[A-Za-z][\w-]*(?:\s+(?:of\s+)?(?!(?:at|for|in|on|by|as|after|since|last|this)\b)[A-Za-z][\w-]*){0,3})"
           r"(?:\s+(?:at|for)\s+%N)?%E", "@role", "person", "organization"),
     # family and social (before roles: "Bob is Alice's manager")
     _rule(r"%S%A\s+%B\s+%P\s+(?:(?:older|younger|big|little|twin|best|old|good|close|new)\s+)?%K%E",
@@ -636,6 +636,9 @@ _RULES: list[_Rule] = [
           r"great|true|total|lifelong|die-hard|diehard|passionate)\s+)*(?P<o>" + _NAME + r"|[a-z][\w-]*"
           r"(?:\s+[a-z][\w-]*)?)\s+(?P<fan>drinker|eater|fan|lover|enthusiast|buff|nut|addict|fanatic|"
           r"aficionado|devotee|junkie)%E", "@fan", "person", "concept"),
+    # "I drink tea every morning", "she eats meat"
+    _rule(r"%S%A\s+%X(?P<verb>drinks|drink|drank|drinking|eats|eat|ate|eating)\s+%O%E", "@consumes", "person",
+          "concept"),
     # "I do yoga twice a week": a known activity, done regularly
     _rule(r"%S%A\s+%X(?:do|does|did|doing)\s+(?P<o>(?:[a-z][\w-]*\s+){0,2}?(?i:"
           + "|".join(sorted(_changes.ACTIVITIES, key=len, reverse=True)) + r"))%E",
@@ -904,7 +907,7 @@ class _Reader:
         dates = dates if dates.spans else _bare_day(clause, self.reference_time) or dates
         text = _tidy(dates.strip(clause) if dates.spans else clause)
         text = self.apposition(text, speaker, sentence)
-        change = _changes.read_change(text) if text else None  # "no longer", "switched", "now" …
+        change = _changes.read_change(text, clause) if text else None  # "no longer", "switched", "now" …
         future = _changes.is_future(clause, dates.valid_at, self.reference_time)
         found = _match(change.text) if change and change.text and change.text != text else None
         rewritten = found is not None  # "I no longer play tennis" read as "I play tennis", ended
@@ -914,6 +917,8 @@ class _Reader:
         if change and not future and change.value and (found is None or (
                 change.ends and not rewritten and not found[0].ends)):
             self.value_change(change, speaker, sentence, dates)  # "gave up coffee": no verb to read
+            if found is None and change.subject:  # "... and bought a Tesla" continues its subject
+                return _RULES[-1], {"s": change.subject}
         if found is None:
             return None
         before = len(self.facts)
@@ -1059,6 +1064,9 @@ class _Reader:
         if relation == "@event":
             verb = (groups.get("verb") or "").casefold()
             return replace(rule, relation=_EVENTS.get(verb, verb)), groups
+        if relation == "@consumes":
+            verb = (groups.get("verb") or "").casefold()
+            return replace(rule, relation="drinks" if verb.startswith("dr") else "eats"), groups
         if relation == "@fan":  # "a big tea drinker" drinks tea; "a jazz fan" likes jazz
             fan = (groups.get("fan") or "").casefold()
             return replace(rule, relation={"drinker": "drinks", "eater": "eats"}.get(fan, "likes")), groups
@@ -1207,7 +1215,7 @@ class _Reader:
     def entity(self, name: str, type_: str, sentence: str) -> str:
         """Register a mention once per extraction; returns the name first used for it."""
         key = normalize_name(name)
-        existing = self.entities.get(key)
+        existing = self.entities.get(key) or self.full_name(key, type_)
         if existing is None:
             description = sentence
             if len(description) > _MAX_DESCRIPTION:
@@ -1217,6 +1225,15 @@ class _Reader:
         if existing.type == "concept" and type_ != "concept":
             existing.type = type_  # a later, more specific reading wins over the default
         return existing.name
+
+    def full_name(self, key: str, type_: str) -> ExtractedEntity | None:
+        """"Bob" after "Bob Stone" in one memory is Bob Stone: a lone first name is the one
+        person of this memory whose full name it begins (none when two share it)."""
+        if " " in key or type_ not in {"person", "concept"}:
+            return None
+        people = [e for k, e in self.entities.items() if e.type == "person" and k.split(" ", 1)[0] == key
+                  and " " in k]
+        return people[0] if len(people) == 1 else None
 
     def remember_antecedent(self, name: str, type_: str) -> None:
         entity = self.entities[normalize_name(name)]
@@ -1270,7 +1287,7 @@ def _kin_facts(named: str | None, possessor: str | None, kin: str) -> list[_Fact
     return [_Fact(named, "person", relation, possessor, "person")]
 
 
-_SPECIALIZED = frozenset({"@favourite", "@condition", "@event", "@switched", "@named", "@fan"})
+_SPECIALIZED = frozenset({"@favourite", "@condition", "@event", "@switched", "@named", "@fan", "@consumes"})
 _EVENTS = {
     "start": "started", "starts": "started", "began": "started", "begins": "started",
     "begin": "started", "finished": "completed", "finishes": "completed",
