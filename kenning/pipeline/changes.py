@@ -227,6 +227,14 @@ _FUTURE = re.compile(
     r"thinking\s+(?:about|of)|considering)\b",
     re.IGNORECASE,
 )
+#: every word some change shape above needs (a cheap gate before trying them)
+_MARKER = re.compile(
+    r"\b(?:no\s+longer|stopped|quit|gave|given|dropped|ditched|cut|anymore|any\s+more|used\s+to|sold|"
+    r"lost|crashed|totall?ed|wrecked|rid|traded|returned|scrapped|stole|nicked|took|stolen|written|"
+    r"destroyed|replaced|swapped|exchanged|substituted|switched|changed|moved|went|converted|upgraded|"
+    r"downgraded|focus\w*|concentrating|not|rather|instead|now|these\s+days|nowadays)\b",
+    re.IGNORECASE,
+)
 _PROGRESSIVE = re.compile(r"\b(?:am|is|are)\s+(?:[a-z]+ly\s+)?[a-z]+ing\b", re.IGNORECASE)
 #: leading and trailing words that are no part of a value ("now a software tester", "tea lately")
 _VALUE_EDGES = re.compile(
@@ -300,8 +308,8 @@ def read_change(clause: str, said: str | None = None) -> Change | None:
     the clause as written (tidying cuts a leading "now", "these days")."""
     text = clause.strip()
     said = said or text
-    if not text:
-        return None
+    if not text or not _MARKER.search(said):
+        return None  # most clauses state no change: one search is all they pay
     if match := _STOPPED.fullmatch(text):
         rest = _base_form(match["rest"].strip())
         value = tidy_value(match["rest"])

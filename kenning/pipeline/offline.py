@@ -298,6 +298,8 @@ _MACROS = {
     "%M": rf"(?P<o>{_MODIFIED_NAME}|{_NP}|(?:{_DET})?{_NAME})",
     "%D": rf"(?P<s>{_PRONOUN}|(?:(?i:the)\s+)?{_NAME}|(?:{_DET})?{_LOWER}(?:\s+{_LOWER}){{0,3}})",
     "%E": _END,
+    # an activity one does ("yoga", "pottery"): a macro, so no clause needs one of its words
+    "%V": "(?i:" + "|".join(sorted(_changes.ACTIVITIES, key=len, reverse=True)) + ")",
 }
 
 
@@ -635,13 +637,12 @@ _RULES: list[_Rule] = [
     _rule(r"%S%A\s+%B\s+(?:an?\s+)?(?:(?:big|huge|heavy|avid|keen|massive|serious|daily|regular|real|"
           r"great|true|total|lifelong|die-hard|diehard|passionate)\s+)*(?P<o>" + _NAME + r"|[a-z][\w-]*"
           r"(?:\s+[a-z][\w-]*)?)\s+(?P<fan>drinker|eater|fan|lover|enthusiast|buff|nut|addict|fanatic|"
-          r"aficionado|devotee|junkie)%E", "@fan", "person", "concept"),
+          r"aficionado|devotee|junkie)(?!\s+of\b)%E", "@fan", "person", "concept"),
     # "I drink tea every morning", "she eats meat"
     _rule(r"%S%A\s+%X(?P<verb>drinks|drink|drank|drinking|eats|eat|ate|eating)\s+%O%E", "@consumes", "person",
           "concept"),
     # "I do yoga twice a week": a known activity, done regularly
-    _rule(r"%S%A\s+%X(?:do|does|did|doing)\s+(?P<o>(?:[a-z][\w-]*\s+){0,2}?(?i:"
-          + "|".join(sorted(_changes.ACTIVITIES, key=len, reverse=True)) + r"))%E",
+    _rule(r"%S%A\s+%X(?:do|does|did|doing)\s+(?P<o>(?:[a-z][\w-]*\s+){0,2}?%V)%E",
           "practices", "person", "concept"),
     _rule(r"%S%A\s+(?:%X(?:likes|like|liked|loves|love|loved|enjoys|enjoy|enjoyed|adores|adore|"
           r"adored)|%B\s+(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of|%B\s+(?:really\s+)?into|"
@@ -1194,8 +1195,9 @@ class _Reader:
             valid_at, invalid_at = None, invalid_at or valid_at
         elif invalid_at is not None and valid_at is None:
             ends = True  # "worked at Acme until 2021": the text states only the ending
-        source = self.entity(fact.source, fact.source_type, sentence)
-        target = self.entity(fact.target, fact.target_type, sentence)
+        alias = fact.relation == "also_known_as"  # "I'm Nadia" names Nadia Fares: two names kept
+        source = self.entity(fact.source, fact.source_type, sentence, alias)
+        target = self.entity(fact.target, fact.target_type, sentence, alias)
         if normalize_name(source) == normalize_name(target) or not normalize_name(target):
             return
         key = (normalize_name(source), fact.relation, normalize_name(target), valid_at,
@@ -1212,10 +1214,10 @@ class _Reader:
         if fact.relation == "works_at" and not ends:
             self.employers[normalize_name(source)] = target
 
-    def entity(self, name: str, type_: str, sentence: str) -> str:
+    def entity(self, name: str, type_: str, sentence: str, alias: bool = False) -> str:
         """Register a mention once per extraction; returns the name first used for it."""
         key = normalize_name(name)
-        existing = self.entities.get(key) or self.full_name(key, type_)
+        existing = self.entities.get(key) or (None if alias else self.full_name(key, type_))
         if existing is None:
             description = sentence
             if len(description) > _MAX_DESCRIPTION:
