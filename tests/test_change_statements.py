@@ -92,6 +92,14 @@ def test_a_life_of_changes_leaves_only_the_new_values_current(db_path) -> None:
     ("I'm pescatarian.", "I stopped eating fish, so I'm fully vegetarian now.", "pescatarian", "vegetarian"),
     ("I live in Lisbon.", "I live in Porto, not Lisbon.", "Lisbon", "Porto"),
     ("I'm a junior engineer.", "I got promoted to senior engineer.", "junior engineer", "senior engineer"),
+    ("I use a Samsung Galaxy S21.", "I finally got an iPhone 14, bye Android.", "Samsung Galaxy S21", "iPhone 14"),
+    ("I drive a Volkswagen Golf.", "I traded in the Golf for a Kia EV6.", "Volkswagen Golf", "Kia EV6"),
+    ("I'm learning Spanish.", "I switched from Spanish to Italian.", "Spanish", "Italian"),
+    ("I go running every morning.", "I stopped running and started cycling.", "running", "cycling"),
+    ("I drink a lot of green tea.", "Honestly I don't drink tea anymore, it's all espresso now.", "green tea",
+     "espresso"),
+    ("I'm based in Berlin.", "Big update: I've relocated to Munich.", "Berlin", "Munich"),
+    ("My boss is Karen.", "Karen left; my new boss is Dave.", "Karen", "Dave"),
 ])
 def test_a_change_statement_ends_the_old_value(db_path, before, change, stale, new) -> None:
     with Kenning(db_path) as kn:
@@ -99,6 +107,14 @@ def test_a_change_statement_ends_the_old_value(db_path, before, change, stale, n
         targets = {t for _, _, t in current(kn, "Lena")}
         assert new in targets and stale not in targets, targets
     no_empty_intervals(db_path)
+
+
+def test_a_second_thing_of_a_kind_is_added_not_swapped(db_path) -> None:
+    with Kenning(db_path) as kn:
+        tell(kn, "Lena", [("2023-01-01T09:00:00Z", ["I drive a Honda Civic."]),
+                          ("2024-06-01T09:00:00Z", ["I also bought a Tesla for my wife.", "I love jazz now."])])
+        targets = {t for _, _, t in current(kn, "Lena")}
+        assert {"Honda Civic", "Tesla", "jazz"} <= targets
 
 
 def test_an_ending_alone_closes_the_value_it_names(db_path) -> None:

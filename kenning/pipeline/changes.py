@@ -114,6 +114,22 @@ def kind_relation(name: str, default: str = "prefers") -> str:
     return _KIND_RELATION.get(category_of(name) or "", default)
 
 
+#: kinds of value a subject has one of at a time: a new phone, car, bike, laptop, diet or usual
+#: drink replaces the old one even when the text says no change word ("I got an iPhone 14")
+ONE_AT_A_TIME = frozenset({"phone", "car", "bike", "laptop", "diet", "drink"})
+_HOLDING = frozenset({"owns", "uses", "drives", "rides", "drinks", "prefers", "has_diet"})
+_ADDED = re.compile(r"\b(?:also|another|second|too|as\s+well|both|spare|extra|more|other|plus|work\s+phone)\b",
+                    re.IGNORECASE)
+
+
+def one_of_a_kind(relation: str, value: str, sentence: str) -> bool:
+    """A fact that replaces the subject's value of its kind without a change word: holding a
+    phone, car, bike, laptop, diet or usual drink, unless the sentence adds one ("also",
+    "another", "a second")."""
+    return (relation in _HOLDING and category_of(value) in ONE_AT_A_TIME
+            and not _ADDED.search(sentence))
+
+
 def replaces(relation: str, value: str, old_relation: str, old_value: str, single: bool) -> bool:
     """Whether a new (relation, value) stated as a change ends an open (old_relation, old_value)
     of the same subject: the same single-valued relation with another value, or relations of
@@ -182,7 +198,7 @@ _STOLEN = re.compile(
 )
 #: "I replaced yoga with swimming", "I swapped tea for coffee", "I traded my Civic for a Tesla"
 _REPLACED = re.compile(
-    _SUBJ + r"\s+(?:(?:have|has|had)\s+)?(?:replaced|swapped|traded|exchanged|substituted)\s+"
+    _SUBJ + r"\s+(?:(?:have|has|had)\s+)?(?:replaced|swapped|traded(?:\s+in)?|exchanged|substituted)\s+"
     r"(?P<old>.+?)\s+(?:with|for)\s+(?P<new>.+)",
     re.DOTALL,
 )
@@ -376,14 +392,28 @@ def _rows(txn: Any, dataset: str, source_id: str, target_id: str, relations: Ite
     return rows
 
 
+#: relations an old value named by a change ("from Spanish", "replaced yoga") is never taken
+#: to end: what happened once, or who someone is
+_NOT_ENDED = frozenset(
+    "born_in born_on also_known_as studied_at founded visited attended completed started won lost "
+    "plans due_on scheduled_for sibling_of parent_of child_of relative_of grandparent_of "
+    "grandchild_of cousin_of standing_instruction acquired".split()
+)
+
+
 def ended_by(txn: Any, dataset: str, source_id: str, target_id: str, relation: str,
-             end: dt.datetime) -> list[Any]:  # fmt: skip
+             end: dt.datetime, named: bool = False) -> list[Any]:  # fmt: skip
     """Open facts an ending closes when no fact has its exact source, relation and target: the
     same two people in a relation of its group ("broke up" ends "engaged to"), or a value of the
     subject in its group whose name it names ("gave up coffee" ends "drinks coffee", "someone
-    stole the Trek" ends "owns Trek road bike")."""
+    stole the Trek" ends "owns Trek road bike"). ``named``: the old value a change named
+    ("switched from Spanish to Italian") also ends the subject's other states of that very
+    value ("learns Spanish")."""
     group = _group(relation)
-    rows = _rows(txn, dataset, source_id, target_id, group)
+    rows = _rows(txn, dataset, source_id, target_id, group | {relation})
+    if named:
+        group = group | {r.relation for r in rows.values() if r.source_id == source_id
+                         and r.target_id == target_id and r.relation not in _NOT_ENDED}
     names = txn.entity_names(sorted({target_id, *(r.target_id for r in rows.values())}))
     ended = names.get(target_id, [])[:1]
     out = []
@@ -399,16 +429,21 @@ def ended_by(txn: Any, dataset: str, source_id: str, target_id: str, relation: s
 
 
 def changed_by(txn: Any, dataset: str, source_id: str, target_id: str, relation: str,
-               single: bool) -> list[Any]:  # fmt: skip
-    """Open facts a new value stated as a change ends: the subject's other value of the same
-    single-valued relation, or of the same kind in the relation's family."""
+               single: bool, stated: bool = True, sentence: str = "") -> list[Any]:  # fmt: skip
+    """Open facts a new value ends: stated as a change (``stated``), the subject's other value
+    of the same single-valued relation or of the same kind in the relation's family; not
+    stated, only the old value of a kind held one at a time (``one_of_a_kind``)."""
+    if not stated and relation not in _HOLDING:
+        return []
+    value = (txn.entity_names([target_id]).get(target_id) or [""])[0]
+    if not stated and not one_of_a_kind(relation, value, sentence):
+        return []
     rows = _rows(txn, dataset, source_id, target_id, _group(relation) | {relation})
     rows = {k: r for k, r in rows.items() if r.source_id == source_id and r.target_id != target_id}
     if not rows:
         return []
-    names = txn.entity_names(sorted({target_id, *(r.target_id for r in rows.values())}))
-    value = (names.get(target_id) or [""])[0]
+    names = txn.entity_names(sorted({r.target_id for r in rows.values()}))
     return [
         row for row in rows.values()
-        if replaces(relation, value, row.relation, (names.get(row.target_id) or [""])[0], single)
+        if replaces(relation, value, row.relation, (names.get(row.target_id) or [""])[0], single and stated)
     ]

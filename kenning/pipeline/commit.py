@@ -173,11 +173,12 @@ def _write_fact(
     ]
     known = {c.id for c in conflicting}
     conflicting += [c for c in txn.get_fact_rows(draft.contradicts) if c.expired_at is None and c.id not in known]
-    if draft.changes:  # "switched to coffee": the open value of the same slot ends here
-        known = {c.id for c in conflicting}
-        single = rules.contradicts(draft.relation, source_id, target_id, source_id, "")
-        conflicting += [c for c in changed_by(txn, plan.dataset, source_id, target_id, draft.relation, single)
-                        if c.id not in known]
+    # "switched to coffee" (a change), "got an iPhone 14" (a phone is held one at a time): the
+    # open value of the same slot ends here
+    known = {c.id for c in conflicting}
+    single = rules.contradicts(draft.relation, source_id, target_id, source_id, "")
+    conflicting += [c for c in changed_by(txn, plan.dataset, source_id, target_id, draft.relation, single,
+                                          draft.changes, draft.description) if c.id not in known]
     closes = []
     for old in conflicting:
         decision = decide(
@@ -231,7 +232,7 @@ def _write_ending(
             txn.link_fact(c.id, plan.memory_id)
             out.facts_merged.append(c.id)
             return
-    others = ended_by(txn, plan.dataset, source_id, target_id, draft.relation, end)
+    others = ended_by(txn, plan.dataset, source_id, target_id, draft.relation, end, draft.changes)
     for c in others:  # "broke up" ends "engaged to"; "gave up coffee" ends "drinks coffee"
         _close_at(txn, plan, c, end, out)
     if others:

@@ -639,8 +639,14 @@ _RULES: list[_Rule] = [
           r"(?:\s+[a-z][\w-]*)?)\s+(?P<fan>drinker|eater|fan|lover|enthusiast|buff|nut|addict|fanatic|"
           r"aficionado|devotee|junkie)(?!\s+of\b)%E", "@fan", "person", "concept"),
     # "I drink tea every morning", "she eats meat"
-    _rule(r"%S%A\s+%X(?P<verb>drinks|drink|drank|drinking|eats|eat|ate|eating)\s+%O%E", "@consumes", "person",
-          "concept"),
+    _rule(r"%S%A\s+%X(?P<verb>drinks|drink|drank|drinking|eats|eat|ate|eating)\s+(?:(?:a\s+lot|lots|plenty|"
+          r"loads|tons)\s+of\s+)?%O%E", "@consumes", "person", "concept"),
+    # "I teach biology at Northside High"
+    _rule(r"%S%A\s+%X(?:teach|teaches|taught|teaching)\s+(?:[a-z][\w-]*\s+){0,2}?(?:at|in)\s+%N%E", "works_at",
+          "person", "organization"),
+    # "I got an iPhone 14": a thing of a kind one holds (phone, car, bike, laptop)
+    _rule(r"%S%A\s+%X(?:got|gets|get|getting|picked\s+up|upgraded\s+to)\s+(?:(?:a|an|the|my|our)\s+)?"
+          r"(?:new\s+)?%M%E", "@got", "person", "concept"),
     # "I do yoga twice a week": a known activity, done regularly
     _rule(r"%S%A\s+%X(?:do|does|did|doing)\s+(?P<o>(?:[a-z][\w-]*\s+){0,2}?%V)%E",
           "practices", "person", "concept"),
@@ -694,7 +700,7 @@ _FILLER = re.compile(
     r"(?:(?i:then|also|and|but|so|now|recently|later|finally|meanwhile|currently|however|hi|hello|"
     r"hey|yes|yeah|ok|okay|sure|thanks|oh|wow|guess\s+what|"
     r"actually|well|oh|btw|by\s+the\s+way|fun\s+fact|anyway|plus|nowadays|lately|eventually|"
-    r"in\s+fact|back\s+then|at\s+the\s+time|these\s+days)\b|[A-Z][a-z]+ly\b(?=\s*,))[\s,:]*"
+    r"in\s+fact|back\s+then|at\s+the\s+time|these\s+days)\b|[A-Z][a-z]+ly\b(?=\s*,|\s+(?:I|we|he|she|they)\s))[\s,:]*"
 )
 _EDGE_PUNCTUATION = re.compile(r"^[\s,;:.!?\-–—()\[\]\"'“”]+|[\s,;:.!?\-–—(\[\"'“”]+$")
 _EMPTY_BRACKETS = re.compile(r"\(\s*\)|\[\s*\]")
@@ -747,11 +753,14 @@ _OPENER = re.compile(
 )
 
 
+_OWN_SUBJECT = re.compile(r"\bI\b|\b(?:we|he|she|they)\s+[a-z]")
+
+
 def _clauses(sentence: str) -> list[str]:
     out: list[str] = []
     for clause in _CLAUSE_BREAK.split(sentence):
         pieces = _COMMA_CLAUSE.split(clause)
-        if len(pieces) > 1 and not _OPENER.match(pieces[0]):
+        if len(pieces) > 1 and (not _OPENER.match(pieces[0]) or _OWN_SUBJECT.search(pieces[0])):
             out.extend(pieces)
         else:
             out.append(clause)
@@ -1064,7 +1073,14 @@ class _Reader:
             return replace(rule, relation="has_condition"), {**groups, "o": condition}
         if relation == "@event":
             verb = (groups.get("verb") or "").casefold()
+            target = groups.get("o") or ""
+            if verb in {"started", "starts", "start", "began", "begins", "begin"} and (
+                    _changes.category_of(target) in {"sport", "craft"} or re.fullmatch(r"[a-z]+ing", target)):
+                return replace(rule, relation="practices"), groups  # "started cycling": a new activity
             return replace(rule, relation=_EVENTS.get(verb, verb)), groups
+        if relation == "@got":  # "got an iPhone 14" owns it; "got a cold", "got the news": nothing
+            held = _changes.category_of(groups.get("o") or "") in {"phone", "car", "bike", "laptop"}
+            return replace(rule, relation="owns" if held else "@nothing"), groups
         if relation == "@consumes":
             verb = (groups.get("verb") or "").casefold()
             return replace(rule, relation="drinks" if verb.startswith("dr") else "eats"), groups
@@ -1089,6 +1105,8 @@ class _Reader:
             rule, groups = self.specialize(rule, groups, subject)
             if naming and subject == (speaker or USER) and not self.named and groups.get("o"):
                 self.speaker, self.named = _clean_name(groups["o"]), True  # "I" is named now
+        if rule.relation == "@nothing":
+            return []
         if rule.relation == "@has_kin":  # "I have two brothers, Luke and Ben"
             return _kin_facts(self.resolve(groups.get("o"), speaker), subject, groups["kin"] or "")
         if rule.relation == "@kin":
@@ -1207,8 +1225,9 @@ class _Reader:
         self.fact_keys.add(key)
         said = _implied_sentence(source, fact.relation, target) if fact.implied else sentence
         self.facts.append(
-            ExtractedFact(source=source, relation=fact.relation, target=target,
-                          sentence=said, valid_at=valid_at, invalid_at=invalid_at, ends=ends)
+            ExtractedFact(source=source, relation=fact.relation, target=target, sentence=said,
+                          valid_at=valid_at, invalid_at=invalid_at, ends=ends,
+                          changes=fact.closes_previous)  # "from A": A's states end, whatever their relation
         )  # fmt: skip
         self.remember_antecedent(source, fact.source_type)
         if fact.relation == "works_at" and not ends:
@@ -1289,7 +1308,8 @@ def _kin_facts(named: str | None, possessor: str | None, kin: str) -> list[_Fact
     return [_Fact(named, "person", relation, possessor, "person")]
 
 
-_SPECIALIZED = frozenset({"@favourite", "@condition", "@event", "@switched", "@named", "@fan", "@consumes"})
+_SPECIALIZED = frozenset({"@favourite", "@condition", "@event", "@switched", "@named", "@fan", "@consumes",
+                          "@got"})
 _EVENTS = {
     "start": "started", "starts": "started", "began": "started", "begins": "started",
     "begin": "started", "finished": "completed", "finishes": "completed",
