@@ -236,7 +236,8 @@ _NOW = re.compile(r"\b(?:now|these\s+days|nowadays|instead|anymore|any\s+more|fr
                   re.IGNORECASE)
 #: a plan, not a change: "I'm moving to Berlin next month", "I will switch to Android"
 _FUTURE = re.compile(
-    r"\b(?:will|shall|won't|going\s+to|gonna|about\s+to|plan(?:s|ning|ned)?\s+to|intend(?:s|ing)?\s+"
+    r"\b(?:will|shall|won't|(?:am|is|are|['’]m|['’]re|['’]s)\s+(?:not\s+)?(?:going\s+to|gonna)|about\s+to|"
+    r"plan(?:s|ning|ned)?\s+to|intend(?:s|ing)?\s+"
     r"to|hope\s+to|want\s+to|would\s+like\s+to|next\s+(?:week|month|year|spring|summer|autumn|fall|"
     r"winter|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|tomorrow|soon|later\s+this|"
     r"in\s+(?:a|an|one|two|three|four|five|six|\d+)\s+(?:days?|weeks?|months?|years?)|"
@@ -288,6 +289,19 @@ class Change:
     subject: str | None = None
     future: bool = False
     relation: str | None = None
+
+
+#: what "it's … now" says when it names a state, not a value ("it's all good now", "it's done")
+_NOT_A_VALUE = re.compile(
+    r"(?i)(?:[^,;]*[,;]|.*\b(?:by|about|that|when|because)\b|(?:\w+\s+){4,}\w+|(?:all\s+)?(?:good|fine|ok|okay|great|"
+    r"sorted|done|over|fixed|better|worse|bad|nice|cool|amazing|awesome|fun|hard|tough|busy|quiet|crazy|"
+    r"time|here|there|gone|back|ready|finished|official|true|real|late|early|easy|different|normal|"
+    r"weird|perfect|possible|impossible|important|tricky|complicated|[a-z]+ed|[a-z]+ing)\b.*)"
+)
+
+
+def _a_value(text: str) -> bool:
+    return not _NOT_A_VALUE.fullmatch(tidy_value(text))
 
 
 def tidy_value(name: str) -> str:
@@ -354,13 +368,13 @@ def read_change(clause: str, said: str | None = None) -> Change | None:
     if match := _SWITCHED_TO.fullmatch(text):
         return Change(text=text, changes=True, value=tidy_value(match["new"]), subject=match["s"])
     if match := _LOST.fullmatch(text):
-        return Change(text="", ends=True, value=tidy_value(match["o"]), subject=match["s"])
+        return Change(text=text, ends=True, value=tidy_value(match["o"]), subject=match["s"], relation="owns")
     if match := _STOLEN.fullmatch(text):
-        return Change(text="", ends=True, value=tidy_value(match["o"] or match["o2"]), subject="I")
+        return Change(text="", ends=True, value=tidy_value(match["o"] or match["o2"]), subject="I", relation="owns")
     if match := _FOCUS.fullmatch(text):
         return Change(text="", changes=True, value=tidy_value(match["new"]), subject=match["s"])
-    if (match := _ITS.fullmatch(text)) and _NOW.search(said):  # "it's tea" alone changes nothing
-        return Change(text="", changes=True, value=tidy_value(match["new"]))
+    if (match := _ITS.fullmatch(text)) and _NOW.search(said) and _a_value(match["new"]):
+        return Change(text="", changes=True, value=tidy_value(match["new"]))  # "it's tea" alone: nothing
     if (match := _NOT.fullmatch(text)) or (match := _NOT_A_B.fullmatch(text)):
         return Change(text=match["main"], changes=True, old=tidy_value(match["old"]))
     if _NOW.search(said):

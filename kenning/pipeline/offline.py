@@ -209,8 +209,10 @@ _NON_SUBJECTS = frozenset(
     "what who which nothing something everything you been must maybe perhaps just really "
     "sounds glad thanks thank love hope wish guess seems looks definitely probably hopefully "
     "yes yeah wow oh sure totally absolutely honestly seriously awesome congrats "
-    "congratulations cool great nice our".split()
+    "congratulations cool great nice our gonna wanna gotta lemme lot lots".split()
 )
+#: a mention that names nothing: "learned a lot", "learn something new"
+_VAGUE = frozenset("lot lots much more stuff things something anything everything nothing".split())
 OUR_TEAM = "our team"
 USER = "User"
 
@@ -635,7 +637,8 @@ _RULES: list[_Rule] = [
           "dislikes", "person", "concept"),
     # "I'm a big tea drinker", "she's a huge Arsenal fan": what the subject drinks, eats, likes
     _rule(r"%S%A\s+%B\s+(?:an?\s+)?(?:(?:big|huge|heavy|avid|keen|massive|serious|daily|regular|real|"
-          r"great|true|total|lifelong|die-hard|diehard|passionate)\s+)*(?P<o>" + _NAME + r"|[a-z][\w-]*"
+          r"great|true|total|lifelong|die-hard|diehard|passionate)\s+)*(?!(?:your|my|his|her|their|our|the|"
+          r"biggest|greatest|number|no|a|an)\b)(?P<o>" + _NAME + r"|[a-z][\w-]*"
           r"(?:\s+[a-z][\w-]*)?)\s+(?P<fan>drinker|eater|fan|lover|enthusiast|buff|nut|addict|fanatic|"
           r"aficionado|devotee|junkie)(?!\s+of\b)%E", "@fan", "person", "concept"),
     # "I drink tea every morning", "she eats meat"
@@ -1188,6 +1191,8 @@ class _Reader:
             return self.last_thing
         name = _clean_name(raw)
         if not name or name.casefold() in _NON_SUBJECTS or len(name) > 80:
+            return None
+        if name.casefold().split()[0] in _VAGUE:
             return None
         return name
 
