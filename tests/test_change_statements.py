@@ -274,3 +274,19 @@ def test_the_model_path_stores_no_empty_ending(db_path, fake_openai) -> None:
         kn.remember("Alice switched from tea to coffee.", valid_at="2024-06-20")
         assert [(f.target, f.invalid_at) for f in kn.timeline("Alice").facts] == [("coffee", None)]
     no_empty_intervals(db_path)
+
+
+def test_the_closing_rules_hold_on_both_stores(store_url: str, clock) -> None:  # noqa: ANN001
+    with Kenning(store_url, clock=clock) as kn:
+        tell(kn, "Lena", [("2023-01-01T09:00:00Z", ["I love tea.", "I ride a Trek road bike.", "I have a Pixel 7.",
+                                                    "I'm engaged to Sam!"]),
+                          ("2023-06-01T09:00:00Z", ["I've switched to coffee.", "Someone stole the Trek.",
+                                                    "I got an iPhone 14.", "Sam and I broke up.",
+                                                    "I live in Paris. I live in Lyon."])])
+        assert current(kn, "Lena") == {("Lena", "prefers", "coffee"), ("Lena", "owns", "iPhone 14"),
+                                       ("Lena", "lives_in", "Lyon")}
+        ended = {f.target: f.invalid_at for f in kn.timeline("Lena").facts if f.invalid_at is not None}
+        june = dt.datetime(2023, 6, 1, 9, tzinfo=UTC)
+        assert ended == {"tea": june, "Trek road bike": june, "Pixel 7": june, "Sam": june}
+        paris = [f for f in kn.timeline("Lena").facts if f.target == "Paris"]
+        assert [(f.invalid_at, f.expired_at is not None) for f in paris] == [(None, True)]
