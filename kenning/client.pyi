@@ -7,7 +7,7 @@ import builtins
 import datetime
 import inspect
 from collections.abc import Callable, Sequence
-from kenning.models import CognifyResult, Context, ForgetResult, ImproveResult, Memory, MemoryInput, Message, Provenance, PruneResult, RecallResult, RememberResult, Session, Stats, Timeline, TransferResult
+from kenning.models import CognifyResult, Context, FactInput, ForgetResult, ImproveResult, Memory, MemoryInput, Message, Provenance, PruneResult, RecallResult, RememberResult, Session, Stats, Timeline, TransferResult
 from kenning.pipeline.extract import Extractor
 from kenning.providers.base import ChatModel, Embedder
 from kenning.providers.rerank import Reranker
@@ -71,10 +71,13 @@ class Kenning:
         """Close the store and the model clients."""
         ...
 
-    def remember(self, content: str | MemoryInput | Message | Path | builtins.list[str | MemoryInput | Message | Path], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None, force: bool = False, dry_run: bool = False, include: builtins.list[str] | None = None, exclude: builtins.list[str] | None = None, sync: bool = False, progress: Callable[[int], None] | None = None) -> RememberResult:
+    def remember(self, content: str | MemoryInput | Message | FactInput | Path | builtins.list[str | MemoryInput | Message | FactInput | Path], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None, force: bool = False, dry_run: bool = False, include: builtins.list[str] | None = None, exclude: builtins.list[str] | None = None, sync: bool = False, progress: Callable[[int], None] | None = None) -> RememberResult:
         """Store and process now: a string, a structured memory, chat messages (``{"role",
         "content", "name"?, "created_at"?}``, each kept as a ``message`` memory with its speaker),
-        or a list of them. ``user``, ``agent`` and ``session`` scope what is stored. ``force``
+        or a list of them; or known facts (``{"source", "relation", "target", "valid_at"?,
+        "invalid_at"?, "description"?}`` records, kept as one ``facts`` memory and resolved like
+        extracted facts without extraction: docs/known-facts.md). ``user``, ``agent`` and
+        ``session`` scope what is stored. ``force``
         reprocesses content seen before; ``dry_run`` estimates model calls and tokens without
         storing or calling anything. A ``pathlib.Path`` (or a list of them) remembers files and
         folders, one memory per file (docs/files.md): ``include`` and ``exclude`` pick a folder's
@@ -83,7 +86,7 @@ class Kenning:
         """
         ...
 
-    def add(self, content: str | MemoryInput | Message | builtins.list[str | MemoryInput | Message], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None) -> builtins.list[str]:
+    def add(self, content: str | MemoryInput | Message | FactInput | builtins.list[str | MemoryInput | Message | FactInput], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None) -> builtins.list[str]:
         """Store as ``pending`` without processing; ``cognify`` processes later. Returns the ids."""
         ...
 
@@ -112,7 +115,7 @@ class Kenning:
         """One stored memory by id."""
         ...
 
-    def list(self, *, dataset: str | None = 'main', kind: Literal['knowledge', 'note', 'episode', 'message', 'session'] | None = None, status: Literal['pending', 'processing', 'active', 'failed', 'superseded'] | None = None, retention: Literal['permanent', 'decision', 'standard', 'ephemeral', 'session'] | None = None, pinned: bool | None = None, order_by: Literal['created_at', 'updated_at', 'access_count', 'last_accessed_at'] = 'created_at', descending: bool = True, limit: int = 50, offset: int = 0, user: str | None = None, agent: str | None = None, session: str | None = None, filters: dict[str, Any] | None = None) -> builtins.list[Memory]:
+    def list(self, *, dataset: str | None = 'main', kind: Literal['knowledge', 'note', 'episode', 'message', 'session', 'facts'] | None = None, status: Literal['pending', 'processing', 'active', 'failed', 'superseded'] | None = None, retention: Literal['permanent', 'decision', 'standard', 'ephemeral', 'session'] | None = None, pinned: bool | None = None, order_by: Literal['created_at', 'updated_at', 'access_count', 'last_accessed_at'] = 'created_at', descending: bool = True, limit: int = 50, offset: int = 0, user: str | None = None, agent: str | None = None, session: str | None = None, filters: dict[str, Any] | None = None) -> builtins.list[Memory]:
         """Stored memories, newest first, a page at a time; ``user``, ``agent``, ``session`` and
         metadata ``filters`` narrow them.
         """
@@ -184,6 +187,23 @@ class Kenning:
         """The conversations of a dataset (of one ``user`` or ``agent``), latest first."""
         ...
 
+    def tools(self, profile: str = 'agent') -> builtins.list[dict[str, Any]]:
+        """The verbs as OpenAI function-calling definitions (``{"type": "function", "function":
+        {name, description, parameters}}``), from their request models: ``profile`` is
+        ``"agent"`` (at most 8 tools for a conversation), ``"all"``, or verb names separated by
+        commas. Run a model's call with :meth:`call_tool`.
+        """
+        ...
+
+    def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None, *, format: str = 'text') -> Any:
+        """Run the tool call a model made: ``name`` and its ``arguments`` (an object, or its
+        JSON text), checked by the verb's request model (an unknown argument is a
+        ``ValidationError``). Returns compact text for the model (``format="text"``: facts and
+        passages with their dates, current or not, and ids) or the result as JSON data
+        (``"json"``).
+        """
+        ...
+
     def export(self, path: str | PathLike[str], *, datasets: Sequence[str] | None = None, format: str = 'jsonl', vectors: bool = True, progress: Callable[[int], None] | None = None) -> TransferResult:
         """Write ``datasets`` (default: all) to ``path``: ``format="jsonl"`` everything, sorted
         and versioned, for :meth:`import_`; ``"graphml"`` or ``"json"`` the graph (entities and
@@ -234,10 +254,13 @@ class AsyncKenning:
         """Close the store and the model clients."""
         ...
 
-    async def remember(self, content: str | MemoryInput | Message | Path | builtins.list[str | MemoryInput | Message | Path], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None, force: bool = False, dry_run: bool = False, include: builtins.list[str] | None = None, exclude: builtins.list[str] | None = None, sync: bool = False, progress: Callable[[int], None] | None = None) -> RememberResult:
+    async def remember(self, content: str | MemoryInput | Message | FactInput | Path | builtins.list[str | MemoryInput | Message | FactInput | Path], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None, force: bool = False, dry_run: bool = False, include: builtins.list[str] | None = None, exclude: builtins.list[str] | None = None, sync: bool = False, progress: Callable[[int], None] | None = None) -> RememberResult:
         """Store and process now: a string, a structured memory, chat messages (``{"role",
         "content", "name"?, "created_at"?}``, each kept as a ``message`` memory with its speaker),
-        or a list of them. ``user``, ``agent`` and ``session`` scope what is stored. ``force``
+        or a list of them; or known facts (``{"source", "relation", "target", "valid_at"?,
+        "invalid_at"?, "description"?}`` records, kept as one ``facts`` memory and resolved like
+        extracted facts without extraction: docs/known-facts.md). ``user``, ``agent`` and
+        ``session`` scope what is stored. ``force``
         reprocesses content seen before; ``dry_run`` estimates model calls and tokens without
         storing or calling anything. A ``pathlib.Path`` (or a list of them) remembers files and
         folders, one memory per file (docs/files.md): ``include`` and ``exclude`` pick a folder's
@@ -246,7 +269,7 @@ class AsyncKenning:
         """
         ...
 
-    async def add(self, content: str | MemoryInput | Message | builtins.list[str | MemoryInput | Message], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None) -> builtins.list[str]:
+    async def add(self, content: str | MemoryInput | Message | FactInput | builtins.list[str | MemoryInput | Message | FactInput], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None) -> builtins.list[str]:
         """Store as ``pending`` without processing; ``cognify`` processes later. Returns the ids."""
         ...
 
@@ -275,7 +298,7 @@ class AsyncKenning:
         """One stored memory by id."""
         ...
 
-    async def list(self, *, dataset: str | None = 'main', kind: Literal['knowledge', 'note', 'episode', 'message', 'session'] | None = None, status: Literal['pending', 'processing', 'active', 'failed', 'superseded'] | None = None, retention: Literal['permanent', 'decision', 'standard', 'ephemeral', 'session'] | None = None, pinned: bool | None = None, order_by: Literal['created_at', 'updated_at', 'access_count', 'last_accessed_at'] = 'created_at', descending: bool = True, limit: int = 50, offset: int = 0, user: str | None = None, agent: str | None = None, session: str | None = None, filters: dict[str, Any] | None = None) -> builtins.list[Memory]:
+    async def list(self, *, dataset: str | None = 'main', kind: Literal['knowledge', 'note', 'episode', 'message', 'session', 'facts'] | None = None, status: Literal['pending', 'processing', 'active', 'failed', 'superseded'] | None = None, retention: Literal['permanent', 'decision', 'standard', 'ephemeral', 'session'] | None = None, pinned: bool | None = None, order_by: Literal['created_at', 'updated_at', 'access_count', 'last_accessed_at'] = 'created_at', descending: bool = True, limit: int = 50, offset: int = 0, user: str | None = None, agent: str | None = None, session: str | None = None, filters: dict[str, Any] | None = None) -> builtins.list[Memory]:
         """Stored memories, newest first, a page at a time; ``user``, ``agent``, ``session`` and
         metadata ``filters`` narrow them.
         """
@@ -345,6 +368,23 @@ class AsyncKenning:
 
     async def sessions(self, *, dataset: str = 'main', user: str | None = None, agent: str | None = None, limit: int = 50, offset: int = 0) -> builtins.list[Session]:
         """The conversations of a dataset (of one ``user`` or ``agent``), latest first."""
+        ...
+
+    async def tools(self, profile: str = 'agent') -> builtins.list[dict[str, Any]]:
+        """The verbs as OpenAI function-calling definitions (``{"type": "function", "function":
+        {name, description, parameters}}``), from their request models: ``profile`` is
+        ``"agent"`` (at most 8 tools for a conversation), ``"all"``, or verb names separated by
+        commas. Run a model's call with :meth:`call_tool`.
+        """
+        ...
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None, *, format: str = 'text') -> Any:
+        """Run the tool call a model made: ``name`` and its ``arguments`` (an object, or its
+        JSON text), checked by the verb's request model (an unknown argument is a
+        ``ValidationError``). Returns compact text for the model (``format="text"``: facts and
+        passages with their dates, current or not, and ids) or the result as JSON data
+        (``"json"``).
+        """
         ...
 
     async def export(self, path: str | PathLike[str], *, datasets: Sequence[str] | None = None, format: str = 'jsonl', vectors: bool = True, progress: Callable[[int], None] | None = None) -> TransferResult:
