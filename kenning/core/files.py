@@ -19,8 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._checks import check_metadata, check_text
+from .._identity import check_dataset
+from ..dates import parse_when
 from ..errors import KenningError, NotFoundError, ValidationError
-from ..files import Document, Matcher, SyncPlan, plan_sync, read_paths
+from ..requests import KIND_CHARS
+from ..files import Document, Matcher, SyncPlan, check_file_options, plan_sync, read_paths
 from ..models import FileFailure, FilesSummary, RememberResult
 from ..store.base import Store
 from .lifecycle import Lifecycle
@@ -84,6 +88,12 @@ class Files:
             raise ValidationError("source is each file's own path when remembering files: leave source out")
         if metadata is not None and not isinstance(metadata, dict):
             raise ValidationError(f"metadata must be a JSON object, not {type(metadata).__name__}")
+        # every option checked before any file is read, remembered or forgotten
+        check_dataset(dataset)
+        check_text(kind, "kind", max_chars=KIND_CHARS)
+        check_metadata(metadata)
+        valid_at = parse_when(valid_at, self.writing.now(), "valid_at")
+        check_file_options(content, sync=sync)
         job = _Job(dataset, kind, valid_at, dict(metadata or {}), force, dry_run, sync,
                    progress or (lambda n: None))
         job.out.dry_run = dry_run
