@@ -119,7 +119,9 @@ class Files:
         known = {row[1] for row in stored}
         hashes = {memory_id: content_hash for _, memory_id, content_hash in stored}
         current = {(source, content_hash): memory_id for source, memory_id, content_hash in stored}
-        todo = {doc.source for doc in plan.added + plan.changed} | (set(plan.unchanged) if job.force else set())
+        resumed = self._unfinished(group.documents, plan.unchanged, current)
+        todo = ({doc.source for doc in plan.added + plan.changed} | resumed
+                | (set(plan.unchanged) if job.force else set()))
         changed = {doc.source for doc in plan.changed}
         for doc in group.documents:
             memory_id = current.get((doc.source, doc.content_hash))
@@ -128,7 +130,8 @@ class Files:
                 if memory_id is None:
                     job.progress(1)
                     continue
-            fresh = doc.source in todo and memory_id not in known and memory_id not in job.out.skipped
+            fresh = (doc.source in todo and memory_id not in job.out.skipped
+                     and (memory_id not in known or doc.source in resumed))
             (summary.changed if doc.source in changed else summary.added if fresh else summary.unchanged
              ).append(doc.source)
             # older versions of this file, unless another file of these folders still holds them
@@ -136,6 +139,19 @@ class Files:
             if memory_id is not None and old and not job.dry_run:
                 self.writing.supersede(memory_id, job.dataset, old)
             job.progress(1)
+
+    def _unfinished(self, documents: list[Document], unchanged: list[str],
+                    current: dict[tuple[str, str], str]) -> set[str]:
+        """The unchanged files whose memory was never finished: still ``pending``, or
+        ``processing`` under a claim (a run killed mid-file strands one so). Remembering them
+        again takes the claim over when its owner is gone or its lease ran out, and processes
+        it; a live worker's claim is left to that worker (the file is then ``unchanged``)."""
+        same = set(unchanged)
+        ids = {current[(d.source, d.content_hash)]: d.source for d in documents
+               if d.source in same and (d.source, d.content_hash) in current}
+        if not ids:
+            return set()
+        return {ids[m.id] for m in self.store.get_memories(list(ids)) if m.status in ("pending", "processing")}
 
     def _one(self, doc: Document, folder: str | None, job: _Job) -> str | None:
         """Remember one file; its memory id, or None (reported as failed)."""
