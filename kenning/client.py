@@ -15,6 +15,7 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._checks import nfc
 from ._time import utcnow
 from .core.engine import Engine
 from .errors import ConfigurationError, EmbedderMismatchError
@@ -136,7 +137,8 @@ def _verb(name: str, run: Callable[[Engine, dict[str, Any]], Any] | None = None)
         bound = signature.bind(self, *args, **kwargs)
         if not model.partial:
             bound.apply_defaults()
-        values = {k: v for k, v in bound.arguments.items() if k != "self"} | extra
+        # every surface (Python, CLI, HTTP, MCP, a remote client's server) passes here: text in NFC
+        values = {k: nfc(v) for k, v in bound.arguments.items() if k != "self"} | nfc(extra)
         if self._remote is not None:
             values.pop("progress", None)
             return self._remote.call(model, values)
