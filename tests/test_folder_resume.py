@@ -25,10 +25,11 @@ def _folder(root: Path) -> Path:
     return folder
 
 
-def test_a_killed_folder_remember_is_finished_by_running_it_again(store_url: str, tmp_path: Path) -> None:
+def _kill_remember(store_url: str, folder: Path) -> None:
+    """``kenning remember -f folder`` in its own process, killed -9 while the first file it
+    processes waits on the (slow) model."""
     from tests.fakeopenai import FakeOpenAI
 
-    folder = _folder(tmp_path)
     with FakeOpenAI(latency=60) as slow:
         env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path), "KENNING_LLM": "m",
                "KENNING_LLM_BASE_URL": slow.base_url, "KENNING_LLM_API_KEY": "k", "KENNING_LLM_MAX_RETRIES": "0"}
@@ -40,6 +41,11 @@ def test_a_killed_folder_remember_is_finished_by_running_it_again(store_url: str
             time.sleep(0.05)
         os.kill(child.pid, signal.SIGKILL)
         child.wait()
+
+
+def test_a_killed_folder_remember_is_finished_by_running_it_again(store_url: str, tmp_path: Path) -> None:
+    folder = _folder(tmp_path)
+    _kill_remember(store_url, folder)
     with Kenning(store_url) as kn:
         stranded = kn.list(status="processing")
         assert [m.source for m in stranded] == ["0.txt"]
@@ -51,3 +57,19 @@ def test_a_killed_folder_remember_is_finished_by_running_it_again(store_url: str
         assert kn.recall("Where does Alice work?", search_type="chunks").hits[0].text == "Alice works at Acme."
     result = CliRunner().invoke(cli, ["--db", store_url, "remember", "-f", str(folder)])
     assert "files: 0 added, 0 changed, 3 unchanged, 0 removed, 0 failed" in result.stdout
+
+
+def test_a_killed_change_is_finished_and_supersedes_the_old_version(tmp_path: Path) -> None:
+    store_url = f"sqlite:///{tmp_path / 'k.db'}"
+    folder = _folder(tmp_path)
+    with Kenning(store_url) as kn:
+        kn.remember(folder)
+        old = next(m.id for m in kn.list() if m.source == "0.txt")
+    (folder / "0.txt").write_text("Alice works at Globex.")
+    _kill_remember(store_url, folder)  # the changed file's new memory is stranded
+    result = CliRunner().invoke(cli, ["--db", store_url, "remember", "-f", str(folder)])
+    assert result.exit_code == 0, result.output
+    assert "files: 0 added, 1 changed, 2 unchanged, 0 removed, 0 failed" in result.stdout
+    with Kenning(store_url) as kn:
+        assert kn.get(old).status == "superseded" and not kn.list(status="processing")
+        assert "Alice works at Globex." in [h.text for h in kn.recall("Globex", search_type="chunks").hits]

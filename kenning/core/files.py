@@ -122,7 +122,8 @@ class Files:
         resumed = self._unfinished(group.documents, plan.unchanged, current)
         todo = ({doc.source for doc in plan.added + plan.changed} | resumed
                 | (set(plan.unchanged) if job.force else set()))
-        changed = {doc.source for doc in plan.changed}
+        # a resumed file beside an older version of itself was changed when its run was killed
+        changed = {doc.source for doc in plan.changed} | {s for s in resumed if plan.stale.get(s)}
         for doc in group.documents:
             memory_id = current.get((doc.source, doc.content_hash))
             if doc.source in todo:
