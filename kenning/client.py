@@ -249,6 +249,27 @@ class Kenning:
     context = _verb("context")
     sessions = _verb("sessions")
 
+    # -- the verbs as tools for a model (kenning/tools.py, docs/integrations.md) ---------------
+    def tools(self, profile: str = "agent") -> list[dict[str, Any]]:
+        """The verbs as OpenAI function-calling definitions (``{"type": "function", "function":
+        {name, description, parameters}}``), from their request models: ``profile`` is
+        ``"agent"`` (at most 8 tools for a conversation), ``"all"``, or verb names separated by
+        commas. Run a model's call with :meth:`call_tool`."""
+        from .tools import definitions
+
+        return definitions(profile)
+
+    def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None, *,
+                  format: str = "text") -> Any:
+        """Run the tool call a model made: ``name`` and its ``arguments`` (an object, or its
+        JSON text), checked by the verb's request model (an unknown argument is a
+        ``ValidationError``). Returns compact text for the model (``format="text"``: facts and
+        passages with their dates, current or not, and ids) or the result as JSON data
+        (``"json"``)."""
+        from .tools import call, parse_arguments
+
+        return call(self, name, parse_arguments(arguments), format=format)
+
     # -- export / import (kenning/store/portable.py, docs/export.md) ---------------------------
     def export(self, path: str | os.PathLike[str], *, datasets: Sequence[str] | None = None,
                format: str = "jsonl", vectors: bool = True,
@@ -312,5 +333,5 @@ class AsyncKenning:
 
 
 # every verb of ``Kenning``, awaited: a verb added there is added here
-for _name in ("close", "export", "import_", *VERBS):
+for _name in ("close", "export", "import_", "tools", "call_tool", *VERBS):
     setattr(AsyncKenning, _name, _async(getattr(Kenning, _name)))

@@ -132,7 +132,7 @@ def test_mcp_and_cli_refuse_bad_metadata(tmp_path):
     path = str(tmp_path / "c.db")
     with Kenning(path) as kn:
         mid = kn.remember("Alice works at Acme.").memory_ids[0]
-        server = build_server(kn, auth=False)
+        server = build_server(kn, auth=False, tools="all")
 
         async def call() -> str:
             try:

@@ -86,14 +86,9 @@ def _reason(exc: Exception) -> str:
 
 def _require(module: str):
     """An optional converter library, or a ConfigurationError naming the extra that has it."""
-    import importlib
+    from .._extras import require
 
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise ConfigurationError(
-            f"reading this file needs {module}: pip install 'kenning[files]'", extra="files"
-        ) from None
+    return require(module, extra="files", purpose=f"reading this file needs {module}")
 
 
 # -- formats ------------------------------------------------------------------------------------
