@@ -15,6 +15,7 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._checks import nfc
 from ._time import utcnow
 from .core.engine import Engine
 from .errors import ConfigurationError, EmbedderMismatchError
@@ -136,7 +137,8 @@ def _verb(name: str, run: Callable[[Engine, dict[str, Any]], Any] | None = None)
         bound = signature.bind(self, *args, **kwargs)
         if not model.partial:
             bound.apply_defaults()
-        values = {k: v for k, v in bound.arguments.items() if k != "self"} | extra
+        # every surface (Python, CLI, HTTP, MCP, a remote client's server) passes here: text in NFC
+        values = {k: nfc(v) for k, v in bound.arguments.items() if k != "self"} | nfc(extra)
         if self._remote is not None:
             values.pop("progress", None)
             return self._remote.call(model, values)
@@ -281,15 +283,18 @@ class Kenning:
         return export_file(self.store, path, datasets=datasets, format=format, vectors=vectors,
                            progress=progress)
 
-    def import_(self, path: str | os.PathLike[str], *, vectors: bool = True,
+    def import_(self, path: str | os.PathLike[str], *, vectors: bool = True, accounts: bool = False,
                 progress: Callable[[int], None] | None = None) -> TransferResult:
         """Load a file written by :meth:`export` (``import`` is a Python keyword, hence the
         underscore) with the same ids, in one transaction; identical rows already held are
-        skipped, differing ones refused. A file without vectors (or ``vectors=False``, which
-        ignores the file's: for a store with another embedder) is embedded here."""
+        skipped, differing ones refused. Only the datasets the file's header declares are
+        touched. A file without vectors (or ``vectors=False``, which ignores the file's: for a
+        store with another embedder) is embedded here. The file's users (with their admin
+        flags), dataset owners and grants are applied only with ``accounts=True``; otherwise
+        they are counted in the result's ``ignored``."""
         from .store.portable import import_file
 
-        report = import_file(self.store, path, vectors=vectors, progress=progress)
+        report = import_file(self.store, path, vectors=vectors, accounts=accounts, progress=progress)
         if not report.vectors:
             self._engine.reembed(missing_only=True)
         return report

@@ -212,11 +212,14 @@ class Kenning:
         """
         ...
 
-    def import_(self, path: str | PathLike[str], *, vectors: bool = True, progress: Callable[[int], None] | None = None) -> TransferResult:
+    def import_(self, path: str | PathLike[str], *, vectors: bool = True, accounts: bool = False, progress: Callable[[int], None] | None = None) -> TransferResult:
         """Load a file written by :meth:`export` (``import`` is a Python keyword, hence the
         underscore) with the same ids, in one transaction; identical rows already held are
-        skipped, differing ones refused. A file without vectors (or ``vectors=False``, which
-        ignores the file's: for a store with another embedder) is embedded here.
+        skipped, differing ones refused. Only the datasets the file's header declares are
+        touched. A file without vectors (or ``vectors=False``, which ignores the file's: for a
+        store with another embedder) is embedded here. The file's users (with their admin
+        flags), dataset owners and grants are applied only with ``accounts=True``; otherwise
+        they are counted in the result's ``ignored``.
         """
         ...
 
@@ -395,11 +398,14 @@ class AsyncKenning:
         """
         ...
 
-    async def import_(self, path: str | PathLike[str], *, vectors: bool = True, progress: Callable[[int], None] | None = None) -> TransferResult:
+    async def import_(self, path: str | PathLike[str], *, vectors: bool = True, accounts: bool = False, progress: Callable[[int], None] | None = None) -> TransferResult:
         """Load a file written by :meth:`export` (``import`` is a Python keyword, hence the
         underscore) with the same ids, in one transaction; identical rows already held are
-        skipped, differing ones refused. A file without vectors (or ``vectors=False``, which
-        ignores the file's: for a store with another embedder) is embedded here.
+        skipped, differing ones refused. Only the datasets the file's header declares are
+        touched. A file without vectors (or ``vectors=False``, which ignores the file's: for a
+        store with another embedder) is embedded here. The file's users (with their admin
+        flags), dataset owners and grants are applied only with ``accounts=True``; otherwise
+        they are counted in the result's ``ignored``.
         """
         ...
 

@@ -12,6 +12,7 @@ from typing import get_args
 import click
 
 from ..access import Access, Accounts, Permission, Principal
+from ..access.guard import forwarded_options
 from ..client import Kenning
 from ._common import dump_json, fail, open_kenning, run
 
@@ -66,7 +67,7 @@ def serve(ctx: click.Context, host: str, port: int, no_auth: bool, max_body: int
                              allowed_hosts=allowed_hosts)
             if not no_auth and not _accounts(kn).keys():
                 click.echo("no API keys yet: create one with `kenning keys create --admin`", err=True)
-        uvicorn.run(app, host=host, port=port, log_level=log_level)
+        uvicorn.run(app, host=host, port=port, log_level=log_level, **forwarded_options(kn.settings.trusted_proxies))
 
 
 @click.command()
@@ -106,7 +107,7 @@ def mcp(ctx: click.Context, transport: str, host: str, port: int, no_auth: bool,
 
             with run():
                 app = http_app(kn, auth=not no_auth, bind=host, allowed_hosts=allowed_hosts, tools=tool_profile)
-            uvicorn.run(app, host=host, port=port)
+            uvicorn.run(app, host=host, port=port, **forwarded_options(kn.settings.trusted_proxies))
             return
         with run():  # the key is checked now (a wrong one fails here) and again on every call
             server = build_server(kn, auth=bool(key), key=key or None, tools=tool_profile)
