@@ -285,16 +285,22 @@ def test_what_an_agent_stores_over_mcp_is_at_most_its_word(tmp_path: Path) -> No
     from kenning.mcp import build_server
 
     with Kenning(str(tmp_path / "m.db")) as kn:
-        server = build_server(kn, auth=False)
+        lean, full = build_server(kn, auth=False), build_server(kn, auth=False, tools="all")
 
-        async def remember(**args: object) -> None:
-            await server.call_tool("remember", args)
+        async def remember(server: object, **args: object) -> None:
+            await server.call_tool("remember", args)  # type: ignore[attr-defined]
 
-        anyio.run(lambda: remember(content="Alice works at Acme.", origin="user"))
-        anyio.run(lambda: remember(content=[{"role": "user", "content": "I live in Oslo."}], user="alice"))
-        anyio.run(lambda: remember(content="Bob lives in Rome.", origin="tool"))
+        anyio.run(lambda: remember(lean, content="Carol lives in Oslo."))
+        anyio.run(lambda: remember(full, content="Alice works at Acme.", origin="user"))
+        anyio.run(lambda: remember(full, content=[{"role": "user", "content": "I live in Oslo."}], user="alice"))
+        anyio.run(lambda: remember(full, content="Bob lives in Rome.", origin="tool"))
         assert {m.content: m.origin for m in kn.list()} == {
-            "Alice works at Acme.": "agent", "I live in Oslo.": "agent", "Bob lives in Rome.": "tool"}
+            "Carol lives in Oslo.": "agent", "Alice works at Acme.": "agent", "I live in Oslo.": "agent",
+            "Bob lives in Rome.": "tool"}
+        tool = next(t for t in kn.tools() if t["function"]["name"] == "remember") if hasattr(kn, "tools") else None
+        if tool is not None:  # function calling (kn.call_tool): the caller is the agent too
+            kn.call_tool("remember", {"content": "Dan lives in Kyiv."})
+            assert next(m for m in kn.list() if m.content == "Dan lives in Kyiv.").origin == "agent"
 
 
 def test_the_cli_names_the_origin_and_shows_flagged_parts_on_request(tmp_path: Path) -> None:

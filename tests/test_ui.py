@@ -144,7 +144,7 @@ def test_search_shows_hits_with_provenance(ui, site):
     assert "2023-06-01 → now" in first.locator(".validity").inner_text()
     assert first.locator(f'a[href="#/memory/{ids["globex"]}"]').count() == 1
     assert "graph" in first.locator(".lanes").inner_text()
-    assert first.locator(".badge.origin").inner_text() == "api"  # who said it (docs/security.md)
+    assert first.locator(".badge.authority").inner_text() == "api"  # who said it (docs/security.md)
     ui.shot("search")
     first.locator(f'a[href="#/memory/{ids["globex"]}"]').click()
     ui.page.locator("#memory-title").wait_for()

@@ -65,7 +65,7 @@ function hit(item, memory) {
       h("span", { class: "lanes", "aria-label": "found by lanes" }, chips(item.lanes)),
       item.current ? null : h("span", { class: "badge closed" }, "not valid then"),
       // who said it, and whether it addresses the model or competes with a live fact (docs/security.md)
-      item.origin ? h("span", { class: "badge origin", title: "who said it" }, item.origin) : null,
+      item.origin ? h("span", { class: "badge authority", title: "who said it (its origin)" }, item.origin) : null,
       item.flags && item.flags.length ? h("span", { class: "badge closed", title: item.flags.join(", ") }, "instruction-shaped") : null,
       item.competing && item.competing.length ? h("span", { class: "badge", title: "a live fact contradicts it" }, "competing claim") : null),
     origin(item, memory),
