@@ -84,6 +84,8 @@ class Lifecycle:
             raise ValidationError(
                 f"cannot update {', '.join(unknown)}; updatable: {', '.join(sorted(UPDATABLE_FIELDS))}"
             )
+        if not changes:
+            raise ValidationError(f"update needs a field to change: {', '.join(sorted(UPDATABLE_FIELDS))}")
         now = self.now()
         fields = _changed_fields(memory, changes, now)
         reprocess = "content" in fields or "valid_at" in fields
@@ -145,6 +147,8 @@ class Lifecycle:
             dataset = dataset or DEFAULT_DATASET
         if dataset is not None:
             check_dataset(dataset)
+            if dataset not in self.store.datasets():
+                raise NotFoundError(f"no dataset {dataset!r}")
         started = time.perf_counter()
         out = ForgetResult()
         # Each page is deleted in its own transaction, so forgetting a huge dataset never
@@ -249,8 +253,10 @@ class Lifecycle:
 
     def _prune_page(self, txn: Txn, ids: list[str], criteria: PruneCriteria,
                     now: dt.datetime) -> tuple[list[Memory], tuple[list[str], list[str]]]:
-        # Decide again inside the transaction: a memory pinned meanwhile stays.
-        batch = [m for m in self.store.get_memories(ids) if prune_reason(m, criteria, self.settings, now) is not None]
+        # Decide again inside the transaction, on rows it holds locked until it commits: a pin
+        # committed before is seen and the memory stays; one made after waits, then finds the
+        # memory gone (NotFoundError), so no acknowledged pin is ever deleted.
+        batch = [m for m in txn.lock_memories(ids) if prune_reason(m, criteria, self.settings, now) is not None]
         return batch, remove_memories(self.store, txn, batch, now)
 
 

@@ -171,6 +171,11 @@ class Txn(ABC):
         memory no longer exists."""
 
     @abstractmethod
+    def lock_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
+        """The memories that still exist, read and locked until the transaction ends: no other
+        writer changes them meanwhile (a pin made while a prune page is deleted waits for it)."""
+
+    @abstractmethod
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None: ...
 
     @abstractmethod

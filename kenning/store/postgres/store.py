@@ -286,6 +286,19 @@ class _PgTxn(Txn):
             "SELECT status, claimed_by FROM memories WHERE id = %s FOR UPDATE", (memory_id,)).fetchone()
         return (row["status"], row["claimed_by"]) if row else None
 
+    def lock_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
+        ids = sorted(set(memory_ids))
+        if not ids:
+            return []
+        # The dataset locks first, as every writer takes them, then the rows in one order.
+        for row in self.conn.execute("SELECT DISTINCT dataset FROM memories WHERE id = ANY(%s) ORDER BY dataset",
+                                     (ids,)).fetchall():
+            self._lock(row["dataset"])
+        rows = self.conn.execute(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ANY(%s) ORDER BY id FOR UPDATE", (ids,)).fetchall()
+        self._datasets.update((("memories", r["id"]), r["dataset"]) for r in rows)
+        return _ordered({r["id"]: _memory(r) for r in rows}, memory_ids)
+
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
         self._lock_memory(memory_id)
         _update(self.conn, "memories", memory_id, fields)

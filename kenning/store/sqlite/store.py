@@ -178,6 +178,9 @@ class _SQLiteTxn(Txn):
         row = self.db.execute("SELECT status, claimed_by FROM memories WHERE id = ?", (memory_id,)).fetchone()
         return (row[0], row[1]) if row else None
 
+    def lock_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
+        return self.store.get_memories(memory_ids)  # BEGIN IMMEDIATE: no other writer runs
+
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
         self.store._update_memory(memory_id, fields)
 
