@@ -147,8 +147,7 @@ class Lifecycle:
             dataset = dataset or DEFAULT_DATASET
         if dataset is not None:
             check_dataset(dataset)
-            if dataset not in self.store.datasets():
-                raise NotFoundError(f"no dataset {dataset!r}")
+            _require_dataset(self.store, dataset)
         started = time.perf_counter()
         out = ForgetResult()
         # Each page is deleted in its own transaction, so forgetting a huge dataset never
@@ -272,6 +271,19 @@ class Lifecycle:
         self.store.set_fact_weight(fact_id, weight)
         log.info("feedback", extra={"fact_id": fact_id, "helpful": helpful, "weight": weight})
         return weight
+
+
+def _require_dataset(store: Store, dataset: str) -> None:
+    """The dataset exists, as a read requires it (``main`` always does; so does one created
+    empty through the server's ``datasets create``): forgetting a misspelt name is an error,
+    not an empty success."""
+    if dataset == DEFAULT_DATASET or dataset in store.datasets():
+        return
+    from ..store.auth import AuthStore
+
+    if isinstance(store, AuthStore) and store.dataset_records([dataset]):
+        return
+    raise NotFoundError(f"no dataset {dataset!r}")
 
 
 def _changed_fields(memory: Memory, changes: dict[str, Any], now: dt.datetime) -> dict[str, Any]:

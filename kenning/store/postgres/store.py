@@ -440,9 +440,18 @@ class _PgTxn(Txn):
             "SELECT id FROM unnest(%s::text[]) AS id WHERE NOT EXISTS"
             " (SELECT 1 FROM fact_memories WHERE fact_id = id)", (list(fact_ids),))]
 
-    def reopen_facts(self, closed_by: Sequence[str]) -> None:
-        self.conn.execute("UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
-                          " WHERE superseded_by = ANY(%s) AND expired_at IS NOT NULL", (list(closed_by),))
+    def facts_closed_by(self, fact_ids: Sequence[str]) -> list[FactRow]:
+        rows = self.conn.execute(
+            f"SELECT {_FACT_COLUMNS} FROM facts WHERE superseded_by = ANY(%s) AND expired_at IS NOT NULL"
+            " ORDER BY created_at, id", (list(fact_ids),)).fetchall()
+        return [_fact_row(r) for r in rows]
+
+    def slot_facts(self, dataset: str, relation: str, entity_id: str, by_source: bool) -> list[FactRow]:
+        column = sql.Identifier("source_id" if by_source else "target_id")
+        rows = self.conn.execute(
+            sql.SQL("SELECT {} FROM facts WHERE dataset = %s AND relation = %s AND {} = %s").format(
+                sql.SQL(_FACT_COLUMNS), column), (dataset, relation, entity_id)).fetchall()
+        return [_fact_row(r) for r in rows]
 
     def delete_facts(self, fact_ids: Sequence[str]) -> None:
         self.conn.execute("DELETE FROM facts WHERE id = ANY(%s)", (list(fact_ids),))

@@ -327,11 +327,18 @@ class _SQLiteTxn(Txn):
             f"SELECT id FROM facts WHERE id IN ({_placeholders(len(fact_ids))})"
             " AND NOT EXISTS (SELECT 1 FROM fact_memories m WHERE m.fact_id = facts.id)", list(fact_ids))]
 
-    def reopen_facts(self, closed_by: Sequence[str]) -> None:
-        self.db.execute(
-            "UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
-            f" WHERE superseded_by IN ({_placeholders(len(closed_by))}) AND expired_at IS NOT NULL",
-            list(closed_by))
+    def facts_closed_by(self, fact_ids: Sequence[str]) -> list[FactRow]:
+        ids = [r[0] for r in self.db.execute(
+            f"SELECT id FROM facts WHERE superseded_by IN ({_placeholders(len(fact_ids))})"
+            " AND expired_at IS NOT NULL ORDER BY created_at, id", list(fact_ids))]
+        return self.store._fact_rows(ids) if ids else []
+
+    def slot_facts(self, dataset: str, relation: str, entity_id: str, by_source: bool) -> list[FactRow]:
+        column = "source_id" if by_source else "target_id"
+        ids = [r[0] for r in self.db.execute(
+            f"SELECT id FROM facts WHERE dataset = ? AND relation = ? AND {column} = ?",
+            (dataset, relation, entity_id))]
+        return self.store._fact_rows(ids) if ids else []
 
     def delete_facts(self, fact_ids: Sequence[str]) -> None:
         self._delete("facts", fact_ids)
