@@ -71,3 +71,34 @@ def test_update_with_nothing_to_change_is_invalid(kn: Kenning) -> None:
     with pytest.raises(ValidationError):
         kn.update(memory_id)
     assert kn.get(memory_id) == before
+
+
+def test_over_http_forget_of_an_unknown_dataset_is_404_and_update_racing_delete_never_500(tmp_path) -> None:  # noqa: ANN001
+    """Two servers on one SQLite file: an update sent to one while the other deletes the
+    memory answers 200 or 404, never a 500."""
+    import httpx
+
+    from tests.server_util import running
+
+    path = str(tmp_path / "two.db")
+    with running(path, auth=False) as (_, first), running(path, auth=False) as (_, second):
+        with httpx.Client(base_url=first, timeout=60) as a, httpx.Client(base_url=second, timeout=60) as b:
+            resp = a.post("/v1/forget", json={"dataset": "nope"})
+            assert resp.status_code == 404 and resp.json()["error"]["code"] == "not_found", resp.text
+            statuses = set()
+            for i in range(12):
+                memory_id = a.post("/v1/remember", json={"content": f"Run {i}: Bea Run{i} works at Hooli{i}."}
+                                   ).json()["memory_ids"][0]
+                got: list = [None, None]
+
+                def update(i=i, memory_id=memory_id) -> None:  # noqa: ANN001
+                    got[0] = a.patch(f"/v1/memories/{memory_id}", json={"content": f"Run {i}: Bea works at Initech{i}."})
+
+                def delete(memory_id=memory_id) -> None:  # noqa: ANN001
+                    got[1] = b.delete(f"/v1/memories/{memory_id}")
+
+                _both(update, delete)
+                statuses |= {got[0].status_code, got[1].status_code}
+                assert got[0].status_code in (200, 404), got[0].text
+                assert got[1].status_code in (200, 404), got[1].text
+    assert statuses <= {200, 404}
