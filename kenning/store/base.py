@@ -248,8 +248,8 @@ class Txn(ABC):
 
     def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
         """Drop a memory's provenance links; delete facts and entities nothing else states.
-        Facts closed by a deleted fact are reopened: the knowledge that closed them is gone.
-        Returns (entity_ids, fact_ids) deleted, each sorted."""
+        Facts closed by a deleted fact are decided again without it (``reopen_closed``): the
+        knowledge that closed them is gone. Returns (entity_ids, fact_ids) deleted, each sorted."""
         fact_ids, entity_ids = self.drop_links(memory_id)
         dead_facts = sorted(self.unstated_facts(fact_ids))
         if dead_facts:
@@ -280,6 +280,7 @@ class Txn(ABC):
                     if f.id not in gone and f.id != old.id
                     and (f.target_id != old.target_id if by_source else f.source_id != old.source_id)
                     and (f.valid_at, f.created_at, f.id) > rank
+                    and (f.invalid_at is None or f.invalid_at > f.valid_at)  # an empty interval holds no value
                 ), key=lambda f: (f.valid_at, f.created_at, f.id), default=None)
             if later is not None:
                 self.close_fact(old.id, invalid_at=later.valid_at, expired_at=old.expired_at,
