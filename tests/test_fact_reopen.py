@@ -80,3 +80,15 @@ def test_random_sequences_never_leave_two_open_values(store_url: str, seed: int)
                 except NotFoundError:  # no memory names the person (yet, or any more)
                     continue
                 assert sum(is_open for *_, is_open in facts) <= 1, (person, facts, done)
+
+
+def test_deleting_the_middle_change_statement_keeps_one_current_preference(kn: Kenning) -> None:
+    """A change statement closes a fact of another relation of the same family ("likes" tea,
+    then "prefers" coffee): its successor is found by the deleted fact's relation."""
+    ids = [kn.remember(text, valid_at=f"{year}-01-01").memory_ids[0] for text, year in (
+        ("Alice loves tea.", 2020), ("Alice switched from tea to coffee.", 2021),
+        ("Alice switched from coffee to green juice.", 2022))]
+    kn.delete(ids[1])
+    facts = sorted((f.target, f.valid_at.year, f.invalid_at.year if f.invalid_at else None)
+                   for f in kn.timeline("Alice").facts)
+    assert facts == [("green juice", 2022, None), ("tea", 2020, 2022)]

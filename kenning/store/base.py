@@ -259,8 +259,9 @@ class Txn(ABC):
 
     def reopen_closed(self, dead: Sequence[str]) -> None:
         """The facts the ``dead`` facts closed, re-decided without them: a fact ``O`` closed by
-        a dead fact is closed again at the start of the next later fact of the same relation
-        in the same slot (same source, or same target when the dead fact shared only that),
+        a dead fact is closed again at the start of the next later fact of its relation (or the
+        dead fact's) in the same slot (same source, or same target when the dead fact shared
+        only that),
         superseded by it; only with no later fact left is it open again. So deleting the
         middle of Acme (2020) -> Globex (2021) -> Initech (2022) leaves Acme closed at 2022,
         never a second open value beside Initech."""
@@ -275,8 +276,12 @@ class Txn(ABC):
                 by_source = closer.source_id == old.source_id
                 anchor = old.source_id if by_source else old.target_id
                 rank = (old.valid_at, old.created_at, old.id)
+                # the dead fact's relation too: a change statement may close a fact of
+                # another relation of the same family, and its successors share its relation
+                slot = {f.id: f for relation in dict.fromkeys((old.relation, closer.relation))
+                        for f in self.slot_facts(old.dataset, relation, anchor, by_source)}
                 later = min((
-                    f for f in self.slot_facts(old.dataset, old.relation, anchor, by_source)
+                    f for f in slot.values()
                     if f.id not in gone and f.id != old.id
                     and (f.target_id != old.target_id if by_source else f.source_id != old.source_id)
                     and (f.valid_at, f.created_at, f.id) > rank
