@@ -220,6 +220,7 @@ def test_longmemeval_loader_keys_turns_by_session_with_roles_dates_and_the_quest
     user = collections[1]
     assert user.now == dt.datetime(2023, 5, 30, 23, 51, tzinfo=dt.UTC)
     assert len(user.units) == 6 and [u.role for u in user.units[:2]] == ["user", "assistant"]
+    assert "noise_2:2" not in {u.key for u in user.units}  # an empty turn is no message
     assert user.units[2].key == "answer_tiny_1:0" and session_of(user.units[2].key) == "answer_tiny_1"
     assert user.units[2].valid_at == dt.datetime(2023, 5, 10, 9, 30, tzinfo=dt.UTC)
     (q,) = user.questions

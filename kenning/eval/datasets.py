@@ -18,8 +18,8 @@ questions with the keys of their gold evidence.
   collection per question, its own haystack; a unit per turn keyed "<session id>:<index>", with
   its role, dated by its session; gold = the ``has_answer`` turns, and the question's
   ``answer_session_ids`` as its gold sessions; category = ``question_type``; the collection's
-  ``now`` is the question date (the engine clock while it is asked). Questions without an
-  evidence turn (abstention) are skipped.
+  ``now`` is the question date (the engine clock while it is asked). Empty turns are left out;
+  questions without an evidence turn (abstention) are skipped.
 """
 
 from __future__ import annotations
@@ -240,6 +240,8 @@ def _lme_question(item: dict[str, Any]) -> Collection:
     for session_id, date, turns in sessions:
         when = parse_lme_time(date)
         for index, turn in enumerate(turns):
+            if not str(turn.get("content") or "").strip():
+                continue  # an empty turn (the data has a few) says nothing and is no message
             key = f"{session_id}:{index}"
             out.units.append(Unit(key=key, text=str(turn["content"]), valid_at=when,
                                   episode=f"{out.name}:{session_id}", role=str(turn["role"])))
