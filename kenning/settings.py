@@ -6,18 +6,29 @@ import time: a ``Settings`` is built when a ``Kenning`` is.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import difflib
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from .errors import ConfigurationError
 
 __all__ = ["Settings"]
 
 
 class Settings(BaseSettings):
+    # ``extra="ignore"`` only for the environment (a KENNING_* variable of another version is no
+    # error); a keyword argument that names no setting is refused by ``__init__``.
     model_config = SettingsConfigDict(
         env_prefix="KENNING_", extra="ignore", populate_by_name=True, validate_default=True
     )
+
+    def __init__(self, **values: Any) -> None:
+        unknown = sorted(set(values) - _known_names())
+        if unknown:
+            raise ConfigurationError(_unknown_setting(unknown[0]), unknown=unknown)
+        super().__init__(**values)
 
     # -- store -----------------------------------------------------------------------------
     db: str | None = Field(
@@ -93,6 +104,12 @@ class Settings(BaseSettings):
         description="Server: failed API-key attempts allowed per client address per minute "
         "(then 429, even for a right key, until it refills); 0 = no limit.",
     )
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Server: addresses (or CIDR ranges) of reverse proxies whose X-Forwarded-For and "
+        "X-Forwarded-Proto name the client (comma list in env; '*': any); empty = forwarded headers are "
+        "ignored and the connecting address is the client that rate limits count.",
+    )
     write_chars_per_minute: int = Field(
         default=10_000_000, ge=0,
         description="Server: characters of content one caller may write per minute (remember, "
@@ -125,7 +142,7 @@ class Settings(BaseSettings):
         default=30.0, ge=0, description="Days a superseded memory stays searchable."
     )
 
-    @field_validator("single_valued_relations", mode="before")
+    @field_validator("single_valued_relations", "trusted_proxies", mode="before")
     @classmethod
     def _split_list(cls, value: object) -> object:
         if isinstance(value, str):
@@ -139,3 +156,22 @@ class Settings(BaseSettings):
         if size is not None and value >= size:
             raise ValueError("chunk_overlap must be smaller than chunk_size")
         return value
+
+
+def _known_names() -> set[str]:
+    """Every name a setting may be given by: its field name and its aliases."""
+    names: set[str] = set()
+    for name, field in Settings.model_fields.items():
+        names.add(name)
+        alias = field.validation_alias
+        if isinstance(alias, str):
+            names.add(alias)
+        elif isinstance(alias, AliasChoices):
+            names.update(choice for choice in alias.choices if isinstance(choice, str))
+    return names
+
+
+def _unknown_setting(name: str) -> str:
+    close = difflib.get_close_matches(name, sorted(Settings.model_fields), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else " (docs/settings.md lists every setting)"
+    return f"unknown setting {name!r}{hint}"

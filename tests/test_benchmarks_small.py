@@ -150,3 +150,8 @@ def test_bench_scale_at_10k_keeps_its_targets():
     assert result["ingest"]["failed"] == 0 and result["ingest"]["memories"] == 10_000
     assert result["store"]["facts"] > 9000
     assert result["recall_ms"]["hybrid"]["answer_in_top_k"] >= 0.85, result["recall_ms"]
+
+
+def test_bench_forget_prints_the_cost_of_erasing():
+    out = _script(str(BENCHMARKS / "bench_forget.py"), "--memories", "30", "--deletes", "2")
+    assert "ms a memory at 30 memories" in out and "for 30 memories" in out
