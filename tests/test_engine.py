@@ -211,7 +211,7 @@ def test_datasets_are_isolated(kn: Kenning) -> None:
 @pytest.mark.parametrize(
     "query",
     ['"', "'", '""', "NEAR(alice acme)", "alice*", "*", "alice OR", "AND", "-acme", "(", ")",
-     "acme:works", "'; DROP TABLE facts; --", "\x00", "^", "x" * 100_000, "é ü 中文 🙂",
+     "acme:works", "'; DROP TABLE facts; --", "\x00", "^", "x" * 10_000, "é ü 中文 🙂",
      "works NOT acme", "{alice}", "\\", "a" * 10 + " " + '"' * 50],
 )
 def test_hostile_queries_neither_crash_nor_change_data(kn: Kenning, query: str) -> None:
