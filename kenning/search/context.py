@@ -57,9 +57,11 @@ def build_context(
     evidence: Sequence[Hit] = (),
     last_messages: int = MESSAGES,
 ) -> Context:
-    """The context of a scope (its ``dataset`` is required): the facts its memories state
-    (open ones first), the entities those facts concern, the last messages of its ``session``
-    (stored ones, processed or not) and ``evidence`` the caller recalled, rendered."""
+    """The context of a scope (its ``dataset`` is required): the facts stated by the memories
+    its ``user``, ``agent``, ``kind`` and ``filters`` select (open ones first) — not only its
+    ``session``'s: the session narrows the messages, not the knowledge —, the entities those
+    facts concern, the last messages of its ``session`` (stored ones, processed or not) and
+    ``evidence`` the caller recalled, rendered."""
     facts = store.facts_stated(MemoryFilter(**{**_scope_of(scope), "limit": FACTS}))
     ends = list(dict.fromkeys(e for f in facts for e in (f.source_id, f.target_id)))[:ENTITIES]
     messages = store.session_messages(scope.dataset, scope.session, last_messages) if scope.session else []
@@ -70,7 +72,7 @@ def build_context(
 def _scope_of(flt: MemoryFilter) -> dict[str, object]:
     if flt.dataset is None:
         raise ValueError("a context is built inside one dataset")
-    names = ("dataset", "kind", "user", "agent", "session", "filters")
+    names = ("dataset", "kind", "user", "agent", "filters")  # the session narrows messages only
     return {name: getattr(flt, name) for name in names}
 
 
