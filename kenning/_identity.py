@@ -41,13 +41,13 @@ def memory_identity(
     """The content identity of a memory, the one function ``remember``, ``add`` and ``update``
     use (so an updated memory keeps its place): a chat message is its text with its episode,
     position, role and speaker (an event: two "ok" turns are two memories); one text of an
-    episode (a list given in one call) is its text with its scope and its place in the
-    episode, so "Thanks!" in two conversations is two memories; any other text is its text
+    episode (a list given in one call) is its text with its scope and its episode, so
+    "Thanks!" in two conversations is two memories (and twice in one list, one); any other text is its text
     with its user, agent and session (none: the text's alone, as before scopes existed)."""
     if kind == "message":
         return content_hash(content, "message", episode, str(position), role, speaker)
     if episode is not None:
-        return content_hash(content, user, agent, session, "episode", episode, str(position))
+        return content_hash(content, user, agent, session, "episode", episode)
     return content_hash(content, user, agent, session)
 
 

@@ -63,7 +63,10 @@ def build_context(
     facts concern, the last messages of its ``session`` (stored ones, processed or not) and
     ``evidence`` the caller recalled, rendered."""
     facts = store.facts_stated(MemoryFilter(**{**_scope_of(scope), "limit": FACTS}))
-    ends = list(dict.fromkeys(e for f in facts for e in (f.source_id, f.target_id)))[:ENTITIES]
+    # the entities of what holds: the ends of closed facts are named by their history lines,
+    # and listed alone they would read as current ("Toronto" after the move to Montreal)
+    ends = list(dict.fromkeys(e for f in facts if fact_is_current(f, as_of) for e in (f.source_id, f.target_id)))
+    ends = ends[:ENTITIES]
     messages = store.session_messages(scope.dataset, scope.session, last_messages) if scope.session else []
     return render_context(as_of=as_of, max_tokens=max_tokens, facts=facts, entities=store.get_entities(ends),
                           messages=messages, evidence=evidence)
@@ -94,8 +97,8 @@ def render_context(
 ) -> Context:
     """``facts`` best first (current and closed alike: they are sorted out here), ``messages``
     oldest first, ``evidence`` best first."""
-    current = [f for f in facts if fact_is_current(f, as_of)]
     history = [f for f in facts if not fact_is_current(f, as_of)]
+    current = [_own_words(f, history) for f in facts if fact_is_current(f, as_of)]
     candidates: dict[str, list[tuple[str, object]]] = {
         "facts": [(f"- {_said(f.description, f)} ({_since(f)})", f) for f in current],
         "history": [(f"- {_said(f.description, f)} ({_period(f)})", f) for f in history],
@@ -135,6 +138,18 @@ def _fit(
             chosen[name].append((line, item))
             used += cost
     return chosen, used, omitted
+
+
+def _own_words(fact: Fact, history: Sequence[Fact]) -> Fact:
+    """A current fact as shown: a sentence that also stated a fact that no longer holds ("My
+    sister Carla lives in Seville", once Carla has moved) would state it as current, so the
+    fact is written by its ends instead ("Carla sister of Ana"), in the block and in
+    ``Context.facts``."""
+    said = fact.description.strip().casefold()
+    if not (fact.source and fact.relation and fact.target) or all(h.description.strip().casefold() != said
+                                                                    for h in history):
+        return fact
+    return fact.model_copy(update={"description": f"{fact.source} {fact.relation.replace('_', ' ')} {fact.target}"})
 
 
 def _said(sentence: str, fact: Fact | Hit) -> str:
