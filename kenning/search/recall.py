@@ -584,7 +584,7 @@ def _best_fact(ctx: _Context, ev: _Evidence) -> Fact | None:
     # of equal matches, the form that holds at the asked time (or, asked about what ended, the
     # closed one): "I left Acme and joined Globex" answers "where does she work" with Globex
     score, fact = max(ev.facts, key=lambda f: f[0] * ctx.fact_boost(f[1])
-                      * (1.0 if ctx.fact_state(f[1])[1] != ctx.past else recency.HISTORY))
+                      * (1.0 if ctx.fact_state(f[1])[1] != ctx.past else _HISTORY))
     if _relation_matches(fact.relation, ctx.asked) or not ev.chunks:
         return fact
     chunk_texts = {c.text.strip().casefold() for _, c in ev.chunks}
