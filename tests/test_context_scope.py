@@ -95,3 +95,21 @@ def test_every_surface_gives_a_new_session_the_users_knowledge(tmp_path) -> None
             return (await akn.context("Where does Priya live?", user="Priya", session="fresh")).text
 
     assert "Madrid" in anyio.run(run)
+
+
+def test_a_fact_a_later_statement_changed_is_history_even_unextracted(kn: Kenning, clock) -> None:  # noqa: ANN001
+    clock.set("2025-01-01")
+    kn.remember([{"role": "user", "content": "I live in Madrid.", "created_at": "2024-01-05T10:00:00Z"},
+                 {"role": "user", "content": "I work at Acme.", "created_at": "2024-01-05T10:01:00Z"}],
+                user="Priya", session="p1")
+    kn.remember([{"role": "user", "content": "Quick update: I relocated to Porto in August.",
+                  "created_at": "2024-09-01T10:00:00Z"},
+                 {"role": "user", "content": "I started a new project at work.", "created_at": "2024-09-01T10:01:00Z"}],
+                user="Priya", session="p2")
+    ctx = kn.context("Where does Priya live?", user="Priya", session="p3")
+    assert "Porto" in ctx.text
+    assert all("Madrid" not in f"{f.description} {f.target}" for f in ctx.facts)
+    assert any(f.target == "Madrid" for f in ctx.history)
+    assert "a later statement on 2024-09-01 says it changed" in ctx.text
+    work = kn.context("Where does Priya work?", user="Priya", session="p3")
+    assert any(f.target == "Acme" for f in work.facts)  # a new project at work changes no employer

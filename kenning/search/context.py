@@ -24,11 +24,12 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..models import Context, Entity, Fact, Hit, Memory
 from ..pipeline.chunk import count_tokens
 from ..store.base import MemoryFilter, Store
+from .recency import contradicted
 
 __all__ = ["build_context", "fact_is_current", "render_context"]
 
@@ -68,8 +69,11 @@ def build_context(
     ends = list(dict.fromkeys(e for f in facts if fact_is_current(f, as_of) for e in (f.source_id, f.target_id)))
     ends = ends[:ENTITIES]
     messages = store.session_messages(scope.dataset, scope.session, last_messages) if scope.session else []
+    said = {m.id: m for m in store.get_memories(list(dict.fromkeys(h.memory_ids[0] for h in evidence
+                                                                   if h.memory_ids)))}
+    changed = contradicted([f for f in facts if fact_is_current(f, as_of)], evidence, said, as_of)
     return render_context(as_of=as_of, max_tokens=max_tokens, facts=facts, entities=store.get_entities(ends),
-                          messages=messages, evidence=evidence)
+                          messages=messages, evidence=evidence, changed=changed)
 
 
 def _scope_of(flt: MemoryFilter) -> dict[str, object]:
@@ -94,14 +98,17 @@ def render_context(
     entities: Sequence[Entity] = (),
     messages: Sequence[Memory] = (),
     evidence: Sequence[Hit] = (),
+    changed: Mapping[str, dt.datetime] | None = None,
 ) -> Context:
     """``facts`` best first (current and closed alike: they are sorted out here), ``messages``
-    oldest first, ``evidence`` best first."""
-    history = [f for f in facts if not fact_is_current(f, as_of)]
-    current = [_own_words(f, history) for f in facts if fact_is_current(f, as_of)]
+    oldest first, ``evidence`` best first. ``changed``: open facts that a later statement
+    says have changed (``recency.contradicted``), and when it was said: shown as history."""
+    changed = changed or {}
+    history = [f for f in facts if not fact_is_current(f, as_of) or f.id in changed]
+    current = [_own_words(f, history) for f in facts if fact_is_current(f, as_of) and f.id not in changed]
     candidates: dict[str, list[tuple[str, object]]] = {
         "facts": [(f"- {_said(f.description, f)} ({_since(f)})", f) for f in current],
-        "history": [(f"- {_said(f.description, f)} ({_period(f)})", f) for f in history],
+        "history": [(f"- {_said(f.description, f)} ({_period(f, changed.get(f.id))})", f) for f in history],
         "entities": [(_entity_line(e), e) for e in entities],
         # the latest messages matter most: taken newest first, written oldest first
         "messages": [(_message_line(m), m) for m in reversed(messages)],
@@ -168,7 +175,9 @@ def _since(fact: Fact) -> str:
     return f"since {_day(fact.valid_at)}"
 
 
-def _period(fact: Fact) -> str:
+def _period(fact: Fact, changed: dt.datetime | None = None) -> str:
+    if changed is not None:
+        return f"since {_day(fact.valid_at)}; a later statement on {_day(changed)} says it changed"
     end = fact.invalid_at or fact.expired_at
     return f"{_day(fact.valid_at)} to {_day(end)}" if end else f"from {_day(fact.valid_at)}, not begun yet"
 

@@ -37,7 +37,7 @@ from dataclasses import dataclass
 from ..models import Fact, Hit, Memory
 from ..text import STOP_WORDS, light_stem
 
-__all__ = ["asked_topics", "asks_now", "names_in", "passage_current", "settle", "topics_of"]
+__all__ = ["asked_topics", "asks_now", "contradicted", "names_in", "passage_current", "settle", "topics_of"]
 
 
 #: the topics that hold one value at a time, by the words that name them (a word matches as
@@ -272,3 +272,40 @@ def settle(
             if c.hit.kind != "fact":
                 c.hit.current = False
                 c.hit.superseded_by = newest.hit.memory_ids[0] if newest.hit.memory_ids else None
+
+
+#: the words of change strong enough to set an open fact aside ("I started a new project at
+#: work" changes no employer)
+_CHANGED = re.compile(
+    r"\b(switch\w*|moved|relocat\w*|chang\w*|replac\w*|instead|now|anymore|any more|no longer|stopp\w*|"
+    r"quit\w*|gave up|given up|left|sold|bought|took up|these days|nowadays|retired|broke up|divorced|"
+    r"since)\b",
+    re.IGNORECASE)
+
+
+def contradicted(facts: Sequence[Fact], evidence: Sequence[Hit], memories: Mapping[str, Memory],
+                 at: dt.datetime) -> dict[str, dt.datetime]:
+    """The open facts a later passage among ``evidence`` says have changed, with when it was
+    said: a passage about the fact's subject, of the fact's one-value topic (read from its
+    relation and value: "lives_in", "is pescatarian"), said after the fact began, with a word
+    of change ("I moved to Montreal" for "Maya lives in Toronto"). The context block shows such
+    a fact as history even when extraction did not close it; a passage that only adds, or one
+    of the memories that state the fact, changes nothing."""
+    out: dict[str, dt.datetime] = {}
+    passages = []
+    for hit in evidence:
+        memory = memories.get(hit.memory_ids[0]) if hit.memory_ids else None
+        if hit.kind == "fact" or memory is None or memory.valid_at > at:
+            continue
+        body = _body(hit.text, memory)
+        if _CHANGED.search(body) and not _ADDITIVE.search(body):
+            passages.append((memory, body, topics_of(body), _subjects(body, memory)))
+    for fact in facts:
+        topics = topics_of(f"{fact.relation.replace('_', ' ')} {fact.target}") - _MANY
+        name = set(fact.source.casefold().split())
+        for memory, body, said, about in passages:
+            if memory.id in fact.memory_ids or memory.valid_at <= fact.valid_at:
+                continue
+            if topics & said and name <= about:
+                out[fact.id] = min(out.get(fact.id, memory.valid_at), memory.valid_at)
+    return out
