@@ -117,3 +117,13 @@ def test_what_current_means_for_a_passage() -> None:
     assert passage_current(memory, [_fact("2023-01-01", "2024-01-01")], dt.datetime(2023, 6, 1, tzinfo=UTC))
     assert not passage_current(memory.model_copy(update={"status": "superseded"}), [], now)
     assert topics_of("my favourite band") == {"favourite:band"} and topics_of("I moved") == {"home"}
+
+
+def test_allergies_finds_allergic(kn: Kenning) -> None:
+    from kenning.search.variants import variants
+
+    kn.remember("Sam is allergic to peanuts.")
+    kn.remember("Sam likes long walks.")
+    hits = kn.recall("What allergies does Sam have?", search_type="chunks_lexical").hits
+    assert hits and "allergic" in hits[0].text
+    assert "allergic" in variants("allergies") and "therapy" in variants("therapist") and variants("tea") == []

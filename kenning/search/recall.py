@@ -35,6 +35,7 @@ from ..settings import Settings
 from ..store.base import ChunkRow, FactRow, MemoryFilter, Scored, Store
 from .._identity import DEFAULT_DATASET
 from . import recency
+from .variants import with_variants
 from .when import Window, query_window
 
 __all__ = ["LANE_WEIGHTS", "SEARCH_TYPES", "Query", "asked_relations", "route", "search", "terms_of"]
@@ -217,7 +218,7 @@ def _normalise(lane: str, items: list[Scored], limit: int | None = None) -> list
 def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usage | None,
              named: set[str], name_words: set[str], asked: set[str]) -> _Lanes:
     limit = max(q.top_k * 3, 30) * (_SCOPED_FETCH if q.scope else 1)
-    terms = terms_of(q.text)
+    terms = with_variants(terms_of(q.text))  # "allergies" also finds "allergic"
     lanes = _Lanes()
     seeds: list[str] = []
     if q.uses("lexical"):
