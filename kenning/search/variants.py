@@ -3,11 +3,10 @@ its family that stem differently ("allergies" finds "allergic").
 
 Both full-text stores stem the same way — SQLite's FTS5 ``porter`` tokenizer and PostgreSQL's
 english Snowball dictionary — and both conflate inflections ("allergy", "allergies" ->
-``allergi``) but not derivations ("allergic" -> ``allerg``, "therapist" -> ``therapist``,
-"biological" -> ``biolog``). Rather than a stemmer of our own in the index (a migration and a
+``allergi``) but not derivations ("allergic" -> ``allerg``, "biological" -> ``biolog``). Rather than a stemmer of our own in the index (a migration and a
 reindex of every stored row on both backends, and the two would have to agree), the query
-carries the family: each content word of five letters or more ending in one of the suffixes
-below is searched with the words its stem makes with the others. A variant no row contains
+carries the family: a content word ending in one of the suffix classes below is also searched
+as its stem with the other class's suffix. A variant no row contains
 costs one term lookup; the stored rows and both stores' indexes are unchanged, so existing
 stores need nothing.
 """
@@ -16,29 +15,26 @@ from __future__ import annotations
 
 __all__ = ["with_variants"]
 
-#: suffix families whose members the stemmers keep apart: y/ies (allergy, allergies), ic and
-#: ical (allergic, biological), ist (therapist)
-_FAMILY = ("ies", "y", "ic", "ical", "ist")
-#: at most this many variants for one word, and words shorter than this have none
-_MAX_VARIANTS, _MIN_CHARS = 4, 5
-
-
-def _stem(word: str) -> str | None:
-    for suffix in sorted(_FAMILY, key=len, reverse=True):
-        if word.endswith(suffix) and len(word) - len(suffix) >= 4:
-            return word[: -len(suffix)]
-    return None
+#: suffix classes the stemmers keep apart, each class's members stemmed alike: y/ies
+#: (allergy, allergies -> ``allergi``) and ic/ical (allergic, biological -> ``allerg``,
+#: ``biolog``). A word searches one word of the other class, never its own class's (the stemmer
+#: already joins those, and a second term of one stem would count the word twice). Not "ist":
+#: an agent is another concept ("activity" is not "activist")
+_CLASSES = (("ies", "y"), ("ical", "ic"))
+_MIN_STEM = 4
 
 
 def variants(word: str) -> list[str]:
-    """The other members of ``word``'s family: "allergies" -> allergy, allergic, allergical,
-    allergist (those no text says find nothing)."""
-    if len(word) < _MIN_CHARS or not word.isalpha():
+    """A word of ``word``'s family that the stemmers do not join to it: "allergies" ->
+    allergic, "biological" -> biology (one no text says finds nothing)."""
+    if not word.isalpha():
         return []
-    stem = _stem(word)
-    if stem is None:
-        return []
-    return [stem + suffix for suffix in _FAMILY if stem + suffix != word][:_MAX_VARIANTS]
+    for index, suffixes in enumerate(_CLASSES):
+        for suffix in suffixes:
+            if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
+                other = _CLASSES[1 - index]
+                return [word[: -len(suffix)] + other[-1]]
+    return []
 
 
 def with_variants(terms: list[str]) -> list[str]:
