@@ -64,14 +64,14 @@ def build_context(
     facts concern, the last messages of its ``session`` (stored ones, processed or not) and
     ``evidence`` the caller recalled, rendered."""
     facts = store.facts_stated(MemoryFilter(**{**_scope_of(scope), "limit": FACTS}))
-    # the entities of what holds: the ends of closed facts are named by their history lines,
-    # and listed alone they would read as current ("Toronto" after the move to Montreal)
-    ends = list(dict.fromkeys(e for f in facts if fact_is_current(f, as_of) for e in (f.source_id, f.target_id)))
-    ends = ends[:ENTITIES]
     messages = store.session_messages(scope.dataset, scope.session, last_messages) if scope.session else []
     said = {m.id: m for m in store.get_memories(list(dict.fromkeys(h.memory_ids[0] for h in evidence
                                                                    if h.memory_ids)))}
     changed = contradicted([f for f in facts if fact_is_current(f, as_of)], evidence, said, as_of)
+    # the entities of what holds: the ends of closed facts are named by their history lines,
+    # and listed alone they would read as current ("Toronto" after the move to Montreal)
+    holding = [f for f in facts if fact_is_current(f, as_of) and f.id not in changed]
+    ends = list(dict.fromkeys(e for f in holding for e in (f.source_id, f.target_id)))[:ENTITIES]
     return render_context(as_of=as_of, max_tokens=max_tokens, facts=facts, entities=store.get_entities(ends),
                           messages=messages, evidence=evidence, changed=changed)
 
@@ -112,7 +112,8 @@ def render_context(
         "entities": [(_entity_line(e), e) for e in entities],
         # the latest messages matter most: taken newest first, written oldest first
         "messages": [(_message_line(m), m) for m in reversed(messages)],
-        "evidence": [(_evidence_line(h, as_of), h) for h in evidence],
+        "evidence": [(_evidence_line(h, as_of, changed.get(h.id) if h.kind == "fact" else None), h)
+                     for h in evidence],
     }
     chosen, used, omitted = _fit(candidates, max_tokens)
     chosen["messages"].reverse()
@@ -194,15 +195,20 @@ def _message_line(memory: Memory) -> str:
     return f"[{memory.valid_at.strftime('%Y-%m-%d %H:%M')}] {speaker}: {_short(memory.content)}"
 
 
-def _evidence_line(hit: Hit, as_of: dt.datetime) -> str:
-    """A recalled fact says whether it still holds; other evidence says when it was said."""
+def _evidence_line(hit: Hit, as_of: dt.datetime, changed: dt.datetime | None = None) -> str:
+    """A recalled fact says whether it still holds (or that a later statement says it
+    changed); a passage says when it was said, and that a later one supersedes it."""
     if hit.kind == "fact" and hit.valid_at is not None:
         end = hit.invalid_at or hit.expired_at
+        if changed is not None:
+            return f"- {_short(_said(hit.text, hit))} (since {_day(hit.valid_at)}; a later statement on {_day(changed)} says it changed)"
         if hit.current and (end is None or end > as_of) and hit.valid_at <= as_of:
             return f"- {_short(_said(hit.text, hit))} (since {_day(hit.valid_at)})"
         period = f"{_day(hit.valid_at)} to {_day(end)}" if end else f"from {_day(hit.valid_at)}"
         return f"- {_short(_said(hit.text, hit))} (not valid now: {period})"
     when = f" ({_day(hit.valid_at)})" if hit.valid_at else ""
+    if not hit.current and hit.valid_at is not None:
+        when = f" ({_day(hit.valid_at)}; superseded by a later statement)"
     return f"- {_short(hit.text)}{when}"
 
 
