@@ -14,6 +14,7 @@ __all__ = [
     "Context",
     "Entity",
     "Fact",
+    "FactInput",
     "FeedbackResult",
     "FileFailure",
     "FilesSummary",
@@ -38,8 +39,9 @@ __all__ = [
 
 Retention = Literal["permanent", "decision", "standard", "ephemeral", "session"]
 MemoryStatus = Literal["pending", "processing", "active", "failed", "superseded"]
-#: the kinds of memory (``session``: turns that ``improve`` persists into the graph)
-MemoryKind = Literal["knowledge", "note", "episode", "message", "session"]
+#: the kinds of memory (``session``: turns that ``improve`` persists into the graph; ``facts``:
+#: known facts remembered as records, kenning.pipeline.known)
+MemoryKind = Literal["knowledge", "note", "episode", "message", "session", "facts"]
 HitKind = Literal["fact", "entity", "chunk", "memory"]
 #: who speaks a message (the OpenAI chat roles)
 Role = Literal["user", "assistant", "system", "tool"]
@@ -113,6 +115,25 @@ class Message(_Model):
     content: str
     name: str | None = Field(default=None, max_length=200)
     created_at: dt.datetime | dt.date | Annotated[str, Field(max_length=100)] | None = None
+
+
+#: a date given by a caller: a datetime, a date, or text in any form the date parser reads
+_Given = dt.datetime | dt.date | Annotated[str, Field(max_length=100)]
+
+
+# A known fact (kenning.pipeline.known, docs/known-facts.md): ``invalid_at`` not after
+# ``valid_at`` is a ValidationError; ``invalid_at`` alone says the relation ended then (it closes
+# the open matching fact). The docstring is the JSON schema's description: plain words, short.
+class FactInput(_Model):
+    """A known fact, stored as given without extraction: source, relation, target, optional dates and sentence."""
+
+    source: Annotated[str, Field(min_length=1, max_length=1000, description="The subject entity's name.")]
+    relation: Annotated[str, Field(min_length=1, max_length=200, description="The relation, e.g. works_at.")]
+    target: Annotated[str, Field(min_length=1, max_length=1000, description="The object entity's name.")]
+    valid_at: _Given | None = Field(None, description="When it began to hold (default: the call's valid_at).")
+    invalid_at: _Given | None = Field(None, description="When it stopped holding; alone: the relation ended then.")
+    description: Annotated[str, Field(max_length=2000)] | None = Field(
+        None, description="Its sentence (default: source relation target).")
 
 
 class Memory(_Model):
@@ -291,6 +312,7 @@ class Hit(_Model):
     lanes: list[str] = Field(default_factory=list)
     memory_ids: list[str] = Field(default_factory=list)
     current: bool = True
+    #: a fact's source entity; a chunk or memory hit's memory's ``source`` (the file it was read from)
     source: str | None = None
     relation: str | None = None
     target: str | None = None
@@ -305,6 +327,9 @@ class Hit(_Model):
     #: where the hit's passage sits in its file (page, slide, sheet, headings); the file is the
     #: memory's ``source``
     location: Location | None = None
+    #: who said it: the speaker of the hit's (first) memory when it is a message (its time is
+    #: ``valid_at``)
+    speaker: str | None = None
 
 
 class RecallResult(_Model):

@@ -24,7 +24,7 @@ from pydantic.json_schema import SkipJsonSchema
 
 from ._identity import DATASET_PATTERN, DEFAULT_DATASET, ID_CHARS
 from .errors import ValidationError
-from .models import MemoryInput, MemoryKind, MemoryStatus, Message, Retention
+from .models import FactInput, MemoryInput, MemoryKind, MemoryStatus, Message, Retention
 from .dates import ACCEPTED_FORMS
 from .search.recall import SEARCH_TYPES
 
@@ -70,7 +70,7 @@ Dataset = Annotated[str, Field(pattern=DATASET_PATTERN, description="Dataset nam
 MemoryId = Annotated[str, Field(min_length=1, max_length=ID_CHARS, description="A memory id.")]
 #: a date as text in any form the date parser reads, or a datetime (never a number)
 When = Annotated[str, Field(max_length=100)] | Annotated[dt.datetime, Strict()]
-Content = str | MemoryInput | Message
+Content = str | MemoryInput | Message | FactInput
 Metadata = Annotated[dict[str, Any], Field(
     description="A JSON object: string keys, at most 16 levels deep, 1,000 keys and 64 KiB as "
     "JSON, finite numbers only.",
@@ -125,10 +125,15 @@ class VerbRequest(BaseModel):
         return {name: getattr(self, name) for name in names}
 
 
+_CONTENT = ("Text, a structured memory, chat messages, or a list of them (one list is one episode); or "
+            "known facts: a list of {source, relation, target, valid_at?, invalid_at?, description?} "
+            "records, stored as one memory and resolved without extraction.")
+
+
 class _Write(VerbRequest):
     positional = ("content",)
     content: Content | Annotated[list[Content], Field(max_length=MAX_ITEMS)] = Field(
-        description="Text, a structured memory, or a list of them (one list is one episode).")
+        description=_CONTENT)
     dataset: Dataset = DEFAULT_DATASET
     kind: Annotated[str, Field(min_length=1, max_length=KIND_CHARS)] = "knowledge"
     source: Annotated[str, Field(max_length=SOURCE_CHARS)] | None = Field(None, description="Where it came from.")
@@ -142,11 +147,20 @@ class _Write(VerbRequest):
     @classmethod
     def _content_shape(cls, value: Any) -> Any:
         # One sentence instead of an error per branch of the union.
-        if not isinstance(value, (str, dict, list, tuple, MemoryInput, Message, os.PathLike)):
+        if not isinstance(value, (str, dict, list, tuple, MemoryInput, Message, FactInput, os.PathLike)):
             raise ValueError("content must be text, a structured memory (an object with a topic), "
-                             "chat messages ({role, content}) or a list of them")
+                             "chat messages ({role, content}), known facts ({source, relation, target}) "
+                             "or a list of them")
+        from .pipeline.known import is_known, read_records
         from .pipeline.messages import is_messages, read_messages
 
+        items = value if isinstance(value, (list, tuple)) else [value]
+        if is_known(items):  # the engine's checks: each surface names the bad record alike
+            try:
+                read_records(items, now=dt.datetime.now(dt.timezone.utc))
+            except ValidationError as exc:
+                raise ValueError(exc.message) from None
+            return value
         if is_messages(value):  # the engine's checks, so each surface names the bad message alike
             try:
                 read_messages(value if isinstance(value, (list, tuple)) else [value], now=dt.datetime.now(dt.timezone.utc))
@@ -158,7 +172,10 @@ class _Write(VerbRequest):
 class RememberRequest(_Write):
     """Store and process now: a string, a structured memory, chat messages (``{"role",
     "content", "name"?, "created_at"?}``, each kept as a ``message`` memory with its speaker),
-    or a list of them. ``user``, ``agent`` and ``session`` scope what is stored. ``force``
+    or a list of them; or known facts (``{"source", "relation", "target", "valid_at"?,
+    "invalid_at"?, "description"?}`` records, kept as one ``facts`` memory and resolved like
+    extracted facts without extraction: docs/known-facts.md). ``user``, ``agent`` and
+    ``session`` scope what is stored. ``force``
     reprocesses content seen before; ``dry_run`` estimates model calls and tokens without
     storing or calling anything. A ``pathlib.Path`` (or a list of them) remembers files and
     folders, one memory per file (docs/files.md): ``include`` and ``exclude`` pick a folder's
@@ -166,7 +183,7 @@ class RememberRequest(_Write):
     memories of files deleted from it."""
 
     content: Content | Files | Annotated[list[Content | Files], Field(max_length=MAX_ITEMS)] = Field(
-        description="Text, a structured memory, or a list of them (one list is one episode).")
+        description=_CONTENT)
     force: bool = False
     dry_run: bool = False
     include: Globs | None = Field(None, description="Files and folders: remember only the files these globs match.")

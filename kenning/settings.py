@@ -6,18 +6,29 @@ import time: a ``Settings`` is built when a ``Kenning`` is.
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import difflib
+from typing import Annotated, Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
+
+from .errors import ConfigurationError
 
 __all__ = ["Settings"]
 
 
 class Settings(BaseSettings):
+    # ``extra="ignore"`` only for the environment (a KENNING_* variable of another version is no
+    # error); a keyword argument that names no setting is refused by ``__init__``.
     model_config = SettingsConfigDict(
         env_prefix="KENNING_", extra="ignore", populate_by_name=True, validate_default=True
     )
+
+    def __init__(self, **values: Any) -> None:
+        unknown = sorted(set(values) - _known_names())
+        if unknown:
+            raise ConfigurationError(_unknown_setting(unknown[0]), unknown=unknown)
+        super().__init__(**values)
 
     # -- store -----------------------------------------------------------------------------
     db: str | None = Field(
@@ -139,3 +150,22 @@ class Settings(BaseSettings):
         if size is not None and value >= size:
             raise ValueError("chunk_overlap must be smaller than chunk_size")
         return value
+
+
+def _known_names() -> set[str]:
+    """Every name a setting may be given by: its field name and its aliases."""
+    names: set[str] = set()
+    for name, field in Settings.model_fields.items():
+        names.add(name)
+        alias = field.validation_alias
+        if isinstance(alias, str):
+            names.add(alias)
+        elif isinstance(alias, AliasChoices):
+            names.update(choice for choice in alias.choices if isinstance(choice, str))
+    return names
+
+
+def _unknown_setting(name: str) -> str:
+    close = difflib.get_close_matches(name, sorted(Settings.model_fields), n=1, cutoff=0.6)
+    hint = f"; did you mean {close[0]!r}?" if close else " (docs/settings.md lists every setting)"
+    return f"unknown setting {name!r}{hint}"

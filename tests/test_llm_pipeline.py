@@ -372,22 +372,17 @@ def test_a_group_answer_that_cannot_be_read_falls_back_to_one_call_per_memory(db
 
 
 def test_many_memories_in_flight_with_bounded_model_calls(db_path):
+    # Concurrency is read off the fake server (how many calls it held at once), not off a
+    # wall clock: a loaded machine stretches every call, never the number in flight.
     latency, count, concurrency = 0.1, 12, 4
     with FakeOpenAI(latency=latency, chat_responder=_by_document) as fake:
         # long enough that each memory takes its own extraction call
         docs = [f"Document {i}. " + " ".join(f"Person {i}-{j} met Person {j}-{i} in City {j}." for j in range(100))
                 for i in range(count)]
         with open_kn(db_path, fake, llm_concurrency=concurrency) as kn:
-            started = time.perf_counter()
             result = kn.remember(docs)
-            elapsed = time.perf_counter() - started
         assert result.errors == [] and len(fake.chat_requests) == count
         assert fake.max_chat_inflight == concurrency
-    rounds = 2  # one chat call, then one embedding call, per memory
-    serial = count * rounds * latency
-    parallel = count / concurrency * rounds * latency
-    assert elapsed < serial / 2, (elapsed, serial)
-    assert elapsed >= parallel * 0.9
 
 
 @pytest.mark.parametrize(("search_type", "kinds"), [("graph_completion", {"fact", "entity", "chunk"}),

@@ -29,8 +29,10 @@ def test_old_started_before_new_is_closed_at_new_start() -> None:
     assert decide(iv("N", "2024-03-01"), iv("O", "2023-01-01"), NOW) == Close("O", d("2024-03-01"), NOW, "N")
 
 
-def test_equal_starts_close_the_old_fact() -> None:
-    assert decide(iv("N", "2023-01-01"), iv("O", "2023-01-01"), NOW) == Close("O", d("2023-01-01"), NOW, "N")
+def test_equal_starts_expire_the_old_fact_without_an_empty_interval() -> None:
+    # two values for one instant: the newer statement wins; the old one is no longer believed,
+    # and its valid time is not closed where it starts (no zero-length fact, issue 23)
+    assert decide(iv("N", "2023-01-01"), iv("O", "2023-01-01"), NOW) == Close("O", None, NOW, "N")
 
 
 def test_late_arriving_older_fact_is_stored_closed() -> None:

@@ -27,6 +27,22 @@ ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-net
         "--disable-component-update", "--disable-sync", "--no-first-run"]
 SHOTS = Path(__file__).parent / "output" / "ui"
 DATASET = "team"
+POLICY = """# Travel policy
+
+Read this before any trip.
+
+## Trains
+
+Book **trains** for the offsite through the [travel portal](https://portal.example), never by phone.
+Second class is the default; first class needs a manager's sign-off.
+
+- Seat reservations are included.
+- Keep every receipt.
+"""
+CHAT = [{"role": "user", "content": "I booked the trains to the offsite for Friday morning.",
+         "created_at": "2024-03-05T09:12:00Z"},
+        {"role": "assistant", "content": "Great: I will remind you on Thursday to print the tickets.",
+         "created_at": "2024-03-05T09:13:00Z"}]
 
 
 @pytest.fixture(scope="module")
@@ -48,6 +64,18 @@ def site(tmp_path_factory):
                 resp = api.post("/v1/remember", json={"content": text, "dataset": DATASET, "valid_at": when})
                 assert resp.status_code == 200, resp.text
                 ids[name] = resp.json()["memory_ids"][0]
+            resp = api.post("/v1/remember/file", files=[("file", ("travel-policy.md", POLICY.encode()))],
+                            data={"dataset": DATASET})
+            assert resp.status_code == 200, resp.text
+            ids["policy"] = resp.json()["memory_ids"][0]
+            resp = api.post("/v1/remember", json={"content": CHAT, "dataset": DATASET, "user": "maya",
+                                                  "agent": "kenbot", "session": "offsite-planning"})
+            assert resp.status_code == 200, resp.text
+            ids["booked"], ids["reply"] = resp.json()["memory_ids"]
+            resp = api.post("/v1/remember", json={"dataset": DATASET, "source": "crm-sync", "content": [
+                {"source": "Offsite", "relation": "located_in", "target": "Lisbon", "valid_at": "2024-03-08"}]})
+            assert resp.status_code == 200, resp.text
+            ids["known"] = resp.json()["memory_ids"][0]
             api.put(f"/v1/datasets/{DATASET}/grants/bob", json={"permissions": ["read"]}).raise_for_status()
             yield base, key, api, ids, bob
 
@@ -125,6 +153,43 @@ def test_search_shows_hits_with_provenance(ui, site):
     ui.assert_clean()
 
 
+def test_search_says_where_each_hit_comes_from(ui, site):
+    ids = site[3]
+    ui.open("q=" + quote("Who booked the trains, and where does Alice work?"))
+    document = ui.page.locator('.hit[data-label="document"]').first
+    document.wait_for()
+    fact = ui.page.locator(".hit.fact").first
+    assert fact.locator(".hit-text").inner_text() == "Alice works at Globex."
+    assert fact.locator(".relation").inner_text() == "works at" and fact.locator(".origin").count() == 0
+    assert document.locator(".kind").inner_text().lower() == "document"
+    assert document.locator(".origin").inner_text() == "travel-policy.md › Travel policy › Trains"
+    text = document.locator(".hit-text")
+    assert text.locator("p").first.inner_text().startswith("Book trains for the offsite through the travel portal")
+    assert "**" not in text.inner_text() and "##" not in text.inner_text() and "](" not in text.inner_text()
+    assert text.locator("li").all_inner_texts() == ["Seat reservations are included.", "Keep every receipt."]
+    assert document.locator(f'a[href="#/memory/{ids["policy"]}"]').count() == 1
+    message = ui.page.locator('.hit[data-label="message"]', has_text="I booked the trains").first
+    assert message.locator(".origin").inner_text() == "maya · 2024-03-05 09:12 UTC · session offsite-planning"
+    assert message.locator(".hit-text").inner_text() == "I booked the trains to the offsite for Friday morning."
+    assert message.locator(".validity").count() == 0  # its time is when it was said, on the line above
+    ui.shot("search-origins")
+    ui.assert_clean()
+
+
+def test_a_known_fact_says_it_was_stated_not_extracted(ui, site):
+    ids = site[3]
+    ui.open("q=" + quote("Where is the offsite located?"))
+    fact = ui.page.locator(".hit.fact", has_text="Offsite located in Lisbon.").first
+    fact.wait_for()
+    assert fact.locator(".origin").inner_text() == "known fact from crm-sync"
+    fact.locator(f'a[href="#/memory/{ids["known"]}"]').click()
+    table = ui.page.locator("table.records")
+    table.wait_for()
+    assert table.locator("tbody td").all_inner_texts() == ["Offsite", "located in", "Lisbon", "2024-03-08", "", ""]
+    ui.shot("memory-known")
+    ui.assert_clean()
+
+
 def test_as_of_changes_the_answer(ui):
     ui.open("q=" + quote("Where does Alice work?"))
     first = ui.page.locator(".hit.fact").first
@@ -149,11 +214,13 @@ def test_entity_timeline_shows_closed_and_open_facts(ui):
     ui.page.locator("#entity-title").wait_for()
     closed = ui.page.locator(".fact.closed")
     assert closed.count() == 1
-    assert "Alice works at Acme." in closed.inner_text()
+    assert closed.locator(".statement").inner_text() == "works at Acme"  # relation and value, not the sentence
+    assert closed.locator(".bar-label").inner_text() == "works at Acme"
+    assert closed.locator("q.sentence").inner_text() == "Alice works at Acme."
     assert "2020-01-01 → 2023-06-01" in closed.locator(".when").inner_text()
     opened = ui.page.locator(".fact.open", has_text="Alice works at Globex.")
     assert "2023-06-01 → now" in opened.locator(".when").inner_text()
-    closed.get_by_role("button", name="Alice works at Globex.").click()  # superseded → successor
+    closed.get_by_role("button", name="works at Globex").click()  # superseded → successor
     assert ui.page.evaluate("document.activeElement.className").startswith("fact open")
     assert "Alice works at Globex." in ui.page.evaluate("document.activeElement.innerText")
     ui.shot("entity")
@@ -220,7 +287,21 @@ def test_memories_list_filters_and_pins(ui, site):
     assert api.get(f"/v1/memories/{ids['bob']}").json()["pinned"] is False
     ui.open("status=active", "#/memories")
     ui.page.locator("table.list tbody tr").first.wait_for()
+    heads = ui.page.locator("table.list thead th").all_inner_texts()
+    assert heads == ["Id", "Kind", "Speaker", "User", "Session", "Status", "Pinned", "Time", "Content"]
+    booked = ui.page.locator("table.list tbody tr", has=ui.page.locator(f'a[href="#/memory/{ids["booked"]}"]'))
+    cells = booked.locator("td").all_inner_texts()
+    assert cells[1:5] == ["message", "maya", "maya", "offsite-planning"]
+    assert cells[7] == "2024-03-05 09:12 UTC"  # when it was said, not when it was stored
+    reply = ui.page.locator("table.list tbody tr", has=ui.page.locator(f'a[href="#/memory/{ids["reply"]}"]'))
+    assert reply.locator("td").all_inner_texts()[2] == "kenbot"
+    policy = ui.page.locator("table.list tbody tr", has=ui.page.locator(f'a[href="#/memory/{ids["policy"]}"]'))
+    assert policy.locator("td.content .file").inner_text() == "travel-policy.md"
     ui.shot("memories")
+    booked.locator("td.session a").click()  # a session filters the list
+    ui.page.locator("table.list tbody tr").nth(1).wait_for()
+    assert "session=offsite-planning" in ui.page.url
+    assert ui.page.locator("table.list tbody tr").count() == 2
     ui.assert_clean()
 
 

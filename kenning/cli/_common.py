@@ -22,8 +22,8 @@ __all__ = ["ALIASES", "CLI_ONLY", "check_path", "count", "dataset_option", "dump
            "open_kenning", "read_json", "run", "scope_options", "short_time"]
 
 #: CLI spellings of the verbs' parameters (``kenning.requests``), listed in docs/architecture.md: TEXTS,
-#: --file and --messages give ``content``; ``--asc`` is ``descending=False``; ``--context`` is ``context``
-ALIASES = {"texts": "content", "files": "content", "messages": "content", "asc": "descending",
+#: --file, --messages and --facts give ``content``; ``--asc`` is ``descending=False``; ``--context`` is ``context``
+ALIASES = {"texts": "content", "files": "content", "messages": "content", "facts": "content", "asc": "descending",
            "context_": "context"}
 #: options of the CLI alone, not parameters of any verb
 CLI_ONLY = frozenset({"as_json", "yes"})

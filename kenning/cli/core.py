@@ -22,7 +22,17 @@ from ._progress import progress
 
 __all__ = ["register"]
 
-def _read_inputs(texts: tuple[str, ...], files: tuple[str, ...], messages: str | None = None) -> list:
+def _read_inputs(texts: tuple[str, ...], files: tuple[str, ...], messages: str | None = None,
+                 facts: str | None = None) -> list:
+    if facts is not None:
+        if texts or files or messages:
+            fail("give --facts alone: known facts are remembered as their records, not beside other inputs")
+        records = read_json(facts)
+        if isinstance(records, dict):
+            records = [records]
+        if not isinstance(records, list) or not records:
+            fail(f"{facts} must hold a JSON list of facts ({{\"source\": …, \"relation\": …, \"target\": …}})")
+        return records
     if messages is not None:
         if texts or files:
             fail("give --messages alone: a chat is remembered as its messages, not beside other texts")
@@ -54,6 +64,9 @@ def _remember_options(fn, files_help: str = "Read a memory from a file (repeatab
         click.option("--valid-at", default=None, help="Reference time of the input (default: now): 2024-06-01, 2024-06, 'June 2024', 'last year'…"),
         click.option("--messages", default=None, metavar="CHAT.json",
                      help="A JSON list of chat messages ({role, content, name?, created_at?}); '-' reads stdin."),
+        click.option("--facts", default=None, metavar="FACTS.json",
+                     help="A JSON list of known facts ({source, relation, target, valid_at?, invalid_at?, "
+                          "description?}) stored without extraction; '-' reads stdin."),
         click.option("--user", default=None, help="The user they belong to (speaker of role-user messages)."),
         click.option("--agent", default=None, help="The agent they belong to (speaker of role-assistant messages)."),
         click.option("--session", default=None, help="The conversation the messages continue."),
@@ -78,25 +91,27 @@ def register(group: click.Group) -> None:
 @click.option("--exclude", multiple=True, help="Files: skip what this .gitignore-style pattern matches (repeatable).")
 @click.option("--sync", is_flag=True, help="Files: forget the memories of files deleted from the folder.")
 @click.pass_context
-def remember(ctx, texts, files, dataset, kind, source, valid_at, messages, user, agent, session, as_json,  # noqa: ANN001
+def remember(ctx, texts, files, dataset, kind, source, valid_at, messages, facts, user, agent, session, as_json,  # noqa: ANN001
              force, include, exclude, sync) -> None:
-    """Store and process memories now: texts, files and folders with --file, or a chat with
-    --messages chat.json --user alice.
+    """Store and process memories now: texts, files and folders with --file, a chat with
+    --messages chat.json --user alice, or known facts with --facts facts.json.
 
     Example: kenning remember "Alice works at Acme." "Bob lives in Paris."
+
+    Example: echo '[{"source": "Alice", "relation": "works_at", "target": "Acme"}]' | kenning remember --facts -
 
     Example: kenning remember -f reports/ --glob '*.pdf' --sync
     """
     if files:
-        if texts or messages:
-            fail("give TEXT arguments, --file or --messages: one of them")
+        if texts or messages or facts:
+            fail("give TEXT arguments, --file, --messages or --facts: one of them")
         _remember_files(ctx, [Path(f) for f in files], as_json, dataset=dataset, kind=kind, source=source,
                         valid_at=valid_at, force=force, include=list(include) or None,
                         exclude=list(exclude) or None, sync=sync, user=user, agent=agent, session=session)
         return
     if include or exclude or sync:
         fail("--glob, --exclude and --sync apply to --file")
-    items = _read_inputs(texts, (), messages)
+    items = _read_inputs(texts, (), messages, facts)
     fields = {"dataset": dataset, "kind": kind, "source": source, "valid_at": valid_at, "force": force,
               "user": user, "agent": agent, "session": session}
     with open_kenning(ctx, create=True) as kn:
@@ -104,7 +119,7 @@ def remember(ctx, texts, files, dataset, kind, source, valid_at, messages, user,
             with progress("remembering", "memories", total=len(items)) as advance:
                 result = call(kn.remember, items, progress=advance, **fields)
         else:
-            result = call(kn.remember, items if len(items) > 1 or messages else items[0], **fields)
+            result = call(kn.remember, items if len(items) > 1 or messages or facts else items[0], **fields)
     if as_json:
         dump_json(result)
         return
@@ -154,12 +169,12 @@ def _remembered(result: RememberResult) -> str:
 @click.command()
 @_remember_options
 @click.pass_context
-def add(ctx, texts, files, dataset, kind, source, valid_at, messages, user, agent, session, as_json) -> None:  # noqa: ANN001
+def add(ctx, texts, files, dataset, kind, source, valid_at, messages, facts, user, agent, session, as_json) -> None:  # noqa: ANN001
     """Store memories as pending, to be processed by `kenning cognify`.
 
     Example: kenning add -f notes.md && kenning cognify
     """
-    items = _read_inputs(texts, files, messages)
+    items = _read_inputs(texts, files, messages, facts)
     with open_kenning(ctx, create=True) as kn:
         ids = call(kn.add, items, dataset=dataset, kind=kind, source=source, valid_at=valid_at,
                    user=user, agent=agent, session=session)

@@ -24,6 +24,7 @@ from ..lifecycle.improve import feedback_weight
 from ..lifecycle.prune import PruneCriteria, prune_reason
 from ..lifecycle.remove import removal_preview, remove_memories
 from ..models import Chunk, ForgetResult, Memory, MemoryInput, MemoryKind, Provenance, PruneResult
+from ..pipeline import known as known_facts
 from ..settings import Settings
 from ..store.base import MemoryFilter, Store, Txn
 from .reading import get_memory
@@ -86,6 +87,7 @@ class Lifecycle:
             )
         now = self.now()
         fields = _changed_fields(memory, changes, now)
+        known_facts.check_update(memory, fields)
         reprocess = "content" in fields or "valid_at" in fields
         if "content" in fields:
             # the memory keeps its place: its scope (and a message's or episode's position)

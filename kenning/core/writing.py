@@ -25,7 +25,10 @@ from ..dates import parse_when
 from ..errors import ConflictError, KenningError, StoreError, ValidationError
 from ..lifecycle.improve import duplicate_pairs
 from ..lifecycle.remove import scrub_entities
-from ..models import CognifyResult, ImproveResult, Memory, MemoryInput, MemoryKind, Message, RememberResult, Usage
+from ..models import (
+    CognifyResult, FactInput, ImproveResult, Memory, MemoryInput, MemoryKind, Message, RememberResult, Usage,
+)
+from ..pipeline import known as known_facts
 from ..pipeline.commit import CommitOutcome, apply_plan, new_id
 from ..pipeline.messages import is_messages, message_memories, read_messages
 from ..pipeline.extract import Extractor
@@ -62,7 +65,7 @@ _COMMIT_GROUP = 64
 
 def content_items(content: Any) -> list[Any]:
     """One input or a list of them, as a list; anything else is a ValidationError."""
-    if isinstance(content, (str, MemoryInput, Message, dict)):
+    if isinstance(content, (str, MemoryInput, Message, FactInput, dict)):
         return [content]
     if isinstance(content, (list, tuple)):
         return list(content)
@@ -270,6 +273,11 @@ class Writing:
         if is_messages(items):
             return self._messages(items, dataset=dataset, source=source, valid_at=reference,
                                   metadata=metadata, now=now, status=status, **scope)
+        if known_facts.is_known(items):
+            return [known_facts.known_memory(items, dataset=dataset, now=now, valid_at=reference, source=source,
+                                             metadata=check_metadata(dict(metadata or {})), status=status, **scope)]
+        if kind == known_facts.KIND:
+            raise ValidationError(f"kind {kind!r} is for known facts: give {{source, relation, target}} records")
         memories = [self._to_memory(i, dataset=dataset, kind=kind, source=source, valid_at=reference,
                                     metadata=metadata, now=now, status=status) for i in items]
         if any(scope.values()):
@@ -297,6 +305,10 @@ class Writing:
         memories grouped as ``remember`` would group them, each group estimated by the pipeline."""
         memories = self._memories(content, **fields)
         unique = list({m.content_hash: m for m in reversed(memories)}.values())[::-1]
+        if unique and known_facts.is_known_memory(unique[0]):
+            usage = known_facts.estimate_known(unique, store=self.store, chat=self.chat,
+                                               remote_embedder=self.embedder.makes_calls)
+            return RememberResult(dry_run=True, memory_ids=[], usage=usage)
         usage = estimate_usage(unique, config=self.config, extractor=self.extractor, store=self.store,
                                chat=self.chat, remote_embedder=self.embedder.makes_calls)
         return RememberResult(dry_run=True, memory_ids=[], usage=usage)
@@ -350,7 +362,9 @@ class Writing:
 
         started = time.perf_counter()
         spent = {m.id: Usage() for m in batch}
-        groups = group_memories(batch, self.extractor, self.config)
+        # known facts are drafted without the extractor, each memory alone
+        groups = group_memories([m for m in batch if not known_facts.is_known_memory(m)], self.extractor, self.config)
+        groups += [[m] for m in batch if known_facts.is_known_memory(m)]
         drafted: dict[str, Drafted | Exception] = {}
         for group, result in zip(groups, each(lambda g: self._draft(g, spent), groups)):
             drafted.update(zip((m.id for m in group), result))
@@ -384,6 +398,8 @@ class Writing:
 
     def _draft(self, group: list[Memory], spent: dict[str, Usage]) -> list[Drafted | Exception]:
         try:
+            if known_facts.is_known_memory(group[0]):
+                return [known_facts.draft_known(group[0], store=self.store, usage=spent[group[0].id])]
             return list(draft_group(group, config=self.config, extractor=self.extractor, store=self.store,
                                     chat=self.chat, usages=[spent[m.id] for m in group]))
         except Exception as exc:  # noqa: BLE001 - the whole group failed; each memory says so
@@ -447,11 +463,15 @@ class Writing:
         spent = Usage()
         started = time.perf_counter()
         try:
-            plan = build_plan(
-                new, config=self.config, extractor=self.extractor, embedder=self.embedder,
-                store=self.store, chat=self.chat, now=now, replace=memory.processed_at is not None,
-                usage=spent,
-            )
+            replace = memory.processed_at is not None
+            if known_facts.is_known_memory(new):
+                plan = known_facts.known_plan(new, config=self.config, embedder=self.embedder, store=self.store,
+                                              chat=self.chat, now=now, replace=replace, usage=spent)
+            else:
+                plan = build_plan(
+                    new, config=self.config, extractor=self.extractor, embedder=self.embedder,
+                    store=self.store, chat=self.chat, now=now, replace=replace, usage=spent,
+                )
         except KenningError:
             log.warning("update failed", extra={"memory_id": memory.id, "dataset": memory.dataset})
             raise

@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 
 from ..store.base import ChunkRow, EntityRow, FactRow, Txn
+from .changes import changed_by, ended_by
 from .temporal import Interval, RelationRules, decide
 
 __all__ = ["CommitOutcome", "EntityDraft", "FactDraft", "WritePlan", "apply_plan", "new_id"]
@@ -53,6 +54,8 @@ class FactDraft:
     ends: bool = False
     #: the text stated when it started (otherwise valid_at is the memory's reference time)
     dated: bool = False
+    #: a new value stated as a change ("switched to coffee"): ends the open value of its slot
+    changes: bool = False
     embedding: np.ndarray | None = None
     #: model verdicts, by stored fact id
     duplicate_of: str | None = None
@@ -170,6 +173,12 @@ def _write_fact(
     ]
     known = {c.id for c in conflicting}
     conflicting += [c for c in txn.get_fact_rows(draft.contradicts) if c.expired_at is None and c.id not in known]
+    # "switched to coffee" (a change), "got an iPhone 14" (a phone is held one at a time): the
+    # open value of the same slot ends here
+    known = {c.id for c in conflicting}
+    single = rules.contradicts(draft.relation, source_id, target_id, source_id, "")
+    conflicting += [c for c in changed_by(txn, plan.dataset, source_id, target_id, draft.relation, single,
+                                          draft.changes, draft.description) if c.id not in known]
     closes = []
     for old in conflicting:
         decision = decide(
@@ -223,9 +232,16 @@ def _write_ending(
             txn.link_fact(c.id, plan.memory_id)
             out.facts_merged.append(c.id)
             return
-    # Nothing to close: keep what the text says, that the relation ended then. Its start is
-    # unknown, so the interval is empty rather than invented.
-    start = draft.valid_at if draft.dated and draft.valid_at < end else end
+    others = ended_by(txn, plan.dataset, source_id, target_id, draft.relation, end, draft.changes)
+    for c in others:  # "broke up" ends "engaged to"; "gave up coffee" ends "drinks coffee"
+        _close_at(txn, plan, c, end, out)
+    if others:
+        return
+    # Nothing to close: keep what the text says only when it also says when the relation began;
+    # an ending of an unknown start would be an empty interval, and none is ever stored.
+    if not (draft.dated and draft.valid_at < end):
+        return
+    start = draft.valid_at
     fact = FactRow(
         id=new_id("fct"), dataset=plan.dataset, source_id=source_id, relation=draft.relation,
         target_id=target_id, description=draft.description, valid_at=start, invalid_at=end,
@@ -234,3 +250,14 @@ def _write_ending(
     txn.insert_fact(fact)
     txn.link_fact(fact.id, plan.memory_id)
     out.facts_created.append(fact.id)
+
+
+def _close_at(txn: Txn, plan: WritePlan, row: FactRow, end: dt.datetime, out: CommitOutcome) -> None:
+    """Close an open fact at ``end``; one that began at or after ``end`` is no longer believed
+    (expired) instead, so no interval ever ends where it starts."""
+    if end > row.valid_at:
+        txn.close_fact(row.id, invalid_at=end, expired_at=plan.now, superseded_by=None)
+    else:
+        txn.close_fact(row.id, invalid_at=row.invalid_at, expired_at=plan.now, superseded_by=None)
+    txn.link_fact(row.id, plan.memory_id)
+    out.facts_invalidated.append(row.id)

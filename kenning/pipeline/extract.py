@@ -36,6 +36,8 @@ class ExtractedFact(BaseModel):
     ``valid_at``/``invalid_at`` are only the dates the *text* states (None when it states none);
     the pipeline fills ``valid_at`` from the memory's reference time. ``ends`` marks a sentence
     that states an ending ("Alice left Acme in June 2024"): it closes the matching live fact.
+    ``changes`` marks a new value stated as a change ("I switched to coffee", "I live in Lyon
+    now"): it ends the subject's open value of the same slot (``changes.py``).
     """
 
     source: str
@@ -45,6 +47,7 @@ class ExtractedFact(BaseModel):
     valid_at: dt.datetime | None = None
     invalid_at: dt.datetime | None = None
     ends: bool = False
+    changes: bool = False
 
 
 class Extraction(BaseModel):

@@ -73,8 +73,10 @@ EXTRACTION_SCHEMA: dict[str, Any] = {
                     "valid_at": _DATE,
                     "invalid_at": _DATE,
                     "ends": {"type": "boolean"},
+                    "changes": {"type": "boolean"},
                 },
-                "required": ["source", "relation", "target", "sentence", "valid_at", "invalid_at", "ends"],
+                "required": ["source", "relation", "target", "sentence", "valid_at", "invalid_at", "ends",
+                             "changes"],
             },
         },
     },
@@ -121,8 +123,9 @@ facts: each relationship the text states between two entities. source, target: e
 relation: short snake_case verb phrase ({relations}); sentence: the fact as one standalone \
 sentence with full names, no pronouns; valid_at: when it became true, ISO 8601, only if the text \
 dates it, else null; invalid_at: when it stopped being true, else null; ends: true if the text \
-says it ended (left, quit, moved away): then give the relation that ended and its end date as \
-invalid_at.
+says it ended (left, quit, no longer): the relation that ended, its end as invalid_at; changes: \
+true if it replaced an earlier value (switched to, now, "B, not A"; a named old value: its own \
+fact, ends true). Plans: relation plans.
 Resolve relative dates ("last year", "in May") against the reference time. "I", "me", "my" are \
 the speaker (a "Name: text" line is said by Name), "you" the one spoken to: use their names. \
 State only what the text says.{extra}"""
@@ -130,7 +133,8 @@ State only what the text says.{extra}"""
 _SYSTEM_KNOWN = """
 Stored facts (c1, c2 …) are already known. For each fact you extract: same_as: the label of the \
 stored fact it repeats, else null; replaces: labels of stored facts it makes no longer true (a new \
-employer, home, role or status replacing the old one), if any."""
+employer, home, role, status, or a value of the same kind: a drink by a drink, a phone by a phone), \
+if any."""
 _SYSTEM_DOCUMENTS = """
 The text is several documents, each in <document id=… time=…> with its own reference time: \
 answer one item per document, with its id."""
@@ -162,6 +166,7 @@ class _RawFact(_Loose):
     valid_at: Any = None
     invalid_at: Any = None
     ends: bool | None = False
+    changes: bool | None = False
     same_as: Any = None
     replaces: Any = None
 
@@ -530,6 +535,7 @@ def _clean_fact(item: _RawFact, labels: _KnownLabels | None = None) -> Extracted
         valid_at=valid_at,
         invalid_at=invalid_at,
         ends=bool(item.ends),
+        changes=bool(item.changes) and not item.ends,
     )
     if labels is None or not labels.ids:
         return fact

@@ -31,6 +31,8 @@ class NewFact(BaseModel):
     sentence: str
     valid_at: dt.datetime | None = None
     invalid_at: dt.datetime | None = None
+    #: stated as a change of value ("switched to coffee"): shown to the model as [changed]
+    changes: bool = False
 
 
 class CandidateFact(NewFact):
@@ -63,7 +65,8 @@ _SYSTEM_FACTS = """\
 Compare new facts (n) with stored facts (c). Answer JSON.
 duplicates: a new fact stating the same as a stored fact, even if worded differently.
 contradictions: stored facts a new fact makes no longer true (a new employer, home, partner or \
-status replacing the old one); not facts that can both hold, not facts about other periods."""
+status replacing the old one; a new fact marked [changed] ends the old value of its kind: a drink \
+by a drink, a phone by a phone); not facts that can both hold, not facts about other periods."""
 _SYSTEM_ENTITIES = """\
 entities: for each question (q), the option (e) that is the same real-world entity, else null."""
 _SYSTEM_END = "Use only the given labels. Leave lists empty when nothing applies."
@@ -141,7 +144,8 @@ def _when(valid_at: dt.datetime | None, invalid_at: dt.datetime | None) -> str:
 
 def fact_line(label: str, fact: NewFact) -> str:
     """One fact as a prompt line: label, relation, sentence and period."""
-    return f"{label} [{fact.relation}] {fact.sentence}{_when(fact.valid_at, fact.invalid_at)}"
+    changed = " [changed]" if fact.changes else ""
+    return f"{label} [{fact.relation}]{changed} {fact.sentence}{_when(fact.valid_at, fact.invalid_at)}"
 
 
 class _Labels:

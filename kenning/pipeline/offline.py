@@ -54,8 +54,9 @@ import re
 from dataclasses import dataclass, replace
 
 from ..models import Usage
-from ..dates import find_dates
+from ..dates import DateSpan, find_dates, parse_date
 from ..text import normalize_name
+from . import changes as _changes
 from .extract import ExtractedEntity, ExtractedFact, Extraction, Extractor
 from .literals import literals_in, required_literals
 
@@ -191,7 +192,13 @@ _SPEAKER_LABELS = frozenset(
     "decision decisions rationale context topic note notes summary question answer q a update "
     "todo re subject warning example tip fyi ps important reminder goal status title date time "
     "source tags action result problem solution reason why what how edit step output input "
-    "error usage".split()
+    "error usage news update updates meeting memo announcement heads-up recap agenda minutes "
+    "highlights breaking correction clarification psa follow-up followup aside quote bonus "
+    "spoiler p.s ok okay well anyway btw lol yes no hi hello hey so also today yesterday "
+    "tomorrow tonight morning afternoon evening weekend monday tuesday wednesday thursday friday "
+    "saturday sunday progress plan plans idea ideas thought thoughts confession lesson "
+    "good bad big quick small major minor latest breaking fun random personal life work "
+    "family health".split()
 )
 _FIRST_PERSON = frozenset({"i", "me", "my", "myself"})
 _WE = frozenset({"we", "us", "our team", "our company", "our org", "our organization"})
@@ -202,8 +209,10 @@ _NON_SUBJECTS = frozenset(
     "what who which nothing something everything you been must maybe perhaps just really "
     "sounds glad thanks thank love hope wish guess seems looks definitely probably hopefully "
     "yes yeah wow oh sure totally absolutely honestly seriously awesome congrats "
-    "congratulations cool great nice our".split()
+    "congratulations cool great nice our gonna wanna gotta lemme lot lots".split()
 )
+#: a mention that names nothing: "learned a lot", "learn something new"
+_VAGUE = frozenset("lot lots much more stuff things something anything everything nothing".split())
 OUR_TEAM = "our team"
 USER = "User"
 
@@ -291,6 +300,8 @@ _MACROS = {
     "%M": rf"(?P<o>{_MODIFIED_NAME}|{_NP}|(?:{_DET})?{_NAME})",
     "%D": rf"(?P<s>{_PRONOUN}|(?:(?i:the)\s+)?{_NAME}|(?:{_DET})?{_LOWER}(?:\s+{_LOWER}){{0,3}})",
     "%E": _END,
+    # an activity one does ("yoga", "pottery"): a macro, so no clause needs one of its words
+    "%V": "(?i:" + "|".join(sorted(_changes.ACTIVITIES, key=len, reverse=True)) + ")",
 }
 
 
@@ -433,7 +444,7 @@ _RULES: list[_Rule] = [
     _rule(r"%S%A\s+%X(?:was\s+|got\s+|been\s+)?(?:hired|recruited)\s+by\s+%O%F%E", "works_at",
           "person", "organization"),
     _rule(r"%S%A\s+%X(?:was\s+|got\s+|been\s+)?promoted\s+to\s+(?:(?:an?|the)\s+)?(?P<role>"
-          r"[A-Za-z][\w-]*(?:\s+(?:of\s+)?(?!(?:at|for|in)\b)[A-Za-z][\w-]*){0,3}?)"
+          r"[A-Za-z][\w-]*(?:\s+(?:of\s+)?(?!(?:at|for|in|on|by|as|after|since|last|this)\b)[A-Za-z][\w-]*){0,3})"
           r"(?:\s+(?:at|for)\s+%N)?%E", "@role", "person", "organization"),
     # family and social (before roles: "Bob is Alice's manager")
     _rule(r"%S%A\s+%B\s+%P\s+(?:(?:older|younger|big|little|twin|best|old|good|close|new)\s+)?%K%E",
@@ -491,7 +502,8 @@ _RULES: list[_Rule] = [
           r"diagnosed\s+with|%X(?:lives?|living|lived)\s+with|%X(?:is\s+|am\s+|are\s+)?"
           r"(?:recovering|recovered)\s+from|%X(?:has|have|had|got|caught)\s+(?=(?i:" + _CONDITIONS +
           r")\b))\s*%O%E", "has_condition", "person", "concept"),
-    _rule(r"%S%A\s+(?:%X(?:been\s+)?(?:a\s+)?(?:strict\s+)?(?P<o>(?i:" + _DIETS + r"))|%B\s+on\s+an?\s+"
+    _rule(r"%S%A\s+(?:%X(?:been\s+)?(?:a\s+)?(?:(?:strict|strictly|fully|completely|totally|entirely|"
+          r"mostly|full|now)\s+)*(?P<o>(?i:" + _DIETS + r"))|%B\s+on\s+an?\s+"
           r"(?P<o2>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+diet|%X(?:keeps?|kept|eats?|ate)\s+"
           r"(?P<o3>kosher|halal))%E", "has_diet", "person", "concept"),
     _rule(r"%S%A\s+(?:(?:does\s+not|doesn't|do\s+not|don't|never|no\s+longer)\s+(?:eats?|drinks?|"
@@ -623,6 +635,24 @@ _RULES: list[_Rule] = [
           r"can(?:no|['’])t\s+(?:stand|bear|stomach)|(?:(?:is|am|are|was)\s+not|isn't|aren't|wasn't)\s+"
           r"(?:a\s+)?(?:(?:big|huge)\s+)?fan\s+of|(?:is|am|are)\s+not\s+into)\s+%M%E",
           "dislikes", "person", "concept"),
+    # "I'm a big tea drinker", "she's a huge Arsenal fan": what the subject drinks, eats, likes
+    _rule(r"%S%A\s+%B\s+(?:an?\s+)?(?:(?:big|huge|heavy|avid|keen|massive|serious|daily|regular|real|"
+          r"great|true|total|lifelong|die-hard|diehard|passionate)\s+)*(?!(?:your|my|his|her|their|our|the|"
+          r"biggest|greatest|number|no|a|an)\b)(?P<o>" + _NAME + r"|[a-z][\w-]*"
+          r"(?:\s+[a-z][\w-]*)?)\s+(?P<fan>drinker|eater|fan|lover|enthusiast|buff|nut|addict|fanatic|"
+          r"aficionado|devotee|junkie)(?!\s+of\b)%E", "@fan", "person", "concept"),
+    # "I drink tea every morning", "she eats meat"
+    _rule(r"%S%A\s+%X(?P<verb>drinks|drink|drank|drinking|eats|eat|ate|eating)\s+(?:(?:a\s+lot|lots|plenty|"
+          r"loads|tons)\s+of\s+)?%O%E", "@consumes", "person", "concept"),
+    # "I teach biology at Northside High"
+    _rule(r"%S%A\s+%X(?:teach|teaches|taught|teaching)\s+(?:[a-z][\w-]*\s+){0,2}?(?:at|in)\s+%N%E", "works_at",
+          "person", "organization"),
+    # "I got an iPhone 14": a thing of a kind one holds (phone, car, bike, laptop)
+    _rule(r"%S%A\s+%X(?:got|gets|get|getting|picked\s+up|upgraded\s+to)\s+(?:(?:a|an|the|my|our)\s+)?"
+          r"(?:new\s+)?%M%E", "@got", "person", "concept"),
+    # "I do yoga twice a week": a known activity, done regularly
+    _rule(r"%S%A\s+%X(?:do|does|did|doing)\s+(?P<o>(?:[a-z][\w-]*\s+){0,2}?%V)%E",
+          "practices", "person", "concept"),
     _rule(r"%S%A\s+(?:%X(?:likes|like|liked|loves|love|loved|enjoys|enjoy|enjoyed|adores|adore|"
           r"adored)|%B\s+(?:a\s+)?(?:big\s+|huge\s+)?fan\s+of|%B\s+(?:really\s+)?into|"
           r"%B\s+(?:passionate|crazy|mad|obsessed|enthusiastic)\s+(?:about|with))"
@@ -654,6 +684,9 @@ _LITERALS = frozenset().union(*(rule.needs for rule in _RULES if rule.needs))
 _SPEAKER = re.compile(
     r"\s*(?P<speaker>[A-Za-z][\w.'-]*(?:\s[A-Z][\w.'-]*){0,2})\s*:\s+(?P<text>\S.*)"
 )
+# A leading label that is not a speaker: "Big news:", "Meeting 2024-05-01:", "Quick update:"
+_LABEL = re.compile(r"\s*(?P<label>[A-Za-z][\w.'’/-]*(?:\s+[\w.'’/-]+){0,3})\s*:\s+(?P<text>\S.*)")
+_SPEAKER_NAME = re.compile(r"[A-Za-z][\w.'-]*(?:\s[A-Z][\w.'-]*){0,2}")
 _BULLET = re.compile(r"\s*(?:[-*•>]+|#+|\d{1,3}[.)])\s+")
 _SENTENCE_BREAK = re.compile(r"(?<=[.!?])[\"'”’)\]]*\s+")
 _ABBREVIATION = re.compile(
@@ -670,7 +703,7 @@ _FILLER = re.compile(
     r"(?:(?i:then|also|and|but|so|now|recently|later|finally|meanwhile|currently|however|hi|hello|"
     r"hey|yes|yeah|ok|okay|sure|thanks|oh|wow|guess\s+what|"
     r"actually|well|oh|btw|by\s+the\s+way|fun\s+fact|anyway|plus|nowadays|lately|eventually|"
-    r"in\s+fact|back\s+then|at\s+the\s+time|these\s+days)\b|[A-Z][a-z]+ly\b(?=\s*,))[\s,:]*"
+    r"in\s+fact|back\s+then|at\s+the\s+time|these\s+days)\b|[A-Z][a-z]+ly\b(?=\s*,|\s+(?:I|we|he|she|they)\s))[\s,:]*"
 )
 _EDGE_PUNCTUATION = re.compile(r"^[\s,;:.!?\-–—()\[\]\"'“”]+|[\s,;:.!?\-–—(\[\"'“”]+$")
 _EMPTY_BRACKETS = re.compile(r"\(\s*\)|\[\s*\]")
@@ -702,12 +735,38 @@ def _sentences(text: str) -> list[tuple[str | None, str]]:
     for line in _join_wrapped(text.splitlines()):
         speaker = None
         match = _SPEAKER.fullmatch(line)
-        if match and match["speaker"].casefold() not in _SPEAKER_LABELS:
+        if match and _is_speaker(match["speaker"]):
             speaker, line = _speaker_name(match["speaker"]), match["text"]
-        elif match:
-            line = match["text"]  # "Decision: Use X": the label is not a speaker
+        label = _LABEL.fullmatch(line)
+        if label and not _is_speaker(label["label"]):
+            line = label["text"]  # "Decision: Use X", "Big news: …": the label is not a speaker
         line = line[_BULLET.match(line).end() :] if _BULLET.match(line) else line
         out.extend((speaker, sentence) for sentence in _split_sentences(line))
+    return out
+
+
+# ", so I bought a Brompton", ", it's green tea now", ", I'm an analyst at Barclays now": a
+# comma before a new subject starts a clause when the text before it has a subject of its own
+_COMMA_CLAUSE = re.compile(r",\s+(?:(?:and\s+)?so\s+|then\s+)?(?=(?:I|we|he|she|they|it)(?:\s|['’]))")
+_OPENER = re.compile(
+    r"\s*(?:(?i:in|on|at|after|before|since|when|whenever|if|because|although|though|while|as|"
+    r"once|by|during|for|from|last|this|next|yesterday|today|tonight|honestly|well|so|also|then|"
+    r"now|actually|basically|anyway|oh|yes|yeah|no|sure|thanks|hi|hey|hello|ok|okay|sadly|luckily|"
+    r"unfortunately|fortunately|wow|until|like|with|without|to|the|a|an)\b|[^\w\s]|\d|$)"
+)
+
+
+_OWN_SUBJECT = re.compile(r"\bI\b|\b(?:we|he|she|they)\s+[a-z]")
+
+
+def _clauses(sentence: str) -> list[str]:
+    out: list[str] = []
+    for clause in _CLAUSE_BREAK.split(sentence):
+        pieces = _COMMA_CLAUSE.split(clause)
+        if len(pieces) > 1 and (not _OPENER.match(pieces[0]) or _OWN_SUBJECT.search(pieces[0])):
+            out.extend(pieces)
+        else:
+            out.append(clause)
     return out
 
 
@@ -723,6 +782,14 @@ def _join_wrapped(lines: list[str]) -> list[str]:
         else:
             joined.append(stripped)
     return joined
+
+
+def _is_speaker(label: str) -> bool:
+    """A transcript line's "Name:": a name's shape (capitalised words after the first, no
+    digits), none of its words a label word ("News", "Quick update", "Meeting 2024-05-01")."""
+    if not _SPEAKER_NAME.fullmatch(label.strip()) or label.casefold() in _SPEAKER_LABELS:
+        return False
+    return not any(word in _SPEAKER_LABELS for word in label.casefold().split())
 
 
 def _speaker_name(raw: str) -> str:
@@ -756,6 +823,7 @@ def _tidy(clause: str) -> str:
 
 def _clean_name(raw: str) -> str:
     name = _EDGE_PUNCTUATION.sub("", _SPACES.sub(" ", raw))
+    name = _changes.tidy_value(_LEADING_DETERMINER.sub("", name))  # "now a tester" -> "tester"
     return _LEADING_DETERMINER.sub("", name)
 
 
@@ -804,6 +872,7 @@ class _Reader:
         self.you = addressee
         self.current_line: str | None = None
         self.voices = {name for name in (speaker, addressee) if name}  # speakers are people
+        self.sentence_start = 0  # the first fact of the sentence being read
 
     def voice(self, line_speaker: str | None) -> str | None:
         """Who "I" is in a line, and (``self.you``) who "you" is: a "Name:" line is said by Name
@@ -821,9 +890,10 @@ class _Reader:
     def read(self, line_speaker: str | None, sentence: str) -> None:
         if len(sentence) > _MAX_CLAUSE * 4:
             return
+        self.sentence_start = len(self.facts)
         previous: _Found | None = None  # the last clause that matched, for "... and left"
         undated: list[int] = []  # endings that state no date yet: "left Acme and joined …"
-        for clause in _CLAUSE_BREAK.split(sentence):
+        for clause in _clauses(sentence):
             if len(clause) <= _MAX_CLAUSE:
                 before = len(self.facts)
                 self.current_line = line_speaker
@@ -847,18 +917,31 @@ class _Reader:
         self, speaker: str | None, sentence: str, clause: str, previous: _Found | None
     ) -> _Found | None:
         dates = find_dates(clause, self.reference_time)
+        dates = dates if dates.spans else _bare_day(clause, self.reference_time) or dates
         text = _tidy(dates.strip(clause) if dates.spans else clause)
         text = self.apposition(text, speaker, sentence)
-        found = _match(text) if text else None
+        change = _changes.read_change(text, clause) if text else None  # "no longer", "switched", "now" …
+        future = _changes.is_future(clause, dates.valid_at, self.reference_time)
+        found = _match(change.text) if change and change.text and change.text != text else None
+        rewritten = found is not None  # "I no longer play tennis" read as "I play tennis", ended
+        found = found or (_match(text) if text and (change is None or change.text) else None)
         if found is None and previous and text[:1].islower():
             found = _continue(text, previous)
+        if change and not future and change.value and (found is None or (
+                change.ends and not rewritten and not found[0].ends)):
+            self.value_change(change, speaker, sentence, dates)  # "gave up coffee": no verb to read
+            if found is None and change.subject:  # "... and bought a Tesla" continues its subject
+                return _RULES[-1], {"s": change.subject}
         if found is None:
             return None
+        before = len(self.facts)
         rule, groups = found
         valid_at, invalid_at = dates.valid_at, dates.invalid_at
+        if valid_at and not future and valid_at > self.reference_time and rule.when == "valid":
+            valid_at = _year_before(clause, dates)  # "I moved in August", said in June: last August
         if rule.when not in {"valid", "dated"}:  # the date is what is planned or due, not when it became true
             valid_at = invalid_at = None
-            date = _date_name(clause, dates)
+            date = _date_name(clause, dates, rule.relation == "born_on", self.reference_time)
             if rule.when == "object":
                 groups = {**groups, "o": date}
             elif rule.when == "birth":
@@ -877,11 +960,85 @@ class _Reader:
         for variant in [groups, *({**groups, "o": name, "role": None} for name in more)]:
             for fact in self.facts_of(rule, variant, speaker):
                 self.add(fact, sentence, valid_at, invalid_at, rule.ends)
+        self.mark_change(before, change if rewritten or not (change and change.ends) else None, future, sentence)
         tail = _NEXT_CLAUSE.match(groups.get("rest") or "")
         if tail and not more:  # "Alice works at Acme and Bob works at Globex"
             speaker = self.voice(self.current_line)  # "my name is Erin and I …" names "I"
             return self.read_clause(speaker, sentence, tail["clause"], found) or found
         return found
+
+    def mark_change(self, before: int, change: _changes.Change | None, future: bool, sentence: str) -> None:
+        """What a change marker says about the facts a clause gave (``changes.py``): a plan
+        changes nothing yet; "no longer …" ended them; "… now", "switched to …" are new values
+        that end the old one of their slot, and a named old value ("from A", "not A") ends."""
+        for index in range(before, len(self.facts)):
+            fact = self.facts[index]
+            if future:
+                if fact.relation not in _NOT_STATES:
+                    self.facts[index] = fact.model_copy(update={"relation": "plans", "valid_at": None,
+                                                                "invalid_at": None, "ends": False})
+            elif change is None or fact.ends:
+                continue
+            elif change.ends:
+                self.facts[index] = fact.model_copy(update={
+                    "ends": True, "valid_at": None, "invalid_at": fact.invalid_at or fact.valid_at})
+            elif change.changes and fact.relation not in _NOT_STATES:
+                self.facts[index] = self.changed(fact)
+                if change.old and index == before:
+                    self.add_old(self.facts[index], change.old, sentence)
+
+    def changed(self, fact: ExtractedFact) -> ExtractedFact:
+        """A new value stated as a change; undated, it starts when the value it follows in the
+        same sentence ended ("gave up coffee in March, it's green tea now")."""
+        update: dict[str, object] = {"changes": True}
+        if fact.valid_at is None:
+            ended = next((f.invalid_at for f in reversed(self.facts[self.sentence_start :])
+                          if f.ends and f.invalid_at and f.source == fact.source), None)
+            if ended is not None:
+                update["valid_at"] = ended
+        return fact.model_copy(update=update)
+
+    def add_old(self, new: ExtractedFact, old: str, sentence: str) -> None:
+        """The value a change names as replaced ("from A", "replaced A with", "not A") ends, in
+        the new value's relation, when the new one begins."""
+        name = self.resolve(old, None)
+        if not name or normalize_name(name) == normalize_name(new.target):
+            return
+        known = self.entities.get(normalize_name(new.target))
+        kind = known.type if known is not None else "concept"
+        source_type = self.type_of(new.source, "person")
+        self.add(_Fact(new.source, source_type, new.relation, name, kind, closes_previous=True), sentence,
+                 new.valid_at, None, False)
+
+    def value_change(self, change: _changes.Change, speaker: str | None, sentence: str,
+                     dates: DateSpan) -> None:  # fmt: skip
+        """A change no rule reads, its value bare ("gave up coffee", "sold the Civic", "it's
+        green tea for me now", "replaced yoga with swimming"): the relation is the one this
+        sentence or memory already gave a value of the same kind, else the kind's own."""
+        earlier = self.facts[self.sentence_start :]
+        subject = self.resolve(change.subject, speaker) if change.subject else None
+        if subject is None:
+            subject = earlier[-1].source if earlier else (speaker or USER)
+        value = self.resolve(change.value, speaker) if change.value else None
+        if not subject or not value:
+            return
+        kind = _changes.category_of(value) or _changes.category_of(change.old or "")
+        relation = next((f.relation for f in reversed(self.facts) if f.source == subject and kind
+                         and _changes.category_of(f.target) == kind), None)
+        if relation is None and earlier and not change.subject:
+            relation = earlier[-1].relation  # "…, it's green tea for me now"
+        if relation is None:
+            relation = change.relation or _changes.kind_relation(
+                value, "practices" if value.endswith("ing") else "owns" if change.ends and not change.text
+                else "prefers")
+        source_type = self.type_of(subject, "person")
+        before = len(self.facts)
+        fact = _Fact(subject, source_type, relation, value, "concept", ends=change.ends)
+        self.add(fact, sentence, dates.valid_at, dates.invalid_at, change.ends)
+        if change.changes and len(self.facts) > before:
+            self.facts[before] = self.changed(self.facts[before])
+            if change.old:
+                self.add_old(self.facts[before], change.old, sentence)
 
     def apposition(self, text: str, speaker: str | None, sentence: str) -> str:
         """"My brother Tom lives in Denver": states Tom sibling_of the speaker, reads "Tom lives
@@ -919,7 +1076,20 @@ class _Reader:
             return replace(rule, relation="has_condition"), {**groups, "o": condition}
         if relation == "@event":
             verb = (groups.get("verb") or "").casefold()
+            target = groups.get("o") or ""
+            if verb in {"started", "starts", "start", "began", "begins", "begin"} and (
+                    _changes.category_of(target) in {"sport", "craft"} or re.fullmatch(r"[a-z]+ing", target)):
+                return replace(rule, relation="practices"), groups  # "started cycling": a new activity
             return replace(rule, relation=_EVENTS.get(verb, verb)), groups
+        if relation == "@got":  # "got an iPhone 14" owns it; "got a cold", "got the news": nothing
+            held = _changes.category_of(groups.get("o") or "") in {"phone", "car", "bike", "laptop"}
+            return replace(rule, relation="owns" if held else "@nothing"), groups
+        if relation == "@consumes":
+            verb = (groups.get("verb") or "").casefold()
+            return replace(rule, relation="drinks" if verb.startswith("dr") else "eats"), groups
+        if relation == "@fan":  # "a big tea drinker" drinks tea; "a jazz fan" likes jazz
+            fan = (groups.get("fan") or "").casefold()
+            return replace(rule, relation={"drinker": "drinks", "eater": "eats"}.get(fan, "likes")), groups
         if relation == "@switched":
             target = groups.get("o") or ""
             tool = _vocabulary_type(target) == "technology" or target[:1].isupper()
@@ -938,6 +1108,8 @@ class _Reader:
             rule, groups = self.specialize(rule, groups, subject)
             if naming and subject == (speaker or USER) and not self.named and groups.get("o"):
                 self.speaker, self.named = _clean_name(groups["o"]), True  # "I" is named now
+        if rule.relation == "@nothing":
+            return []
         if rule.relation == "@has_kin":  # "I have two brothers, Luke and Ben"
             return _kin_facts(self.resolve(groups.get("o"), speaker), subject, groups["kin"] or "")
         if rule.relation == "@kin":
@@ -1020,6 +1192,8 @@ class _Reader:
         name = _clean_name(raw)
         if not name or name.casefold() in _NON_SUBJECTS or len(name) > 80:
             return None
+        if name.casefold().split()[0] in _VAGUE:
+            return None
         return name
 
     def type_of(self, name: str, slot_type: str) -> str:
@@ -1044,8 +1218,9 @@ class _Reader:
             valid_at, invalid_at = None, invalid_at or valid_at
         elif invalid_at is not None and valid_at is None:
             ends = True  # "worked at Acme until 2021": the text states only the ending
-        source = self.entity(fact.source, fact.source_type, sentence)
-        target = self.entity(fact.target, fact.target_type, sentence)
+        alias = fact.relation == "also_known_as"  # "I'm Nadia" names Nadia Fares: two names kept
+        source = self.entity(fact.source, fact.source_type, sentence, alias)
+        target = self.entity(fact.target, fact.target_type, sentence, alias)
         if normalize_name(source) == normalize_name(target) or not normalize_name(target):
             return
         key = (normalize_name(source), fact.relation, normalize_name(target), valid_at,
@@ -1055,17 +1230,18 @@ class _Reader:
         self.fact_keys.add(key)
         said = _implied_sentence(source, fact.relation, target) if fact.implied else sentence
         self.facts.append(
-            ExtractedFact(source=source, relation=fact.relation, target=target,
-                          sentence=said, valid_at=valid_at, invalid_at=invalid_at, ends=ends)
+            ExtractedFact(source=source, relation=fact.relation, target=target, sentence=said,
+                          valid_at=valid_at, invalid_at=invalid_at, ends=ends,
+                          changes=fact.closes_previous)  # "from A": A's states end, whatever their relation
         )  # fmt: skip
         self.remember_antecedent(source, fact.source_type)
         if fact.relation == "works_at" and not ends:
             self.employers[normalize_name(source)] = target
 
-    def entity(self, name: str, type_: str, sentence: str) -> str:
+    def entity(self, name: str, type_: str, sentence: str, alias: bool = False) -> str:
         """Register a mention once per extraction; returns the name first used for it."""
         key = normalize_name(name)
-        existing = self.entities.get(key)
+        existing = self.entities.get(key) or (None if alias else self.full_name(key, type_))
         if existing is None:
             description = sentence
             if len(description) > _MAX_DESCRIPTION:
@@ -1075,6 +1251,15 @@ class _Reader:
         if existing.type == "concept" and type_ != "concept":
             existing.type = type_  # a later, more specific reading wins over the default
         return existing.name
+
+    def full_name(self, key: str, type_: str) -> ExtractedEntity | None:
+        """"Bob" after "Bob Stone" in one memory is Bob Stone: a lone first name is the one
+        person of this memory whose full name it begins (none when two share it)."""
+        if " " in key or type_ not in {"person", "concept"}:
+            return None
+        people = [e for k, e in self.entities.items() if e.type == "person" and k.split(" ", 1)[0] == key
+                  and " " in k]
+        return people[0] if len(people) == 1 else None
 
     def remember_antecedent(self, name: str, type_: str) -> None:
         entity = self.entities[normalize_name(name)]
@@ -1128,7 +1313,8 @@ def _kin_facts(named: str | None, possessor: str | None, kin: str) -> list[_Fact
     return [_Fact(named, "person", relation, possessor, "person")]
 
 
-_SPECIALIZED = frozenset({"@favourite", "@condition", "@event", "@switched", "@named"})
+_SPECIALIZED = frozenset({"@favourite", "@condition", "@event", "@switched", "@named", "@fan", "@consumes",
+                          "@got"})
 _EVENTS = {
     "start": "started", "starts": "started", "began": "started", "begins": "started",
     "begin": "started", "finished": "completed", "finishes": "completed",
@@ -1138,25 +1324,71 @@ _EVENTS = {
     "hosts": "hosted",
 }  # fmt: skip
 _YEAR = re.compile(r"\b\d{4}\b")
+_MONTH_WORD = re.compile(r"(?i)\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\b")
 _DAY = re.compile(r"\b\d{4}-\d\d?-\d\d?\b|(?<![\d-])\d{1,2}(?:st|nd|rd|th)?\b(?![-:]?\d)|/\d")
 _MONTH = re.compile(r"\b\d{4}-\d\d?\b|\b[A-Za-z]{3,9}\b|/")
 
 
-def _date_name(clause: str, dates: object) -> str | None:
+def _date_name(clause: str, dates: object, recurring: bool = False,
+               reference: dt.datetime | None = None) -> str | None:  # fmt: skip
     """The first date a clause states, as an entity name at the precision it states:
-    "21 August 1992" is 1992-08-21, "June 2022" 2022-06, "2015" 2015."""
+    "21 August 1992" is 1992-08-21, "June 2022" 2022-06, "2015" 2015. A day and month said
+    without a year is, for a date that recurs (a birthday), the day itself ("October 12"); for
+    anything else (a deadline, a launch) its next occurrence on or after the reference day."""
     when = getattr(dates, "valid_at", None) or getattr(dates, "invalid_at", None)
     spans = getattr(dates, "spans", ())
     if when is None or not spans:
         return None
     said = clause[spans[0][0] : spans[0][1]]
     if not _YEAR.search(said):
-        return None  # "in June", "next week": no year said, not a date to name
+        if not _DAY.search(said) or not _MONTH_WORD.search(said) or reference is None:
+            return None  # "in June", "next week": no day of a year said, not a date to name
+        if recurring:
+            return f"{when:%B} {when.day}"
+        if when.date() < reference.date():
+            try:
+                when = when.replace(year=when.year + 1)
+            except ValueError:  # 29 February
+                when = when.replace(year=when.year + 1, day=28)
+        return when.strftime("%Y-%m-%d")
     if _DAY.search(said):
         return when.strftime("%Y-%m-%d")
     if _MONTH.search(re.sub(r"\b(?:in|on|by|since|from|at|of|the|year)\b", "", said)):
         return when.strftime("%Y-%m")
     return when.strftime("%Y")
+
+
+#: relations whose date is not when they became true, and that no change marker changes
+_NOT_STATES = frozenset({"plans", "due_on", "scheduled_for", "born_on", "born_in", "standing_instruction",
+                         "also_known_as", "visited", "attended", "completed", "started", "won", "lost"})
+_BARE_DAY = re.compile(
+    r"\b(?:(?P<a>(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?\s+\d{1,2}(?:st|nd|rd|th)?)"
+    r"|(?P<b>\d{1,2}(?:st|nd|rd|th)?\s+(?:of\s+)?(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*))\b",
+    re.IGNORECASE,
+)
+
+
+def _bare_day(clause: str, reference: dt.datetime) -> DateSpan | None:
+    """A month and day said without "on" ("the deadline is June 30"), which ``find_dates``
+    leaves to avoid reading names as dates; only where no other date was found."""
+    match = _BARE_DAY.search(clause)
+    if not match:
+        return None
+    when = parse_date((match["a"] or match["b"]).replace(" of ", " "), reference)
+    return DateSpan(when, None, (match.span(),)) if when else None
+
+
+def _year_before(clause: str, dates: DateSpan) -> dt.datetime | None:
+    """A past statement's date said without a year that fell after the reference time ("I
+    moved in August", said in June) is the last such date: a year earlier."""
+    when = dates.valid_at
+    said = clause[dates.spans[0][0] : dates.spans[0][1]] if dates.spans else ""
+    if when is None or _YEAR.search(said) or not said:
+        return when
+    try:
+        return when.replace(year=when.year - 1)
+    except ValueError:  # 29 February
+        return when.replace(year=when.year - 1, day=28)
 
 
 _IMPLIED_VERBS = {"works_at": "works at", "has_role": "is", "ceo_of": "is the CEO of"}

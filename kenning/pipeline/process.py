@@ -33,6 +33,7 @@ from .chunk import Chunk, chunk_text
 from .commit import EntityDraft, FactDraft, WritePlan, new_id
 from ..text import normalize_name, normalize_relation
 from .extract import Document, Extraction, Extractor
+from .names import same_people
 
 __all__ = [
     "BATCH_MEMORIES", "Drafted", "PipelineConfig", "build_plan", "draft_group", "drafts_from_extraction",
@@ -79,7 +80,7 @@ def drafts_from_extraction(
             FactDraft(
                 source_key=source, relation=normalize_relation(f.relation), target_key=target,
                 description=f.sentence.strip(), valid_at=valid_at, invalid_at=invalid_at,
-                ends=f.ends, dated=f.valid_at is not None,
+                ends=f.ends, dated=f.valid_at is not None, changes=bool(getattr(f, "changes", False)),
                 # verdicts an extractor gave against the stored facts it was shown
                 duplicate_of=getattr(f, "duplicate_of", None),
                 contradicts=list(getattr(f, "contradicts", None) or []),
@@ -206,6 +207,7 @@ def draft_group(
             out.append(extraction)
             continue
         entities, facts = drafts_from_extraction(extraction, prep.memory.valid_at)
+        entities, facts = same_people(prep.memory, store, entities, facts)  # "Bob" is the session's Bob Stone
         known = store.find_entities(prep.memory.dataset, [e.key for e in entities])
         out.append(Drafted(prep, entities, facts, known, usage, prep.scanned if judged else None))
     return out
@@ -469,7 +471,7 @@ def _resolve_with_model(
     by_key = {e.key: e for e in entities}
     new_facts = [
         NewFact(source=by_key[f.source_key].name, relation=f.relation, target=by_key[f.target_key].name,
-                sentence=f.description, valid_at=f.valid_at, invalid_at=f.invalid_at)
+                sentence=f.description, valid_at=f.valid_at, invalid_at=f.invalid_at, changes=f.changes)
         for f in facts
     ]
     entity_questions = [

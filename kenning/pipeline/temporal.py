@@ -3,8 +3,11 @@
 Valid time is the half-open interval ``[valid_at, invalid_at)``; ``None`` as an end is open.
 A new fact N that contradicts a live fact O:
 - periods that do not overlap: nothing changes;
-- O started at or before N: O is closed at N's start (``invalid_at = N.valid_at``,
+- O started before N: O is closed at N's start (``invalid_at = N.valid_at``,
   ``expired_at = now``, ``superseded_by = N``);
+- O started when N did (two values stated for one instant, as in one turn): N wins and O is
+  expired with its valid time left as it was (``expired_at = now``, ``superseded_by = N``), so
+  no interval ever ends where it starts;
 - O started after N (an older fact arrived late): N is stored already closed at O's start
   (``invalid_at = O.valid_at``, ``expired_at = now``, ``superseded_by = O``).
 """
@@ -72,7 +75,11 @@ def decide(new: Interval, old: Interval, now: dt.datetime) -> Close | None:
     """What the rule does for a new fact against one live fact it contradicts."""
     if not overlaps(new.valid_at, new.invalid_at, old.valid_at, old.invalid_at):
         return None
-    if old.valid_at <= new.valid_at:
+    if old.valid_at == new.valid_at:
+        # both from the same instant (two values in one turn): the later statement wins, the
+        # earlier is no longer believed; an interval ending where it starts is never stored
+        return Close(old.id, old.invalid_at, now, new.id)
+    if old.valid_at < new.valid_at:
         return Close(old.id, new.valid_at, now, new.id)
     return Close(new.id, old.valid_at, now, old.id)
 

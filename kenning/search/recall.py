@@ -559,17 +559,19 @@ def _evidence_hit(ctx: _Context, ev: _Evidence, window: Window | None) -> Hit | 
         if hit is not None:
             hit.support = [c.id for _, c in ev.chunks] + [f.id for _, f in ev.facts if f.id != fact.id]
             hit.location = chunk.location if chunk is not None else None
+            hit.speaker = memory.speaker
             return hit
     support = [f.id for _, f in ev.facts]
     if chunk is not None:
         return Hit(kind="chunk", id=chunk.id, text=chunk.text, lanes=lanes, score=ev.score,
                    memory_ids=[memory.id], current=memory.status != "superseded",
                    valid_at=memory.valid_at, created_at=memory.created_at, explanation=explanation,
-                   support=support + [c.id for _, c in ev.chunks if c.id != chunk.id], location=chunk.location)
+                   support=support + [c.id for _, c in ev.chunks if c.id != chunk.id], location=chunk.location,
+                   source=memory.source, speaker=memory.speaker)
     return Hit(kind="memory", id=memory.id, text=memory.content[:_MAX_MEMORY_TEXT], lanes=lanes,
                score=ev.score, memory_ids=[memory.id], current=memory.status != "superseded",
                valid_at=memory.valid_at, created_at=memory.created_at, explanation=explanation,
-               support=support)
+               support=support, source=memory.source, speaker=memory.speaker)
 
 
 def _names_in(name: str, text: str) -> bool:

@@ -2,6 +2,7 @@
 
 import { api } from "./api.js";
 import { entityHref, fmt, graphHref, h, holds, instant, interval, memoryHref } from "./page.js";
+import { words } from "./prose.js";
 
 const DAY = 86_400_000;
 
@@ -43,27 +44,42 @@ function timeline(entity, facts, asOf, knownAt) {
     const open = !f.invalid_at;
     const then = holds(f, asOf, knownAt);
     const successor = f.superseded_by && byId[f.superseded_by];
+    const name = statement(entity, f);
     return h("li", { id: `fact-${f.id}`, tabindex: "-1", "data-fact": f.id,
       class: `fact ${open ? "open" : "closed"}${then ? "" : " not-then"}` },
     h("div", { class: "fact-text" },
-      h("span", { class: "sentence" }, f.description || `${f.source} ${f.relation} ${f.target}`), " ",
+      h("span", { class: "statement" }, name.inverse
+        ? [h("strong", { class: "value" }, name.value), " ", h("span", { class: "relation" }, name.relation)]
+        : [h("span", { class: "relation" }, name.relation), " ", h("strong", { class: "value" }, name.value)]), " ",
       h("span", { class: `badge ${open ? "open" : "closed"}` }, open ? "open" : "closed"),
       then ? null : h("span", { class: "badge not-then" }, "not valid then")),
     h("div", { class: "track" },
       h("div", { class: "bar", style: `left:${x(starts[i])};width:max(4px, calc(${x(ends[i])} - ${x(starts[i])}))`,
-        title: interval(f.valid_at, f.invalid_at) })),
+        title: `${name.text}: ${interval(f.valid_at, f.invalid_at)}` },
+      h("span", { class: "bar-label" }, name.text))),
     h("div", { class: "fact-meta" },
       h("span", { class: "when" }, interval(f.valid_at, f.invalid_at)), " · ",
+      f.description ? [h("q", { class: "sentence" }, f.description), " · "] : null,
       h("a", { href: entityHref(f.source_id === entity.id ? f.target_id : f.source_id) },
         f.source_id === entity.id ? f.target : f.source),
       f.expired_at ? ` · believed until ${fmt(f.expired_at)}` : "",
       f.superseded_by ? [" · superseded by ", successor
         ? h("button", { type: "button", class: "link", onclick: () => jump(f.superseded_by) },
-          successor.description || successor.target)
+          statement(entity, successor).text)
         : h("span", { class: "mono" }, f.superseded_by)] : "",
       " · from ", f.memory_ids.flatMap((m, k) => [k ? ", " : "", h("a", { href: memoryHref(m), class: "mono" }, m)])));
   });
   return h("div", { class: "timeline" }, note, axis, h("ol", { class: "facts", "aria-labelledby": "timeline-title" }, rows));
+}
+
+/** A fact as its relation and value, from this entity's side: "works at Globex" on Alice's
+ * page, "Alice works at" on Globex's (the value is the other entity). */
+export function statement(entity, fact) {
+  const relation = words(fact.relation);
+  if (fact.target_id === entity.id && fact.source_id !== entity.id) {
+    return { relation, value: fact.source, inverse: true, text: `${fact.source} ${relation}` };
+  }
+  return { relation, value: fact.target, inverse: false, text: `${relation} ${fact.target}` };
 }
 
 function jump(factId) {

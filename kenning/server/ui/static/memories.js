@@ -3,8 +3,11 @@
 import { api } from "./api.js";
 import { clip } from "./entity.js";
 import { confirmAction, entityHref, fmt, go, h, interval, memoryHref, say } from "./page.js";
+import { plain, records } from "./prose.js";
 
 const PAGE = 25;
+// the scopes a memory belongs to: each a column whose values filter the list
+const SCOPES = ["user", "session"];
 const FILTERS = {
   status: ["pending", "processing", "active", "failed", "superseded"],
   retention: ["permanent", "decision", "standard", "ephemeral", "session"],
@@ -14,23 +17,32 @@ const FILTERS = {
 export async function memoriesView(_id, p) {
   const offset = Number(p.get("offset")) || 0;
   const query = { dataset: p.get("dataset") || "main", limit: PAGE, offset, kind: p.get("kind") };
-  for (const name of Object.keys(FILTERS)) query[name] = p.get(name);
+  for (const name of [...Object.keys(FILTERS), ...SCOPES]) query[name] = p.get(name);
   const page = await api("memories", { query });
   const form = h("form", { class: "filters", "aria-label": "Filters", onsubmit: (event) => {
     event.preventDefault();
     const f = event.target.elements;
     go("#/memories", { status: f.status.value, retention: f.retention.value, pinned: f.pinned.value,
-      kind: f.kind.value.trim(), offset: "" });
+      kind: f.kind.value.trim(), user: f.user.value.trim(), session: f.session.value.trim(), offset: "" });
   } },
   Object.entries(FILTERS).map(([name, values]) => h("label", {}, name[0].toUpperCase() + name.slice(1),
     h("select", { name }, h("option", { value: "" }, "any"),
       values.map((v) => h("option", { value: v, selected: p.get(name) === v }, v))))),
   h("label", {}, "Kind", h("input", { name: "kind", value: p.get("kind") || "", size: 10, placeholder: "any" })),
+  SCOPES.map((name) => h("label", {}, name[0].toUpperCase() + name.slice(1),
+    h("input", { name, value: p.get(name) || "", size: 10, placeholder: "any" }))),
   h("button", { type: "submit" }, "Filter"));
+  const scope = (name, value) => (value ? h("a", { href: "#/memories", class: "scope-link", title: `only ${name} ${value}`,
+    onclick: (event) => { event.preventDefault(); go("#/memories", { [name]: value, offset: "" }); } }, value) : "");
   const rows = page.items.map((m) => h("tr", {},
     h("td", {}, h("a", { href: memoryHref(m.id), class: "mono" }, m.id)),
-    h("td", {}, m.kind), h("td", {}, m.status), h("td", {}, m.retention), h("td", {}, m.pinned ? "pinned" : ""),
-    h("td", {}, fmt(m.created_at)), h("td", { class: "content" }, clip(m.topic || m.content, 120))));
+    h("td", {}, m.kind), h("td", { class: "speaker" }, m.speaker || ""), h("td", { class: "user" }, scope("user", m.user)),
+    h("td", { class: "session" }, scope("session", m.session)), h("td", {}, m.status),
+    h("td", {}, m.pinned ? "pinned" : ""),
+    // when it was said or happened (valid_at); stored at created_at
+    h("td", { class: "when" }, h("time", { datetime: m.valid_at, title: `stored ${fmt(m.created_at)}` }, fmt(m.valid_at))),
+    h("td", { class: "content" }, m.source ? [h("span", { class: "file" }, m.source), " "] : null,
+      clip(m.topic || (m.metadata && m.metadata.format ? plain(m.content.slice(0, 2000)) : m.content), 120))));
   const pager = h("nav", { class: "pager", "aria-label": "Pages" },
     h("button", { type: "button", disabled: offset === 0, onclick: () => go(undefined, { offset: Math.max(0, offset - PAGE) || "" }) }, "Previous"),
     h("span", {}, page.items.length ? `${offset + 1}–${offset + page.items.length}` : "none"),
@@ -38,7 +50,8 @@ export async function memoriesView(_id, p) {
   return h("section", { "data-title": "Memories", "aria-labelledby": "memories-title" },
     h("h1", { id: "memories-title" }, "Memories"), form,
     h("div", { class: "scroll" }, h("table", { class: "list memlist" },
-      h("thead", {}, h("tr", {}, ["Id", "Kind", "Status", "Retention", "Pinned", "Created", "Content"].map((c) => h("th", { scope: "col" }, c)))),
+      h("thead", {}, h("tr", {}, ["Id", "Kind", "Speaker", "User", "Session", "Status", "Pinned", "Time", "Content"]
+        .map((c) => h("th", { scope: "col" }, c)))),
       h("tbody", {}, rows))),
     page.items.length ? null : h("p", {}, "No memories match."), pager);
 }
@@ -55,11 +68,13 @@ export async function memoryView(id) {
       ? h("button", { type: "button", onclick: () => act(m, "unpin") }, "Unpin")
       : h("button", { type: "button", onclick: () => act(m, "pin") }, "Pin"),
     h("button", { type: "button", class: "danger", onclick: () => forget(m) }, "Forget")),
-    h("pre", { class: "content" }, m.content),
+    (m.kind === "facts" && records(m.content)) || h("pre", { class: "content" }, m.content),
     h("dl", { class: "fields" },
       field("Dataset", m.dataset), field("Kind", m.kind), field("Status", m.status), field("Error", m.error),
       field("Topic", m.topic), field("Context", m.context), field("Decisions", m.decisions), field("Rationale", m.rationale),
-      field("Source", m.source), field("Valid at", fmt(m.valid_at)), field("Created", fmt(m.created_at)),
+      field("Source", m.source), field("Speaker", m.speaker && `${m.speaker}${m.role ? ` (${m.role})` : ""}`),
+      field("User", m.user), field("Agent", m.agent), field("Session", m.session),
+      field("Valid at", fmt(m.valid_at)), field("Created", fmt(m.created_at)),
       field("Processed", fmt(m.processed_at)), field("Retention", m.retention),
       field("Pinned", m.pinned ? `yes${m.pin_reason ? ` (${m.pin_reason})` : ""}` : "no"),
       field("Accessed", `${m.access_count} times${m.last_accessed_at ? `, last ${fmt(m.last_accessed_at)}` : ""}`),

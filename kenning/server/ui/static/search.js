@@ -2,6 +2,7 @@
 
 import { api } from "./api.js";
 import { chips, entityHref, fmt, go, graphHref, h, interval, memoryHref } from "./page.js";
+import { hitText, isDocument, isMessage, origin, words } from "./prose.js";
 
 const TYPES = ["hybrid", "auto", "chunks", "chunks_lexical", "facts", "entities", "graph", "temporal",
   "graph_completion", "rag_completion"];
@@ -34,7 +35,8 @@ export async function searchView(_id, p) {
   } });
   view.append(summary(result));
   if (result.answer) view.append(h("blockquote", { class: "answer" }, h("strong", {}, "Answer: "), result.answer));
-  view.append(h("ol", { class: "hits", "aria-label": "Hits" }, result.hits.map(hit)));
+  const memories = Object.fromEntries(result.memories.map((m) => [m.id, m]));
+  view.append(h("ol", { class: "hits", "aria-label": "Hits" }, result.hits.map((item) => hit(item, memories[item.memory_ids[0]]))));
   return view;
 }
 
@@ -45,16 +47,26 @@ function summary(result) {
     `(${result.search_type}, ${Math.round(result.seconds * 1000)} ms)`, when ? ` — ${when}` : " — now");
 }
 
-function hit(item) {
+/** What a hit is, for people: a fact, an entity, a document's passage, a message, a passage. */
+function label(item) {
+  if (isDocument(item)) return "document";
+  if (isMessage(item)) return "message";
+  return item.kind === "chunk" ? "passage" : item.kind;
+}
+
+function hit(item, memory) {
   const closed = !item.current || item.invalid_at || item.expired_at;
-  return h("li", { class: `hit ${item.kind}${item.current ? "" : " history"}`, "data-kind": item.kind },
+  const said = isMessage(item) || isDocument(item); // their time is on the origin line
+  return h("li", { class: `hit ${item.kind}${item.current ? "" : " history"}`, "data-kind": item.kind, "data-label": label(item) },
     h("div", { class: "hit-head" },
-      h("span", { class: "kind" }, item.kind),
+      h("span", { class: "kind" }, label(item)),
+      item.kind === "fact" && item.relation ? h("span", { class: "relation", title: "relation" }, words(item.relation)) : null,
       h("span", { class: "score", title: "score" }, item.score.toFixed(3)),
       h("span", { class: "lanes", "aria-label": "found by lanes" }, chips(item.lanes)),
       item.current ? null : h("span", { class: "badge closed" }, "not valid then")),
-    h("p", { class: "hit-text" }, item.text),
-    item.valid_at || closed ? h("p", { class: "validity" }, `valid ${interval(item.valid_at, item.invalid_at)}`,
+    origin(item, memory),
+    hitText(item),
+    (item.valid_at && !said) || closed ? h("p", { class: "validity" }, `valid ${interval(item.valid_at, item.invalid_at)}`,
       item.expired_at ? `; no longer believed since ${fmt(item.expired_at)}` : "",
       item.superseded_by && item.source ? [" — superseded: see ",
         h("a", { href: entityHref(item.source) }, `${item.source}’s timeline`)] : "") : null,
