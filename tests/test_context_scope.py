@@ -5,6 +5,7 @@ turns; ``session`` narrows the messages, not the knowledge. The same on every su
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import anyio
 import httpx
@@ -13,6 +14,8 @@ from click.testing import CliRunner
 
 from kenning import AsyncKenning, Kenning
 from kenning.cli import cli
+from kenning.pipeline.extract import Extraction, Extractor
+from kenning.pipeline.offline import OfflineExtractor
 
 FIRST = [{"role": "user", "content": "I live in Madrid and I work at Telefonica.", "created_at": "2023-01-10T09:00:00Z"},
          {"role": "assistant", "content": "Noted!", "created_at": "2023-01-10T09:00:05Z"}]
@@ -97,8 +100,22 @@ def test_every_surface_gives_a_new_session_the_users_knowledge(tmp_path) -> None
     assert "Madrid" in anyio.run(run)
 
 
-def test_a_fact_a_later_statement_changed_is_history_even_unextracted(kn: Kenning, clock) -> None:  # noqa: ANN001
+class MissesChanges(Extractor):
+    """The offline extractor, except that it reads nothing in a "Quick update": a change
+    statement extraction missed."""
+
+    def __init__(self) -> None:
+        self.offline = OfflineExtractor()
+
+    def extract(self, chunks: list[str], **kw: Any) -> Extraction:
+        if any("update" in chunk for chunk in chunks):
+            return Extraction()
+        return self.offline.extract(chunks, **kw)
+
+
+def test_a_fact_a_later_statement_changed_is_history_even_unextracted(tmp_path, clock) -> None:  # noqa: ANN001
     clock.set("2025-01-01")
+    kn = Kenning(str(tmp_path / "m.db"), extractor=MissesChanges(), clock=clock)
     kn.remember([{"role": "user", "content": "I live in Madrid.", "created_at": "2024-01-05T10:00:00Z"},
                  {"role": "user", "content": "I work at Acme.", "created_at": "2024-01-05T10:01:00Z"}],
                 user="Priya", session="p1")
@@ -111,5 +128,7 @@ def test_a_fact_a_later_statement_changed_is_history_even_unextracted(kn: Kennin
     assert all("Madrid" not in f"{f.description} {f.target}" for f in ctx.facts)
     assert any(f.target == "Madrid" for f in ctx.history)
     assert "a later statement on 2024-09-01 says it changed" in ctx.text
+    assert "Madrid" not in ctx.text.split("# History")[0]  # neither as a fact nor as an entity
     work = kn.context("Where does Priya work?", user="Priya", session="p3")
     assert any(f.target == "Acme" for f in work.facts)  # a new project at work changes no employer
+    kn.close()
