@@ -132,3 +132,27 @@ def test_a_fact_a_later_statement_changed_is_history_even_unextracted(tmp_path, 
     work = kn.context("Where does Priya work?", user="Priya", session="p3")
     assert any(f.target == "Acme" for f in work.facts)  # a new project at work changes no employer
     kn.close()
+
+
+def test_the_docs_life_changes_example_prints_what_the_page_shows(capsys) -> None:  # noqa: ANN001
+    from pathlib import Path
+
+    page = (Path(__file__).resolve().parent.parent / "docs" / "conversations.md").read_text()
+    section = page.split("## A user's life changes", 1)[1].split("\n## ", 1)[0]
+    blocks: list[tuple[str, list[str]]] = []
+    inside = False
+    for line in section.splitlines():
+        if line.startswith("```"):
+            if not inside:
+                blocks.append((line[3:], []))
+            inside = not inside
+        elif inside:
+            blocks[-1][1].append(line)
+    code = "\n".join(next(lines for lang, lines in blocks if lang == "python"))
+    shown = ["\n".join(lines) for lang, lines in blocks if lang == ""]
+    exec(compile(code, "docs/conversations.md", "exec"), {})  # noqa: S102 - the documented example, as written
+    printed = [part.strip("\n") for part in capsys.readouterr().out.split("----\n")]
+    assert printed == shown
+    before, after, first = printed
+    assert "Priya lives in Madrid (since 2024-01-10)" in before.split("# Entities")[0]
+    assert "Madrid" not in after.split("# History")[0] and "Porto" in first
