@@ -42,7 +42,8 @@ def memory_identity(
     use (so an updated memory keeps its place): a chat message is its text with its episode,
     position, role and speaker (an event: two "ok" turns are two memories); one text of an
     episode (a list given in one call) is its text with its scope and its episode, so
-    "Thanks!" in two conversations is two memories (and twice in one list, one); any other text is its text
+    "Thanks!" in two conversations is two memories (and twice in one list, one; ``add`` keeps
+    a text that an earlier memory in no episode holds as that memory); any other text is its text
     with its user, agent and session (none: the text's alone, as before scopes existed)."""
     if kind == "message":
         return content_hash(content, "message", episode, str(position), role, speaker)

@@ -42,3 +42,9 @@ def test_a_text_repeated_in_a_later_episode_is_its_own_memory(kn: Kenning) -> No
     # a single text is no episode: its identity is its text's, as before
     single = kn.remember("Thanks!").memory_ids[0]
     assert single not in first + second and kn.remember("Thanks!").memory_ids == [single]
+
+
+def test_a_text_remembered_alone_before_is_found_from_a_list(kn: Kenning) -> None:
+    alone = kn.remember("Alice works at Acme.").memory_ids[0]
+    both = kn.remember(["Alice works at Acme.", "Bob lives in Paris."]).memory_ids
+    assert both[0] == alone and both[1] != alone  # not another conversation's turn: the same note

@@ -182,9 +182,13 @@ class Writing:
                 episode = episode_key(memories[0].dataset, [m.content_hash for m in memories])
                 for position, memory in enumerate(memories):
                     memory.episode, memory.position = episode, position
-                    memory.content_hash = memory_identity(
-                        memory.content, user=memory.user, agent=memory.agent, session=memory.session,
-                        episode=episode, position=position)
+                    # the same text remembered alone before is that memory; said in another
+                    # episode ("Thanks!" in two conversations) it is this episode's own
+                    holder = self.store.memory_by_hash(memory.dataset, memory.content_hash)
+                    if holder is None or holder.episode is not None:
+                        memory.content_hash = memory_identity(
+                            memory.content, user=memory.user, agent=memory.agent, session=memory.session,
+                            episode=episode, position=position)
             self._check_supersedes(memories)
             out = self.store.insert_memories(memories, self.owner if status == "processing" else None)
         for memory, (_, created) in zip(memories, out):
