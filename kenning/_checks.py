@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import math
+import unicodedata
 from collections.abc import Sequence
 from typing import Any
 
@@ -28,11 +29,37 @@ __all__ = [
     "check_number",
     "check_scope",
     "check_text",
+    "nfc",
 ]
 
 METADATA_DEPTH = 16
 METADATA_KEYS = 1000
 METADATA_BYTES = 64 * 1024
+
+
+def nfc(value: Any, _depth: int = 0) -> Any:
+    """``value`` with every string in it (in lists, tuples, dict keys and values, and the
+    fields of a pydantic model such as a MemoryInput or a Message) in Unicode NFC, the
+    composed form: "José" typed as ``e`` + combining accent is the same name as "José" with
+    ``é``, for extraction, content identity and search alike. Anything else is returned as is,
+    and so is what lies deeper than any input may nest (the checks refuse it after)."""
+    if isinstance(value, str):
+        return value if unicodedata.is_normalized("NFC", value) else unicodedata.normalize("NFC", value)
+    if _depth > 2 * METADATA_DEPTH:
+        return value
+    deeper = _depth + 1
+    if isinstance(value, list):
+        return [nfc(v, deeper) for v in value]
+    if isinstance(value, tuple):
+        return tuple(nfc(v, deeper) for v in value)
+    if isinstance(value, dict):
+        return {nfc(k, deeper): nfc(v, deeper) for k, v in value.items()}
+    from pydantic import BaseModel
+
+    if isinstance(value, BaseModel):
+        changed = {name: nfc(getattr(value, name), deeper) for name in type(value).model_fields}
+        return value.model_copy(update={k: v for k, v in changed.items() if v is not getattr(value, k)})
+    return value
 
 
 def check_text(value: Any, name: str, *, empty: bool = False, optional: bool = False,

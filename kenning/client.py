@@ -15,6 +15,7 @@ import typing
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ._checks import nfc
 from ._time import utcnow
 from .core.engine import Engine
 from .errors import ConfigurationError, EmbedderMismatchError
@@ -136,7 +137,8 @@ def _verb(name: str, run: Callable[[Engine, dict[str, Any]], Any] | None = None)
         bound = signature.bind(self, *args, **kwargs)
         if not model.partial:
             bound.apply_defaults()
-        values = {k: v for k, v in bound.arguments.items() if k != "self"} | extra
+        # every surface (Python, CLI, HTTP, MCP, a remote client's server) passes here: text in NFC
+        values = {k: nfc(v) for k, v in bound.arguments.items() if k != "self"} | nfc(extra)
         if self._remote is not None:
             values.pop("progress", None)
             return self._remote.call(model, values)
@@ -247,6 +249,27 @@ class Kenning:
     context = _verb("context")
     sessions = _verb("sessions")
 
+    # -- the verbs as tools for a model (kenning/tools.py, docs/integrations.md) ---------------
+    def tools(self, profile: str = "agent") -> list[dict[str, Any]]:
+        """The verbs as OpenAI function-calling definitions (``{"type": "function", "function":
+        {name, description, parameters}}``), from their request models: ``profile`` is
+        ``"agent"`` (at most 8 tools for a conversation), ``"all"``, or verb names separated by
+        commas. Run a model's call with :meth:`call_tool`."""
+        from .tools import definitions
+
+        return definitions(profile)
+
+    def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None, *,
+                  format: str = "text") -> Any:
+        """Run the tool call a model made: ``name`` and its ``arguments`` (an object, or its
+        JSON text), checked by the verb's request model (an unknown argument is a
+        ``ValidationError``). Returns compact text for the model (``format="text"``: facts and
+        passages with their dates, current or not, and ids) or the result as JSON data
+        (``"json"``)."""
+        from .tools import call, parse_arguments
+
+        return call(self, name, parse_arguments(arguments), format=format)
+
     # -- export / import (kenning/store/portable.py, docs/export.md) ---------------------------
     def export(self, path: str | os.PathLike[str], *, datasets: Sequence[str] | None = None,
                format: str = "jsonl", vectors: bool = True,
@@ -260,15 +283,18 @@ class Kenning:
         return export_file(self.store, path, datasets=datasets, format=format, vectors=vectors,
                            progress=progress)
 
-    def import_(self, path: str | os.PathLike[str], *, vectors: bool = True,
+    def import_(self, path: str | os.PathLike[str], *, vectors: bool = True, accounts: bool = False,
                 progress: Callable[[int], None] | None = None) -> TransferResult:
         """Load a file written by :meth:`export` (``import`` is a Python keyword, hence the
         underscore) with the same ids, in one transaction; identical rows already held are
-        skipped, differing ones refused. A file without vectors (or ``vectors=False``, which
-        ignores the file's: for a store with another embedder) is embedded here."""
+        skipped, differing ones refused. Only the datasets the file's header declares are
+        touched. A file without vectors (or ``vectors=False``, which ignores the file's: for a
+        store with another embedder) is embedded here. The file's users (with their admin
+        flags), dataset owners and grants are applied only with ``accounts=True``; otherwise
+        they are counted in the result's ``ignored``."""
         from .store.portable import import_file
 
-        report = import_file(self.store, path, vectors=vectors, progress=progress)
+        report = import_file(self.store, path, vectors=vectors, accounts=accounts, progress=progress)
         if not report.vectors:
             self._engine.reembed(missing_only=True)
         return report
@@ -307,5 +333,5 @@ class AsyncKenning:
 
 
 # every verb of ``Kenning``, awaited: a verb added there is added here
-for _name in ("close", "export", "import_", *VERBS):
+for _name in ("close", "export", "import_", "tools", "call_tool", *VERBS):
     setattr(AsyncKenning, _name, _async(getattr(Kenning, _name)))

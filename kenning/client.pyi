@@ -187,6 +187,23 @@ class Kenning:
         """The conversations of a dataset (of one ``user`` or ``agent``), latest first."""
         ...
 
+    def tools(self, profile: str = 'agent') -> builtins.list[dict[str, Any]]:
+        """The verbs as OpenAI function-calling definitions (``{"type": "function", "function":
+        {name, description, parameters}}``), from their request models: ``profile`` is
+        ``"agent"`` (at most 8 tools for a conversation), ``"all"``, or verb names separated by
+        commas. Run a model's call with :meth:`call_tool`.
+        """
+        ...
+
+    def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None, *, format: str = 'text') -> Any:
+        """Run the tool call a model made: ``name`` and its ``arguments`` (an object, or its
+        JSON text), checked by the verb's request model (an unknown argument is a
+        ``ValidationError``). Returns compact text for the model (``format="text"``: facts and
+        passages with their dates, current or not, and ids) or the result as JSON data
+        (``"json"``).
+        """
+        ...
+
     def export(self, path: str | PathLike[str], *, datasets: Sequence[str] | None = None, format: str = 'jsonl', vectors: bool = True, progress: Callable[[int], None] | None = None) -> TransferResult:
         """Write ``datasets`` (default: all) to ``path``: ``format="jsonl"`` everything, sorted
         and versioned, for :meth:`import_`; ``"graphml"`` or ``"json"`` the graph (entities and
@@ -195,11 +212,14 @@ class Kenning:
         """
         ...
 
-    def import_(self, path: str | PathLike[str], *, vectors: bool = True, progress: Callable[[int], None] | None = None) -> TransferResult:
+    def import_(self, path: str | PathLike[str], *, vectors: bool = True, accounts: bool = False, progress: Callable[[int], None] | None = None) -> TransferResult:
         """Load a file written by :meth:`export` (``import`` is a Python keyword, hence the
         underscore) with the same ids, in one transaction; identical rows already held are
-        skipped, differing ones refused. A file without vectors (or ``vectors=False``, which
-        ignores the file's: for a store with another embedder) is embedded here.
+        skipped, differing ones refused. Only the datasets the file's header declares are
+        touched. A file without vectors (or ``vectors=False``, which ignores the file's: for a
+        store with another embedder) is embedded here. The file's users (with their admin
+        flags), dataset owners and grants are applied only with ``accounts=True``; otherwise
+        they are counted in the result's ``ignored``.
         """
         ...
 
@@ -353,6 +373,23 @@ class AsyncKenning:
         """The conversations of a dataset (of one ``user`` or ``agent``), latest first."""
         ...
 
+    async def tools(self, profile: str = 'agent') -> builtins.list[dict[str, Any]]:
+        """The verbs as OpenAI function-calling definitions (``{"type": "function", "function":
+        {name, description, parameters}}``), from their request models: ``profile`` is
+        ``"agent"`` (at most 8 tools for a conversation), ``"all"``, or verb names separated by
+        commas. Run a model's call with :meth:`call_tool`.
+        """
+        ...
+
+    async def call_tool(self, name: str, arguments: dict[str, Any] | str | None = None, *, format: str = 'text') -> Any:
+        """Run the tool call a model made: ``name`` and its ``arguments`` (an object, or its
+        JSON text), checked by the verb's request model (an unknown argument is a
+        ``ValidationError``). Returns compact text for the model (``format="text"``: facts and
+        passages with their dates, current or not, and ids) or the result as JSON data
+        (``"json"``).
+        """
+        ...
+
     async def export(self, path: str | PathLike[str], *, datasets: Sequence[str] | None = None, format: str = 'jsonl', vectors: bool = True, progress: Callable[[int], None] | None = None) -> TransferResult:
         """Write ``datasets`` (default: all) to ``path``: ``format="jsonl"`` everything, sorted
         and versioned, for :meth:`import_`; ``"graphml"`` or ``"json"`` the graph (entities and
@@ -361,11 +398,14 @@ class AsyncKenning:
         """
         ...
 
-    async def import_(self, path: str | PathLike[str], *, vectors: bool = True, progress: Callable[[int], None] | None = None) -> TransferResult:
+    async def import_(self, path: str | PathLike[str], *, vectors: bool = True, accounts: bool = False, progress: Callable[[int], None] | None = None) -> TransferResult:
         """Load a file written by :meth:`export` (``import`` is a Python keyword, hence the
         underscore) with the same ids, in one transaction; identical rows already held are
-        skipped, differing ones refused. A file without vectors (or ``vectors=False``, which
-        ignores the file's: for a store with another embedder) is embedded here.
+        skipped, differing ones refused. Only the datasets the file's header declares are
+        touched. A file without vectors (or ``vectors=False``, which ignores the file's: for a
+        store with another embedder) is embedded here. The file's users (with their admin
+        flags), dataset owners and grants are applied only with ``accounts=True``; otherwise
+        they are counted in the result's ``ignored``.
         """
         ...
 

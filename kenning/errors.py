@@ -19,6 +19,8 @@ KenningError
 
 from __future__ import annotations
 
+from ._redact import redact
+
 __all__ = [
     "AuthenticationError",
     "ConfigurationError",
@@ -34,6 +36,7 @@ __all__ = [
     "RateLimitedError",
     "StoreError",
     "ValidationError",
+    "redact",
 ]
 
 
@@ -43,9 +46,11 @@ class KenningError(Exception):
     code = "error"
 
     def __init__(self, message: str, **details: object) -> None:
+        # a URL's password never reaches a message (printed by the CLI, sent by the server, logged)
+        message = redact(message)
         super().__init__(message)
         self.message = message
-        self.details = details
+        self.details = {k: redact(v) if isinstance(v, str) else v for k, v in details.items()}
 
 
 class ConfigurationError(KenningError):

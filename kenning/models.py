@@ -416,6 +416,13 @@ class TransferResult(_Model):
     rows: dict[str, int] = Field(default_factory=dict)
     #: table -> rows the store held already, identical, so skipped (import)
     skipped: dict[str, int] = Field(default_factory=dict)
+    #: whether the file's users, dataset owners and grants were applied (import ``accounts``)
+    accounts: bool = False
+    #: table -> account rows of the file left out because ``accounts`` was not asked (import)
+    ignored: dict[str, int] = Field(default_factory=dict)
+    #: the users the import created, and those of them that are admins (import ``accounts``)
+    users: list[str] = Field(default_factory=list)
+    admins: list[str] = Field(default_factory=list)
 
 
 class AddResult(_Model):

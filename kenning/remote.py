@@ -26,11 +26,13 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import httpx
 from pydantic import TypeAdapter
 from pydantic import ValidationError as PydanticValidationError
 
 from . import errors as e
+from ._extras import require
+
+httpx = require("httpx", purpose="the remote client (Kenning('http://…')) needs httpx")
 from .files import find_files, is_files
 from .models import (
     Context,

@@ -104,6 +104,12 @@ class Settings(BaseSettings):
         description="Server: failed API-key attempts allowed per client address per minute "
         "(then 429, even for a right key, until it refills); 0 = no limit.",
     )
+    trusted_proxies: Annotated[list[str], NoDecode] = Field(
+        default_factory=list,
+        description="Server: addresses (or CIDR ranges) of reverse proxies whose X-Forwarded-For and "
+        "X-Forwarded-Proto name the client (comma list in env; '*': any); empty = forwarded headers are "
+        "ignored and the connecting address is the client that rate limits count.",
+    )
     write_chars_per_minute: int = Field(
         default=10_000_000, ge=0,
         description="Server: characters of content one caller may write per minute (remember, "
@@ -136,7 +142,7 @@ class Settings(BaseSettings):
         default=30.0, ge=0, description="Days a superseded memory stays searchable."
     )
 
-    @field_validator("single_valued_relations", mode="before")
+    @field_validator("single_valued_relations", "trusted_proxies", mode="before")
     @classmethod
     def _split_list(cls, value: object) -> object:
         if isinstance(value, str):

@@ -229,9 +229,7 @@ def test_http_mcp_and_cli_remember_a_chat_and_give_context_and_sessions(tmp_path
         server = build_server(kn, auth=False)
 
         async def call(tool: str, args: dict) -> dict:
-            result = await server.call_tool(tool, args)
-            content = result[0] if isinstance(result, tuple) else getattr(result, "content", result)
-            return json.loads(content[0].text)
+            return (await server.call_tool(tool, args)).structured_content
 
         anyio.run(call, "remember", {"content": [{"role": "user", "content": "I live in Rome."}],
                                      "user": "Bob", "session": "s2"})

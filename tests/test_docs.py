@@ -21,7 +21,7 @@ def test_init_only_reexports_and_all_is_complete() -> None:
     public = {name for name in dir(kenning) if not name.startswith("_")}
     modules = {"client", "core", "dates", "text", "errors", "models", "settings", "pipeline", "providers",
                "store", "search", "lifecycle", "access", "cli", "demo", "server", "mcp", "eval", "_time", "files",
-               "requests", "remote"}
+               "requests", "remote", "tools", "integrations"}
     assert public - modules - set(kenning.__all__) == set()
     for name in kenning.__all__:
         assert hasattr(kenning, name), name

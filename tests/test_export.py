@@ -57,7 +57,7 @@ def _export(url: str, path: Path, **kwargs) -> bytes:  # noqa: ANN003
 
 def _import(url: str, path: Path):  # noqa: ANN202
     with Kenning(url) as kn:
-        return kn.import_(path)
+        return kn.import_(path, accounts=True)  # a restore: the owners and grants come along
 
 
 def _lines(data: bytes) -> list[dict]:
@@ -391,7 +391,7 @@ def test_the_async_twins(tmp_path, clock) -> None:  # noqa: ANN001
     async def go() -> tuple:
         async with AsyncKenning(source) as a, AsyncKenning(target) as b:
             exported = await a.export(tmp_path / "a.jsonl", datasets=["other"])
-            imported = await b.import_(tmp_path / "a.jsonl")
+            imported = await b.import_(tmp_path / "a.jsonl", accounts=True)
             return exported, imported
 
     exported, imported = asyncio.run(go())

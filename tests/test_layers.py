@@ -1,5 +1,6 @@
 """The transports are leaves (DESIGN §8): ``server/``, ``mcp/`` and ``cli/`` import only the
-facade, the public models, the request models, the errors and the access package — never the
+facade, the public models, the request models, the tools built from them, the errors, the
+optional-import helper and the access package — never the
 engine, the store, the pipeline or another transport's internals. Read from the source, so a new
 import that crosses a layer fails here."""
 
@@ -12,7 +13,7 @@ import pytest
 
 PACKAGE = Path(__file__).resolve().parent.parent / "kenning"
 #: what every transport may import from kenning (the package root gives ``__version__``)
-LEAF = {"", "client", "models", "requests", "errors", "access"}
+LEAF = {"", "client", "models", "requests", "tools", "errors", "_extras", "access"}
 #: the CLI also starts the other transports, runs the evaluation harness, the demo, and
 #: ``migrate`` (store to store: below any facade by nature)
 CLI_ALSO = {"server", "mcp", "eval", "demo", "store"}

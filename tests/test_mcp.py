@@ -81,8 +81,8 @@ def _env(**extra: str) -> dict[str, str]:
     return env
 
 
-def _stdio(db: str, **env: str) -> StdioServerParameters:
-    return StdioServerParameters(command=sys.executable, args=["-m", "kenning", "--db", db, "mcp"],
+def _stdio(db: str, *tools: str, **env: str) -> StdioServerParameters:
+    return StdioServerParameters(command=sys.executable, args=["-m", "kenning", "--db", db, "mcp", *tools],
                                  env=_env(**env))
 
 
@@ -90,7 +90,7 @@ def test_every_tool_over_stdio(tmp_path):
     db = str(tmp_path / "mcp.db")
 
     async def main() -> None:
-        async with stdio_client(_stdio(db)) as (read, write), ClientSession(read, write) as session:
+        async with stdio_client(_stdio(db, "--tools", "all")) as (read, write), ClientSession(read, write) as session:
             await _exercise(session, "agent")
 
     anyio.run(main)
@@ -132,7 +132,7 @@ def test_every_tool_over_streamable_http(tmp_path):
 
     kn = Kenning(str(tmp_path / "http.db"))
     key = add_user(kn, "agent")
-    app = build_server(kn, auth=True).streamable_http_app()
+    app = build_server(kn, auth=True, tools="all").streamable_http_app()
     try:
         with serve(app) as base:
             async def main(headers: dict[str, str]) -> None:
@@ -160,7 +160,7 @@ def test_stdio_answers_a_sessions_piped_calls_in_order(tmp_path):
         calls = [("remember", {"content": "Alice works at Acme."}),
                  ("remember", {"content": "Bob lives in Paris."}),
                  ("recall", {"query": "Where does Alice work? Where does Bob live?", "search_type": "facts"})]
-        async with stdio_client(_stdio(db)) as (read, write), ClientSession(read, write) as session:
+        async with stdio_client(_stdio(db, "--tools", "all")) as (read, write), ClientSession(read, write) as session:
             await session.initialize()
 
             async def one(i: int, name: str, args: dict) -> None:

@@ -112,7 +112,7 @@ def mcp_tools(tmp_path_factory):
     from kenning.mcp import build_server
 
     with Kenning(str(tmp_path_factory.mktemp("parity") / "m.db")) as kn:
-        tools = anyio.run(build_server(kn, auth=False).list_tools)
+        tools = anyio.run(build_server(kn, auth=False, tools="all").list_tools)
         yield {t.name: t for t in tools}
 
 
@@ -146,14 +146,17 @@ def test_openapi_matches_the_models(openapi, verb):
 
 
 def test_mcp_tools_are_the_verbs(mcp_tools):
+    """The full profile (``kenning mcp --tools all``) keeps every verb with every parameter a
+    tool can use; ``OMITTED`` names the rest (files on the server's disk, wiping everything)."""
     from kenning.mcp.server import OMITTED
+    from kenning.tools import tool as agent_tool
 
     assert set(mcp_tools) == set(VERBS)
     for verb, tool in mcp_tools.items():
         schema = getattr(tool, "input_schema", None) or tool.inputSchema
         params = _schema_params(schema) | {n: model_params(verb)[n] for n in OMITTED.get(verb, ())}
         assert drift(params, verb) == []
-        assert tool.description == VERBS[verb].__doc__
+        assert tool.description == agent_tool(verb, "all").description
 
 
 @pytest.mark.parametrize("verb", list(CLI))

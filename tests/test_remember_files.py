@@ -245,7 +245,7 @@ def test_uploads_over_http(tmp_path: Path) -> None:
         files = [("file", ("q3/report.pdf", pdf, "application/pdf")),
                  ("file", ("handbook.docx", make_docx(), "application/octet-stream")),
                  ("file", ("photo.bin", bytes(range(256)) * 8, "application/octet-stream"))]
-        resp = httpx.post(f"{base}/v1/remember/file", files=files, data={"dataset": "up"})
+        resp = httpx.post(f"{base}/v1/remember/file", files=files, data={"dataset": "up", "folder": "f"})
         assert resp.status_code == 200, resp.text
         summary = resp.json()["files"]
         assert sorted(summary["added"]) == ["handbook.docx", "q3/report.pdf"]
@@ -254,7 +254,8 @@ def test_uploads_over_http(tmp_path: Path) -> None:
         top = resp.json()["hits"][0]
         assert top["location"] == {"page": 2, "slide": None, "sheet": None, "headings": ["Results"]}
         # again with sync, the docx left out: it is forgotten, the PDF unchanged
-        resp = httpx.post(f"{base}/v1/remember/file", files=files[:1], data={"dataset": "up", "sync": "true"})
+        resp = httpx.post(f"{base}/v1/remember/file", files=files[:1],
+                          data={"dataset": "up", "sync": "true", "folder": "f"})
         summary = resp.json()["files"]
         assert (summary["unchanged"], summary["removed"]) == (["q3/report.pdf"], ["handbook.docx"])
         # paths are never read on the server's machine

@@ -149,9 +149,9 @@ def test_datasets_routes(server):
     names = [d["name"] for d in server.get("/v1/datasets").json()]
     assert "made" in names
     assert server.get("/v1/datasets/made/grants").json() == []
-    # a name nobody holds is answered as any other (no user enumeration): it is held from now on
-    assert server.put("/v1/datasets/made/grants/nobody", json={"permissions": ["read"]}).status_code == 200
-    assert [g["user"] for g in server.get("/v1/datasets/made/grants").json()] == ["nobody"]
+    # a grant never creates a user: a name nobody holds is 404
+    assert server.put("/v1/datasets/made/grants/nobody", json={"permissions": ["read"]}).status_code == 404
+    assert server.get("/v1/datasets/made/grants").json() == []
     server.delete("/v1/datasets/made").raise_for_status()
     assert "made" not in [d["name"] for d in server.get("/v1/datasets").json()]
 

@@ -132,7 +132,7 @@ def test_mcp_and_cli_refuse_bad_metadata(tmp_path):
     path = str(tmp_path / "c.db")
     with Kenning(path) as kn:
         mid = kn.remember("Alice works at Acme.").memory_ids[0]
-        server = build_server(kn, auth=False)
+        server = build_server(kn, auth=False, tools="all")
 
         async def call() -> str:
             try:
@@ -188,26 +188,37 @@ def test_share_cannot_escalate(shared):
     assert c["root"].put("/v1/datasets/a-data/grants/bob", json={"permissions": ["delete"]}).status_code == 200
 
 
-def test_grants_do_not_tell_which_users_exist(shared):
+def test_grants_never_create_users(shared):
+    """A grant names an existing user: granting to a name nobody holds is 404 and creates
+    nobody (so nobody can take ``admin`` before its admin is made: issue 24); a reserved name is
+    422; revoking from an unknown name answers as for anyone."""
     kn, c = shared
     alice = c["alice"]
-    known = alice.put("/v1/datasets/a-data/grants/carol", json={"permissions": ["read"]})
+    from kenning.access import auth_store
+
+    store = auth_store(kn)
+    assert alice.put("/v1/datasets/a-data/grants/carol", json={"permissions": ["read"]}).status_code == 200
     unknown = alice.put("/v1/datasets/a-data/grants/zed", json={"permissions": ["read"]})
-    assert (known.status_code, unknown.status_code) == (200, 200)
-    assert known.json() | {"user": "?"} == unknown.json() | {"user": "?"}
-    # the name is held now: a key made for it later holds the grant
+    assert unknown.status_code == 404 and "keys create --user zed" in unknown.json()["error"]["message"]
+    assert store.find_user("zed") is None
+    for name in ("admin", "local"):
+        resp = alice.put(f"/v1/datasets/a-data/grants/{name}", json={"permissions": ["read"]})
+        assert resp.status_code == 422 and "reserved" in resp.json()["error"]["message"]
+        assert store.find_user(name) is None
+    # so the admin is still made as one
+    result = CliRunner().invoke(cli, ["--db", kn.settings.db, "keys", "create", "--admin"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("kn_") and store.find_user("admin").admin
+    # a key made for a new user later, then a grant: that works as before
     zed = _client(str(alice.base_url), add_user(kn, "zed"))
+    assert alice.put("/v1/datasets/a-data/grants/zed", json={"permissions": ["read"]}).status_code == 200
     assert zed.get("/v1/memories", params={"dataset": "a-data"}).status_code == 200
     zed.close()
     resp = alice.put("/v1/datasets/a-data/grants/bad%20name", json={"permissions": ["read"]})
     assert resp.status_code == 422
-    # revoking from a name nobody holds answers as for anyone, and creates nobody
     gone = alice.delete("/v1/datasets/a-data/grants/yvonne")
     assert gone.status_code == 200 and gone.json()["permissions"] == []
-    from kenning.access import auth_store
-
-    assert auth_store(kn).find_user("yvonne") is None
-    # admins see users anyway; to them a typo is an error
+    assert store.find_user("yvonne") is None
     assert c["root"].put("/v1/datasets/a-data/grants/nobody", json={"permissions": ["read"]}).status_code == 404
 
 

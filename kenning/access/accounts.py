@@ -21,7 +21,11 @@ from ..models import ForgetResult
 from ..store.auth import PERMISSIONS, ApiKey, AuthStore, User, generate_key, hash_key, shown_prefix
 from .rules import ALL, Access, Principal
 
-__all__ = ["Accounts", "DatasetInfo", "DatasetLocks", "GrantInfo", "Permission"]
+__all__ = ["RESERVED", "Accounts", "DatasetInfo", "DatasetLocks", "GrantInfo", "Permission"]
+
+#: user names that only ``create_key`` makes (``admin`` is always an admin; ``local`` and ``cli``
+#: name the no-auth and command-line principals)
+RESERVED = frozenset({"admin", "local", "cli"})
 
 Permission = Literal["read", "write", "delete", "share"]
 
@@ -149,9 +153,11 @@ class Accounts:
     def grant(self, who: Principal, name: str, user: str, permissions: Sequence[str]) -> GrantInfo:
         """Set ``user``'s permissions on ``name``. Owners and admins grant anything; a holder of
         ``share`` grants at most the ``read`` / ``write`` they hold, and changes no grant that
-        carries ``delete`` or ``share``. A name nobody holds yet is answered as any other
-        (except to admins): it becomes a user without keys who holds the grant, so the answer
-        never tells whether a user exists."""
+        carries ``delete`` or ``share``. A grant names an existing user: granting never creates
+        one (an admin does, with ``kenning keys create --user NAME``), so nobody can take a
+        name such as ``admin`` before its admin is made. An unknown name is a NotFoundError, a
+        reserved one (``RESERVED``) a ValidationError; revoking from an unknown name changes
+        nothing and answers as for anyone."""
         check_dataset(name)
         self.access.require(who, name, "share")
         store = self.access.store
@@ -165,17 +171,17 @@ class Accounts:
                 "[--owner USER]`"
             )
         perms = set(permissions) | {"read"} if permissions else set()
+        check_user_name(user)
         target = store.find_user(user)
         if not who.admin and records[0].owner_id != who.user_id:
             held = store.user_grants(target.id).get(name, frozenset()) if target else frozenset()
             self._check_delegation(who, name, perms | set(held))
         if target is None:
-            if who.admin:
-                raise NotFoundError(f"no user {user!r}")
-            check_user_name(user)
             if not perms:  # revoking what nobody holds: nothing to record
                 return GrantInfo(dataset=name, user=user, permissions=[])
-            target = self._user_named(user)
+            if user in RESERVED:
+                raise ValidationError(f"user name {user!r} is reserved: only `kenning keys create` makes it")
+            raise NotFoundError(f"no user {user!r}: an admin creates users (kenning keys create --user {user})")
         grant = store.set_grant(name, target.id, sorted(perms))
         return GrantInfo(dataset=name, user=user, permissions=ordered(grant.permissions))
 
@@ -189,13 +195,6 @@ class Accounts:
                 f"you may grant only the read and write you hold on {name!r}, not {extra}; "
                 "only its owner or an admin grants or changes delete and share"
             )
-
-    def _user_named(self, name: str) -> User:
-        """The user called ``name``, created without keys if nobody holds the name yet."""
-        try:
-            return self._store.create_user(name)
-        except ConflictError:  # created meanwhile
-            return self._store.find_user(name)  # type: ignore[return-value]
 
     # -- users and keys (admins) -------------------------------------------------------------
     def user(self, name: str) -> Principal:

@@ -13,18 +13,37 @@ from __future__ import annotations
 
 import ipaddress
 import json
-from collections.abc import Iterable
+import re
+from collections.abc import Iterable, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
 from ..errors import error_body
 
-__all__ = ["LOOPBACK", "RequestGuard"]
+__all__ = ["LOOPBACK", "RequestGuard", "bearer_token", "forwarded_options"]
 
 LOOPBACK = frozenset({"localhost", "127.0.0.1", "::1"})
 _WILDCARD = frozenset({"", "0.0.0.0", "::"})
 _SAFE = frozenset({"GET", "HEAD", "OPTIONS"})
 _DEFAULT_PORT = {"http": 80, "https": 443}
+
+
+def bearer_token(value: str | None) -> str | None:
+    """The key of an ``Authorization: Bearer …`` header; the scheme is matched in any case and
+    any run of spaces or tabs may follow it (RFC 9110 §11: schemes are case-insensitive)."""
+    match = _BEARER.fullmatch(value or "")
+    return match[1] if match else None
+
+
+_BEARER = re.compile(r"\s*bearer[ \t]+(\S+)\s*", re.IGNORECASE)
+
+
+def forwarded_options(trusted: Sequence[str]) -> dict[str, Any]:
+    """uvicorn's options for forwarded headers: honoured only from the ``trusted_proxies``
+    setting's addresses. uvicorn's own default trusts them from 127.0.0.1, so a client on the
+    server's machine could name any address it liked and escape the limit on failed keys."""
+    trusted = [t.strip() for t in trusted if t.strip()]
+    return {"proxy_headers": bool(trusted), "forwarded_allow_ips": trusted or ""}
 
 
 def _ip(name: str) -> ipaddress.IPv4Address | ipaddress.IPv6Address | None:

@@ -18,7 +18,8 @@ from .limits import Limiter
 from .rules import Access, Principal
 from ..client import Kenning
 from ..errors import FileReadError, NotFoundError, PermissionDeniedError, ValidationError
-from ..files import Document, read_document
+from ..dates import parse_user_datetime
+from ..files import Document, check_sync_folder, read_document
 from ..models import (
     AddResult,
     CognifyResult,
@@ -37,7 +38,8 @@ from ..models import (
     Stats,
     Timeline,
 )
-from ..requests import DEFAULT_DATASET
+from .._checks import check_text
+from ..requests import DEFAULT_DATASET, SOURCE_CHARS
 
 __all__ = ["Service", "build_service"]
 
@@ -92,6 +94,11 @@ class Service:
         files of ``folder``; one that cannot be read is listed in ``files.failed``, and when
         none can be, the first one's FileReadError is raised."""
         self.access.require_write(who, dataset)  # before any file is converted
+        check_sync_folder(folder, sync=bool(kw.get("sync")))  # the engine's rule, before any file is read
+        for name, _ in uploads:
+            check_text(name, "file name", max_chars=SOURCE_CHARS)
+        if kw.get("valid_at") is not None:
+            parse_user_datetime(kw["valid_at"], name="valid_at")  # checked again by the engine
         documents, failed = [], []
         for name, data in uploads:
             try:

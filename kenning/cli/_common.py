@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 import click
 from pydantic import BaseModel
 
-from ..errors import KenningError
+from ..errors import KenningError, redact
 from ..requests import DEFAULT_DATASET
 
 T = TypeVar("T")
@@ -109,7 +109,7 @@ def call(fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
 
 
 def fail(message: str, code: int = 1) -> None:
-    click.echo(f"error: {message}", err=True)
+    click.echo(f"error: {redact(message)}", err=True)  # a URL's password never printed
     sys.exit(code)
 
 

@@ -47,17 +47,21 @@ def export(ctx, out, datasets, fmt, no_vectors, as_json) -> None:  # noqa: ANN00
 @click.argument("path", type=click.Path(exists=True, dir_okay=False))
 @click.option("--no-vectors", is_flag=True, help="Ignore the file's vectors and embed the rows with this"
               " store's embedder (for a store whose embedder differs from the file's).")
+@click.option("--accounts", is_flag=True, help="Also apply the file's users (with their admin flags),"
+              " dataset owners and grants (left out by default).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def import_(ctx, path, no_vectors, as_json) -> None:  # noqa: ANN001
+def import_(ctx, path, no_vectors, accounts, as_json) -> None:  # noqa: ANN001
     """Load a file written by `kenning export` into this store (SQLite or PostgreSQL), with the
-    same ids, in one transaction. Rows the store already holds identically are skipped; a row
-    held with other values is an error and nothing is imported.
+    same ids, in one transaction. Only the datasets the file's header names are touched (a row
+    of any other is an error). Rows the store already holds identically are skipped; a row held
+    with other values is an error and nothing is imported. Users, admin flags, owners and grants
+    in the file are applied only with --accounts.
 
     Example: kenning --db postgresql://localhost/kenning import backup.jsonl
     """
     with open_kenning(ctx, create=True) as kn, progress("importing", "rows", quiet=as_json) as advance:
-        report = call(kn.import_, path, vectors=not no_vectors, progress=advance)
+        report = call(kn.import_, path, vectors=not no_vectors, accounts=accounts, progress=advance)
     if as_json:
         dump_json(report)
         return
@@ -65,3 +69,9 @@ def import_(ctx, path, no_vectors, as_json) -> None:  # noqa: ANN001
     skipped = sum(report.skipped.values())
     click.echo(f"imported {', '.join(report.datasets) or 'nothing'}: {rows or 'no new rows'}"
                + (f" ({skipped} rows already here, skipped)" if skipped else ""))
+    if report.users:
+        click.echo("users created: " + ", ".join(n + (" (admin)" if n in report.admins else "")
+                                                 for n in report.users))
+    if ignored := sum(report.ignored.values()):
+        click.echo(f"not applied: {ignored} account rows of the file (users, owners, grants);"
+                   " --accounts applies them")

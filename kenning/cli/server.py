@@ -12,6 +12,7 @@ from typing import get_args
 import click
 
 from ..access import Access, Accounts, Permission, Principal
+from ..access.guard import forwarded_options
 from ..client import Kenning
 from ._common import dump_json, fail, open_kenning, run
 
@@ -26,10 +27,10 @@ def register(group: click.Group) -> None:
 
 
 def _need(extra: str, module: str) -> None:
-    try:
-        __import__(module)
-    except ImportError:
-        fail(f"this command needs the {extra!r} extra: pip install 'kenning[{extra}]'")
+    from .._extras import require
+
+    with run():
+        require(module, extra=extra, purpose=f"this command needs the {extra!r} extra")
 
 
 @click.command()
@@ -66,7 +67,7 @@ def serve(ctx: click.Context, host: str, port: int, no_auth: bool, max_body: int
                              allowed_hosts=allowed_hosts)
             if not no_auth and not _accounts(kn).keys():
                 click.echo("no API keys yet: create one with `kenning keys create --admin`", err=True)
-        uvicorn.run(app, host=host, port=port, log_level=log_level)
+        uvicorn.run(app, host=host, port=port, log_level=log_level, **forwarded_options(kn.settings.trusted_proxies))
 
 
 @click.command()
@@ -76,17 +77,25 @@ def serve(ctx: click.Context, host: str, port: int, no_auth: bool, max_body: int
 @click.option("--no-auth", is_flag=True, help="http: no keys (loopback only). stdio: ignore KENNING_API_KEY.")
 @click.option("--allow-host", "allowed_hosts", multiple=True, metavar="NAME",
               help="http: a host name clients use to reach the server (repeatable; '*': any).")
+@click.option("--tools", "tool_profile", default="agent", show_default=True, metavar="PROFILE",
+              help="Which tools: 'agent' (at most 8, for a conversation), 'all' (every verb), "
+              "or verb names separated by commas.")
 @click.pass_context
 def mcp(ctx: click.Context, transport: str, host: str, port: int, no_auth: bool,
-        allowed_hosts: tuple[str, ...]) -> None:
+        allowed_hosts: tuple[str, ...], tool_profile: str) -> None:
     """Serve the MCP tools over stdio (for one agent) or streamable HTTP at /mcp.
 
-    Over stdio the key in KENNING_API_KEY (if set) decides which datasets the agent may use;
-    without it the agent is the local user. Over http each request sends its own key.
+    Over stdio the key in KENNING_API_KEY (if set) decides which datasets the agent may use,
+    checked on every call; without it the agent is the local user. Over http each request sends
+    its own key. docs/integrations.md shows the setup of Claude Code and Claude Desktop.
 
-    Example: kenning --db memory.db mcp
+    Example: kenning --db memory.db mcp --tools all
     """
     _need("mcp", "mcp")
+    from ..tools import select
+
+    with run():
+        select(tool_profile)  # an unknown profile fails before the store opens
     if transport == "http" and no_auth and host not in LOOPBACK:
         fail(f"--no-auth serves without keys, so it binds to 127.0.0.1 only, not {host!r}")
     from ..mcp.server import build_server, http_app
@@ -97,17 +106,12 @@ def mcp(ctx: click.Context, transport: str, host: str, port: int, no_auth: bool,
             import uvicorn
 
             with run():
-                app = http_app(kn, auth=not no_auth, bind=host, allowed_hosts=allowed_hosts)
-            uvicorn.run(app, host=host, port=port)
+                app = http_app(kn, auth=not no_auth, bind=host, allowed_hosts=allowed_hosts, tools=tool_profile)
+            uvicorn.run(app, host=host, port=port, **forwarded_options(kn.settings.trusted_proxies))
             return
-        with run():
-            principal = _stdio_principal(kn, key)
-            server = build_server(kn, auth=principal is not None, principal=principal)
+        with run():  # the key is checked now (a wrong one fails here) and again on every call
+            server = build_server(kn, auth=bool(key), key=key or None, tools=tool_profile)
         server.run("stdio")
-
-
-def _stdio_principal(kn: Kenning, key: str | None) -> Principal | None:
-    return Access.of(kn).authenticate(key) if key else None
 
 
 def _accounts(kn: Kenning) -> Accounts:

@@ -8,7 +8,7 @@ import webbrowser
 
 import click
 
-from ._common import fail, open_kenning, run
+from ._common import open_kenning, run
 
 __all__ = ["register"]
 
@@ -31,12 +31,11 @@ def ui(ctx: click.Context, db: str | None, port: int, no_browser: bool) -> None:
 
     Example: kenning ui --db memory.db
     """
-    try:
-        import uvicorn
+    from .._extras import require
 
+    with run():
+        uvicorn = require("uvicorn", extra="server", purpose="this command needs the 'server' extra")
         from ..server import create_app
-    except ImportError:
-        fail("this command needs the 'server' extra: pip install 'kenning[server]'")
     if db is not None:
         ctx.obj["db"] = db
     with open_kenning(ctx, create=True) as kn:  # the explorer of a new store writes to it

@@ -19,8 +19,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._checks import check_metadata, check_text
+from .._identity import check_dataset
+from ..dates import parse_when
 from ..errors import KenningError, NotFoundError, ValidationError
-from ..files import Document, Matcher, SyncPlan, plan_sync, read_paths
+from ..requests import KIND_CHARS
+from ..files import Document, Matcher, SyncPlan, check_file_options, plan_sync, read_paths
 from ..models import FileFailure, FilesSummary, RememberResult
 from ..store.base import Store
 from .lifecycle import Lifecycle
@@ -84,6 +88,12 @@ class Files:
             raise ValidationError("source is each file's own path when remembering files: leave source out")
         if metadata is not None and not isinstance(metadata, dict):
             raise ValidationError(f"metadata must be a JSON object, not {type(metadata).__name__}")
+        # every option checked before any file is read, remembered or forgotten
+        check_dataset(dataset)
+        check_text(kind, "kind", max_chars=KIND_CHARS)
+        check_metadata(metadata)
+        valid_at = parse_when(valid_at, self.writing.now(), "valid_at")
+        check_file_options(content, sync=sync)
         job = _Job(dataset, kind, valid_at, dict(metadata or {}), force, dry_run, sync,
                    progress or (lambda n: None))
         job.out.dry_run = dry_run
@@ -109,8 +119,11 @@ class Files:
         known = {row[1] for row in stored}
         hashes = {memory_id: content_hash for _, memory_id, content_hash in stored}
         current = {(source, content_hash): memory_id for source, memory_id, content_hash in stored}
-        todo = {doc.source for doc in plan.added + plan.changed} | (set(plan.unchanged) if job.force else set())
-        changed = {doc.source for doc in plan.changed}
+        resumed = self._unfinished(group.documents, plan.unchanged, current)
+        todo = ({doc.source for doc in plan.added + plan.changed} | resumed
+                | (set(plan.unchanged) if job.force else set()))
+        # a resumed file beside an older version of itself was changed when its run was killed
+        changed = {doc.source for doc in plan.changed} | {s for s in resumed if plan.stale.get(s)}
         for doc in group.documents:
             memory_id = current.get((doc.source, doc.content_hash))
             if doc.source in todo:
@@ -118,7 +131,8 @@ class Files:
                 if memory_id is None:
                     job.progress(1)
                     continue
-            fresh = doc.source in todo and memory_id not in known and memory_id not in job.out.skipped
+            fresh = (doc.source in todo and memory_id not in job.out.skipped
+                     and (memory_id not in known or doc.source in resumed))
             (summary.changed if doc.source in changed else summary.added if fresh else summary.unchanged
              ).append(doc.source)
             # older versions of this file, unless another file of these folders still holds them
@@ -126,6 +140,19 @@ class Files:
             if memory_id is not None and old and not job.dry_run:
                 self.writing.supersede(memory_id, job.dataset, old)
             job.progress(1)
+
+    def _unfinished(self, documents: list[Document], unchanged: list[str],
+                    current: dict[tuple[str, str], str]) -> set[str]:
+        """The unchanged files whose memory was never finished: still ``pending``, or
+        ``processing`` under a claim (a run killed mid-file strands one so). Remembering them
+        again takes the claim over when its owner is gone or its lease ran out, and processes
+        it; a live worker's claim is left to that worker (the file is then ``unchanged``)."""
+        same = set(unchanged)
+        ids = {current[(d.source, d.content_hash)]: d.source for d in documents
+               if d.source in same and (d.source, d.content_hash) in current}
+        if not ids:
+            return set()
+        return {ids[m.id] for m in self.store.get_memories(list(ids)) if m.status in ("pending", "processing")}
 
     def _one(self, doc: Document, folder: str | None, job: _Job) -> str | None:
         """Remember one file; its memory id, or None (reported as failed)."""

@@ -14,6 +14,7 @@ from typing import Any, get_args
 
 from .._checks import check_choice, check_flag, check_int, check_scope, check_text
 from ..requests import ID_CHARS, MAX_DEPTH, MAX_NEIGHBORS, MAX_OFFSET, MAX_PAGE, MAX_TOKENS, MAX_TOP_K, MIN_TOKENS, NAME_CHARS
+from ..requests import QUERY_CHARS
 from .._identity import DEFAULT_DATASET, check_dataset
 from ..dates import find_dates, parse_when
 from ..errors import KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
@@ -183,7 +184,7 @@ class Reading:
         (internal, for evaluation) restricts recall to some of its lanes. A ``session``'s
         latest messages come back in ``messages`` whether extraction has run on them or not."""
         self._readable(dataset)
-        check_text(query, "query")
+        check_text(query, "query", max_chars=QUERY_CHARS)
         check_text(search_type, "search_type", optional=True, max_chars=64)
         check_int(top_k, "top_k", 1, MAX_TOP_K)
         check_int(depth, "depth", 0, MAX_DEPTH)

@@ -4,7 +4,7 @@ sync against what the store holds."""
 
 from ._convert import FORMATS, format_of
 from ._read import DEFAULT_EXCLUDE, Document, Matcher, ReadResult, find_files, is_files, read_document, read_paths
-from ._sync import SyncPlan, plan_sync
+from ._sync import SyncPlan, check_file_options, check_sync_folder, plan_sync
 
 __all__ = [
     "DEFAULT_EXCLUDE",
@@ -13,6 +13,8 @@ __all__ = [
     "Matcher",
     "ReadResult",
     "SyncPlan",
+    "check_file_options",
+    "check_sync_folder",
     "find_files",
     "format_of",
     "is_files",

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from pathlib import PurePath
 
 from ..errors import ConfigurationError, FileReadError
+from ._archive import check_archive
 from ._html import html_to_markdown, markdown_table
 
 __all__ = ["FORMATS", "convert", "decode", "format_of"]
@@ -39,6 +40,8 @@ def format_of(name: str) -> str:
 
 def convert(data: bytes, name: str, format: str) -> str:
     """The text of a file; raises FileReadError (naming ``name``) when it cannot be read."""
+    if format in _ARCHIVES:
+        check_archive(data, name, format)  # before a converter library expands it
     try:
         return _CONVERTERS[format](data, name)
     except (FileReadError, ConfigurationError):
@@ -83,14 +86,9 @@ def _reason(exc: Exception) -> str:
 
 def _require(module: str):
     """An optional converter library, or a ConfigurationError naming the extra that has it."""
-    import importlib
+    from .._extras import require
 
-    try:
-        return importlib.import_module(module)
-    except ImportError:
-        raise ConfigurationError(
-            f"reading this file needs {module}: pip install 'kenning[files]'", extra="files"
-        ) from None
+    return require(module, extra="files", purpose=f"reading this file needs {module}")
 
 
 # -- formats ------------------------------------------------------------------------------------
@@ -226,6 +224,8 @@ def _xlsx(data: bytes, name: str) -> str:
     return "\n\n".join(out)
 
 
+#: the formats that are zip archives (checked by ``kenning.files._archive`` first)
+_ARCHIVES = frozenset({"docx", "pptx", "xlsx"})
 _CONVERTERS: dict[str, Callable[[bytes, str], str]] = {
     "text": _text, "markdown": _text, "html": _html, "json": _json, "csv": _csv,
     "pdf": _pdf, "docx": _docx, "pptx": _pptx, "xlsx": _xlsx,

@@ -9,6 +9,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from .._checks import nfc
 from .._identity import content_hash
 from ..errors import FileReadError, ValidationError
 from ._convert import convert, format_of
@@ -47,7 +48,7 @@ def read_document(data: bytes, name: str, format: str | None = None) -> Document
     """One file's bytes (an upload) as a document; ``format`` defaults to what the name says.
     Raises FileReadError when the file cannot be read, ValidationError when it holds no text."""
     format = format or format_of(name)
-    text = convert(data, name, format).strip()
+    text = nfc(convert(data, name, format).strip())  # composed Unicode, as every text kenning takes
     if not text:
         raise FileReadError(f"{name}: no text in the file", path=name)
     return Document(source=name, text=text, content_hash=content_hash(text), format=format)

@@ -6,9 +6,10 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from ..errors import ValidationError
 from ._read import Document
 
-__all__ = ["SyncPlan", "plan_sync"]
+__all__ = ["SyncPlan", "check_file_options", "check_sync_folder", "plan_sync"]
 
 
 @dataclass
@@ -27,6 +28,24 @@ class SyncPlan:
     def summary(self) -> dict[str, int]:
         return {"added": len(self.added), "changed": len(self.changed), "unchanged": len(self.unchanged),
                 "removed": len(self.removed)}
+
+
+def check_file_options(content: object, *, sync: bool) -> None:
+    """A ``sync`` compares what is given with what was read from the same folder before, so it
+    needs that folder: a folder path, or uploads that name their ``folder``. Uploads without
+    one cannot say which earlier files were deleted: with ``sync`` they are a ValidationError,
+    before anything is read or forgotten."""
+    items = content if isinstance(content, (list, tuple)) else [content]
+    for item in items:
+        if isinstance(item, Document):
+            check_sync_folder(item.folder, sync=sync)
+
+
+def check_sync_folder(folder: str | None, *, sync: bool) -> None:
+    """Uploads of ``folder`` with ``sync``: ValidationError when they name no folder."""
+    if sync and not folder:
+        raise ValidationError("sync needs a folder: name the folder these uploads come from (folder=…),"
+                              " or leave sync out; without one it cannot tell which earlier files were deleted")
 
 
 def plan_sync(documents: Iterable[Document], stored: Iterable[tuple[str, str, str]]) -> SyncPlan:

@@ -1,66 +1,65 @@
-"""The MCP server: one tool per verb, named as the verb, with the verb's request model as its
-input schema; each tool is one checked call of ``kenning.access.service``.
+"""The MCP server: the verbs as tools (``kenning.tools``: names, descriptions, schemas and
+annotations), each call one checked call of ``kenning.access.service``, answered with compact
+text for the model and the verb's whole result as structured content.
 
-Over stdio the caller is fixed when the server starts (the key in ``KENNING_API_KEY``, or the
-local single user). Over streamable HTTP every request names its caller with
-``Authorization: Bearer kn_…``, and sees only the datasets that key may use.
+``tools`` picks the profile: ``agent`` (the default, at most 8 tools for a conversation),
+``all`` (every verb) or verb names separated by commas. Arguments are checked by the verb's
+request model before anything runs: an unknown or bad argument is a ``validation_error``, as
+HTTP answers 422.
+
+Over stdio the caller is the key in ``KENNING_API_KEY`` (checked again on every call, so a
+revoked key stops working in an open session, as over HTTP), or the local single user. Over
+streamable HTTP every request names its caller with ``Authorization: Bearer kn_…``, and sees
+only the datasets that key may use.
 """
 
 from __future__ import annotations
 
-import inspect
 import json
 import weakref
 from collections.abc import Callable, Sequence
-from typing import Annotated, Any
+from typing import Any
 
-import anyio.to_thread
-from pydantic import BaseModel, BeforeValidator, Field
+from .._extras import require
 
-from ..access import Principal
-from ..client import Kenning
-from ..errors import KenningError
-from ..requests import DEFAULT_DATASET, VERBS
-from ..errors import error_body
-from ..access.guard import RequestGuard
-from ..access.service import Service, build_service
+require("mcp", purpose="the MCP server needs the mcp package")
 
-try:  # mcp >= 2
-    from mcp.server.mcpserver import Context, MCPServer
-    from mcp.server.mcpserver.exceptions import ToolError
-except ImportError:  # mcp 1.x
-    from mcp.server.fastmcp import Context  # type: ignore[no-redef]
-    from mcp.server.fastmcp import FastMCP as MCPServer
-    from mcp.server.fastmcp.exceptions import ToolError  # type: ignore[no-redef]
+import anyio.to_thread  # noqa: E402
+from mcp.server.mcpserver import Context, MCPServer  # noqa: E402
+from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
+from mcp.server.mcpserver.tools.base import Tool as SDKTool  # noqa: E402
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase, FuncMetadata  # noqa: E402
+from mcp_types import CallToolResult, TextContent, ToolAnnotations  # noqa: E402
 
-__all__ = ["OMITTED", "build_server", "http_app", "tool_signature"]
+from .. import __version__  # noqa: E402
+from .. import tools as agent_tools  # noqa: E402
+from ..access import Principal  # noqa: E402
+from ..access.guard import RequestGuard  # noqa: E402
+from ..access.service import Service, build_service  # noqa: E402
+from ..client import Kenning  # noqa: E402
+from ..errors import KenningError, error_body  # noqa: E402
+from ..requests import DEFAULT_DATASET  # noqa: E402
+
+__all__ = ["OMITTED", "ToolError", "build_server", "http_app"]
+
+#: parameters no tool has (documented in docs/mcp.md)
+OMITTED = agent_tools.OMITTED
 
 INSTRUCTIONS = (
-    "kenning is persistent, temporal knowledge-graph memory. Call `remember` with what happened "
-    "or was decided, `recall` with a question to get facts (with their valid times) and the "
-    "memories behind them, `timeline` for how one entity's facts changed, and `forget` to drop "
-    "a memory. A chat's messages ({role, content}) go to `remember` as they are, with `user` and "
-    "`session`; `context` gives the block to put in a prompt (current facts, recent messages). "
+    "kenning is persistent, temporal memory. Call `remember` with what happened or was decided "
+    "(or a chat's messages [{role, content}] with `user` and `session`), `recall` with a question "
+    "to get facts (with their dates, current or not) and passages, `context` for the block to put "
+    "in a prompt about a user, `timeline` for how one entity's facts changed, `forget` to delete. "
     f"Datasets are namespaces (default '{DEFAULT_DATASET}')."
 )
-
-Json = dict[str, Any]
-
-
-def _json(value: Any) -> Any:
-    if isinstance(value, BaseModel):
-        return value.model_dump(mode="json")
-    if isinstance(value, list):
-        return [_json(v) for v in value]
-    return value
 
 
 def _headers(ctx: Context | None) -> Any:
     if ctx is None:
         return None
-    headers = getattr(ctx, "headers", None)  # mcp >= 2
+    headers = getattr(ctx, "headers", None)
     if headers is None:
-        request = getattr(ctx.request_context, "request", None)
+        request = getattr(getattr(ctx, "request_context", None), "request", None)
         headers = getattr(request, "headers", None)
     return headers
 
@@ -81,17 +80,25 @@ def _bearer(headers: Any) -> str | None:
     return headers.get("x-api-key")
 
 
-class _Tools:
-    """Resolves the caller and runs a service call off the event loop, errors as JSON text.
+class _Caller:
+    """Who calls: a fixed principal (the local user), a fixed key checked on every call
+    (stdio with ``KENNING_API_KEY``), or each HTTP request's bearer key. Runs a service call off
+    the event loop.
 
     The SDK handles a session's requests concurrently; a client that pipes a write and then a
     read must still read its own write, so each session's calls run one at a time, in the
     order they arrived (anyio locks are fair). Different sessions still run in parallel."""
 
-    def __init__(self, service: Service, fixed: Principal | None) -> None:
+    def __init__(self, service: Service, fixed: Principal | None, key: str | None) -> None:
         self.service = service
         self.fixed = fixed
+        self.key = key
         self._locks: weakref.WeakKeyDictionary[Any, anyio.Lock] = weakref.WeakKeyDictionary()
+
+    def who(self, ctx: Context | None) -> Principal:
+        if self.key is not None:  # a revoked key fails from the next call on
+            return self.service.access.authenticate(self.key)
+        return self.fixed or self.service.access.authenticate(_bearer(_headers(ctx)), _client(ctx))
 
     def _lock(self, ctx: Context | None) -> anyio.Lock:
         try:
@@ -102,87 +109,61 @@ class _Tools:
         key = getattr(session, "_connection", None) or session
         return self._locks.setdefault(key, anyio.Lock())
 
-    async def run(self, ctx: Context | None, fn: Callable[..., Any], *args: Any, **kw: Any) -> Any:
-        def call() -> Any:
-            who = self.fixed or self.service.access.authenticate(_bearer(_headers(ctx)), _client(ctx))
-            return _json(fn(who, *args, **kw))
+    async def run(self, ctx: Context | None, fn: Callable[..., Any], values: dict[str, Any]) -> Any:
+        async with self._lock(ctx):
+            return await anyio.to_thread.run_sync(lambda: fn(self.who(ctx), **values))
 
+
+class _Arguments(FuncMetadata):
+    """Hands the tool its arguments untouched: the verb's request model checks them (unknown
+    names included), so an MCP call is refused exactly where an HTTP call is."""
+
+    def validate_arguments(self, arguments_to_validate: dict[str, Any]) -> dict[str, Any]:
+        return {"arguments": dict(arguments_to_validate or {})}
+
+
+def _tool(s: Service, caller: _Caller, t: agent_tools.Tool) -> SDKTool:
+    """The SDK tool of one verb: its arguments checked, one ``Service`` call, the answer as
+    text (``kenning.tools.render``) with the whole result as structured content."""
+    verb = t.name
+    method = s.accounts.datasets if verb == "datasets" else getattr(s, verb)
+
+    async def run(arguments: dict[str, Any], ctx: Context) -> CallToolResult:
         try:
-            async with self._lock(ctx):
-                return await anyio.to_thread.run_sync(call)
-        except KenningError as exc:
+            values = agent_tools.check_arguments(t, arguments)
+            result = await caller.run(ctx, method, values)
+        except KenningError as exc:  # the model reads {"error": {"code", "message"}}, as over HTTP
             raise ToolError(json.dumps(error_body(exc.code, exc.message))) from None
+        data = agent_tools.result_json(result)
+        text = agent_tools.render(verb, result)
+        return CallToolResult(content=[TextContent(type="text", text=text)],
+                              structured_content=data if isinstance(data, dict) else {"result": data})
+
+    hints = t.annotations
+    return SDKTool(fn=run, name=verb, title=hints.pop("title"), description=t.description,
+                   parameters=t.schema(), fn_metadata=_Arguments(arg_model=ArgModelBase), is_async=True,
+                   context_kwarg="ctx", annotations=ToolAnnotations(**hints))
 
 
-def build_server(kn: Kenning, *, auth: bool, principal: Principal | None = None) -> MCPServer:
-    """The MCP server over ``kn``. ``principal`` fixes the caller (stdio); otherwise, with
+def build_server(kn: Kenning, *, auth: bool, principal: Principal | None = None, key: str | None = None,
+                 tools: str = "agent") -> MCPServer:
+    """The MCP server over ``kn`` with the tools of profile ``tools``. ``key`` fixes the caller
+    to that API key, checked on every call (stdio); ``principal`` fixes it once; otherwise, with
     ``auth``, each HTTP request is authenticated from its bearer key."""
-    service = build_service(kn, auth=auth)
+    service = build_service(kn, auth=auth or key is not None)
     access = service.access
-    tools = _Tools(service, principal if principal is not None else (None if auth else access.authenticate(None)))
-    mcp = MCPServer("kenning", instructions=INSTRUCTIONS)
-    _register(mcp, service, tools)
-    return mcp
+    if key is not None:
+        access.authenticate(key)  # a wrong key is refused before the session starts
+    fixed = principal if principal is not None else (None if auth or key is not None else access.authenticate(None))
+    caller = _Caller(service, fixed, key)
+    chosen = agent_tools.select(tools)
+    return MCPServer("kenning", version=__version__, instructions=INSTRUCTIONS,
+                     tools=[_tool(service, caller, t) for t in chosen])
 
 
-def http_app(kn: Kenning, *, auth: bool, bind: str = "127.0.0.1", allowed_hosts: Sequence[str] = ()) -> Any:
+def http_app(kn: Kenning, *, auth: bool, bind: str = "127.0.0.1", allowed_hosts: Sequence[str] = (),
+             tools: str = "agent") -> Any:
     """The streamable-HTTP app at ``/mcp`` behind the HTTP server's Host and cross-origin
     checks (``kenning.access.guard``), so it is as safe bound to any interface as on loopback."""
-    app = build_server(kn, auth=auth).streamable_http_app(host=bind)
+    app = build_server(kn, auth=auth, tools=tools).streamable_http_app(host=bind)
     return RequestGuard(app, bind=bind, names=tuple(allowed_hosts))
-
-
-#: parameters a tool leaves out (documented in docs/mcp.md): an agent may not wipe every dataset
-OMITTED: dict[str, frozenset[str]] = {"forget": frozenset({"everything"})}
-
-
-def tool_signature(verb: str) -> inspect.Signature:
-    """A tool's parameters: its verb's request fields with their limits and descriptions,
-    less ``OMITTED``, after the context the SDK passes in."""
-    model = VERBS[verb]
-    params = [inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)]
-    for name, field in model.model_fields.items():
-        if name in OMITTED.get(verb, ()):
-            continue
-        annotation = Annotated[(field.annotation, *field.metadata, Field(description=field.description),
-                                *_checks(model, name))]
-        default = inspect.Parameter.empty if field.is_required() else field.default
-        params.append(inspect.Parameter(name, inspect.Parameter.KEYWORD_ONLY, default=default, annotation=annotation))
-    return inspect.Signature(params, return_annotation=Json | list[Any])
-
-
-def _checks(model: type[BaseModel], name: str) -> list[BeforeValidator]:
-    """The model's own checks of a field (a chat message without content, filters given as
-    JSON text), run on the tool's argument: the SDK's argument error then carries the verb's
-    words ("messages[0] has no content …")."""
-    return [BeforeValidator(d.func) for d in model.__pydantic_decorators__.field_validators.values()
-            if name in d.info.fields and d.info.mode == "before"]
-
-
-def _tool(s: Service, t: _Tools, verb: str) -> Callable[..., Any]:
-    """The tool for one verb: one checked ``Service`` call with the arguments as keywords."""
-    partial = VERBS[verb].partial
-
-    async def tool(ctx: Context, **args: Any) -> Json | list[Any]:
-        if partial:  # only the fields given are changed; a tool cannot tell None from unset
-            args = {k: v for k, v in args.items() if v is not None}
-        if verb == "forget" and _selectors(args) != 1:
-            raise ToolError(json.dumps(error_body("validation_error", "give exactly one of memory_id, dataset or user "
-                                                                      "(user with its dataset)")))
-        return await t.run(ctx, s.accounts.datasets if verb == "datasets" else getattr(s, verb), **args)
-
-    tool.__name__ = tool.__qualname__ = verb
-    tool.__doc__ = VERBS[verb].__doc__
-    tool.__signature__ = tool_signature(verb)  # type: ignore[attr-defined]
-    return tool
-
-
-def _selectors(args: dict[str, Any]) -> int:
-    """How many things a ``forget`` call names (a dataset beside a user only scopes the user)."""
-    user = args.get("user") is not None
-    return sum([args.get("memory_id") is not None, args.get("dataset") is not None and not user, user])
-
-
-def _register(mcp: MCPServer, s: Service, t: _Tools) -> None:
-    for verb in VERBS:
-        mcp.add_tool(_tool(s, t, verb))

@@ -155,14 +155,10 @@ def _download(spec: str, repo: str) -> Path:
 
 
 def _import_backends() -> tuple[Any, Any]:
-    try:
-        from safetensors.numpy import load_file
-        from tokenizers import Tokenizer
-    except ImportError:
-        raise ConfigurationError(
-            "local models need tokenizers and safetensors: pip install 'kenning[local]'"
-        ) from None
-    return Tokenizer, load_file
+    from .._extras import require
+
+    purpose = "local models need tokenizers and safetensors"
+    return require("tokenizers", purpose=purpose).Tokenizer, require("safetensors.numpy", purpose=purpose).load_file
 
 
 def _read_json(path: Path) -> Any:

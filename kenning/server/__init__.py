@@ -13,6 +13,10 @@ __all__ = ["create_app"]
 
 def __getattr__(name: str) -> Any:
     if name == "create_app":
+        from .._extras import require
+
+        require("fastapi", purpose="the HTTP server needs FastAPI")
+        require("uvicorn", purpose="the HTTP server needs uvicorn")
         from .app import create_app
 
         return create_app

@@ -18,7 +18,7 @@ from ..access import Principal
 from ..client import Kenning
 from . import errors
 from .explore import build_graph_router, mount_ui
-from ..access.guard import RequestGuard
+from ..access.guard import RequestGuard, bearer_token
 from .routes import build_router
 from .schemas import Health
 from ..access.service import build_service
@@ -116,7 +116,9 @@ def create_app(kn: Kenning, *, auth: bool = True, max_body: int | None = None, b
         key: str | None = Depends(header),  # noqa: B008
     ) -> Principal:
         client = request.client.host if request.client else ""
-        return access.authenticate(creds.credentials if creds else key, client)
+        # read here, not from ``creds``: the scheme in any case, any run of spaces (RFC 9110 §11.1)
+        given = bearer_token(request.headers.get("authorization"))
+        return access.authenticate(given or (creds.credentials if creds else None) or key, client)
 
     app = FastAPI(
         title="kenning",

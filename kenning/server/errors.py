@@ -11,6 +11,7 @@ from typing import Any
 
 from .. import errors as e
 from ..errors import error_body
+from ..requests import SOURCE_CHARS
 
 __all__ = ["STATUS", "error_body", "install", "status_of"]
 
@@ -54,6 +55,18 @@ def _validation_message(errors: list[dict[str, Any]]) -> str:
     return "; ".join(parts) + more
 
 
+def _header_too_long(exc: BaseException) -> bool:
+    """Whether the multipart parser refused a part header for its size (a long file name)."""
+    seen: BaseException | None = exc
+    for _ in range(5):
+        seen = seen.__cause__ or seen.__context__ if seen is not None else None
+        if seen is None:
+            return False
+        if "header size exceeded" in str(seen).lower():
+            return True
+    return False
+
+
 def install(app: Any) -> None:
     """Register the handlers on a FastAPI app."""
     from fastapi.exceptions import RequestValidationError
@@ -82,6 +95,9 @@ def install(app: Any) -> None:
 
     @app.exception_handler(HTTPException)
     async def _http(request: Any, exc: HTTPException) -> JSONResponse:
+        if exc.status_code == 400 and _header_too_long(exc):
+            return respond(422, "validation_error", "a part of the upload has a header over 4 KiB (a file"
+                           f" name is limited to {SOURCE_CHARS} characters)")
         code = _HTTP_CODES.get(exc.status_code, "http_error")
         return respond(exc.status_code, code, str(exc.detail), getattr(exc, "headers", None))
 

@@ -22,12 +22,11 @@ def open_store(url: str | None, *, pool_size: int = 4, hnsw_ef_search: int = 100
     if url is None or url == "":
         url = default_path()
     if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
-        try:
-            from .postgres.store import PostgresStore
-        except ImportError as exc:
-            raise ConfigurationError(
-                "PostgreSQL support needs extra packages: pip install 'kenning[postgres]'"
-            ) from exc
+        from .._extras import require
+
+        require("psycopg", purpose="PostgreSQL support needs psycopg")
+        require("psycopg_pool", purpose="PostgreSQL support needs psycopg-pool")
+        from .postgres.store import PostgresStore
         return PostgresStore(url, pool_size=pool_size, hnsw_ef_search=hnsw_ef_search)
     from .sqlite.store import SQLiteStore
 

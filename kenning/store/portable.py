@@ -21,6 +21,13 @@ What is exported for a set of datasets: the datasets, their memories, chunks, en
 both provenance tables, the dataset owners and grants of the auth tables, and the users those
 name (never API keys), plus the rows of any other table with a ``dataset`` column.
 
+Import touches only what its header declares: every row must belong to one of the header's
+datasets (by its ``dataset`` or ``name``, and for the provenance tables by both ends), and a
+reference to another row (a chunk's memory, a fact's entities, a supersession) must not reach
+into another dataset; anything else is a ValidationError and nothing is written. The account
+rows (users with their admin flags, dataset owners, grants) are applied only when asked
+(``accounts=True``); otherwise they are left out and counted in ``TransferResult.ignored``.
+
 Import writes everything in one transaction of the target. A row whose primary key the target
 already holds is skipped when it is identical and refused (ConflictError naming it) when it
 differs, so importing a file twice changes nothing; a dataset the target has already is merged
@@ -36,6 +43,7 @@ from __future__ import annotations
 import base64
 import datetime as dt
 import json
+import os
 import re
 import sqlite3
 from collections.abc import Callable, Iterable, Iterator
@@ -46,6 +54,7 @@ from typing import IO, Any
 import numpy as np
 
 from .._time import to_text
+from .._checks import check_flag
 from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ..models import TransferResult
 from .base import Store
@@ -80,6 +89,17 @@ SCOPES: dict[str, str] = {
 }
 #: tables never exported (secrets); a store's own bookkeeping is left out by ``copy`` already
 NEVER = {"auth_keys"}
+#: the account tables: their rows are applied only on ``accounts=True``
+ACCOUNTS = ("auth_users", "auth_datasets", "auth_grants")
+#: columns that name another row (table referred to); ``memories.supersedes`` holds a list
+REFS: dict[tuple[str, str], str] = {
+    ("chunks", "memory_id"): "memories", ("facts", "source_id"): "entities",
+    ("facts", "target_id"): "entities", ("facts", "memory_id"): "memories",
+    ("facts", "superseded_by"): "facts", ("memories", "superseded_by"): "memories",
+    ("memories", "supersedes"): "memories", ("fact_memories", "fact_id"): "facts",
+    ("fact_memories", "memory_id"): "memories", ("entity_memories", "entity_id"): "entities",
+    ("entity_memories", "memory_id"): "memories",
+}
 #: tables whose rows, when the target holds the key already, are kept as the target has them:
 #: importing into a dataset that exists merges into it
 KEEP = {"datasets"}
@@ -168,6 +188,7 @@ def export_file(store: Store, path: str | Path, *, datasets: Iterable[str] | Non
                 format: str = "jsonl", vectors: bool = True, progress: Progress = None) -> TransferResult:
     """Write ``path`` (through ``path.part``, renamed over it once complete): ``"jsonl"`` with
     :func:`export_store`, ``"graphml"`` or ``"json"`` with :func:`export_graph`."""
+    _check_path(path)
     target = Path(path)
     part = target.with_name(target.name + ".part")
     try:
@@ -327,11 +348,14 @@ def _check_header(item: dict[str, Any], where: str) -> dict[str, Any]:
     return item
 
 
-def import_file(store: Store, path: str | Path, *, vectors: bool = True, batch: int = 1000,
-                progress: Progress = None) -> TransferResult:
+def import_file(store: Store, path: str | Path, *, vectors: bool = True, accounts: bool = False,
+                batch: int = 1000, progress: Progress = None) -> TransferResult:
     """Load an export file into ``store`` (see the module's rules), in one transaction.
     ``vectors=False`` ignores the file's vectors (for a store with another embedder; the
-    facade then embeds the rows here)."""
+    facade then embeds the rows here). ``accounts=True`` applies the file's users (with their
+    admin flags), dataset owners and grants; by default they are left out."""
+    _check_path(path)
+    check_flag(accounts, "accounts")
     path = Path(path)
     try:
         with path.open(encoding="utf-8") as handle:
@@ -346,8 +370,15 @@ def import_file(store: Store, path: str | Path, *, vectors: bool = True, batch: 
     side = _side(store)
     vectors = vectors and header["vectors"]
     _check_embedder(side, embedder, vectors)
-    report = TransferResult(datasets=header["datasets"], vectors=vectors, embedder=embedder)
+    report = TransferResult(datasets=header["datasets"], vectors=vectors, embedder=embedder, accounts=accounts)
+    if not accounts:
+        for table in ACCOUNTS:
+            if table in parsed.tables:
+                report.ignored[table] = len(parsed.tables.pop(table))
     _check_tables(side, store, parsed)
+    _check_scope(side, parsed)
+    users_before = ({r[0] for r in side.select('SELECT "id" FROM "auth_users"')}
+                    if "auth_users" in parsed.tables else set())
     try:
         with side.writing():
             for table in _in_order(side, list(parsed.tables)):
@@ -360,7 +391,15 @@ def import_file(store: Store, path: str | Path, *, vectors: bool = True, batch: 
         raise StoreError(f"the import failed and was rolled back: {type(exc).__name__}: {exc}") from exc
     if embedder and report.vectors and side.embedder() is None:
         store.set_embedder(*embedder)
+    created = [u for u in parsed.tables.get("auth_users", []) if u.get("id") not in users_before]
+    report.users = sorted(u["name"] for u in created)
+    report.admins = sorted(u["name"] for u in created if u.get("admin"))
     return report
+
+
+def _check_path(path: Any) -> None:
+    if not isinstance(path, (str, os.PathLike)) or not str(path):
+        raise ValidationError(f"path must be a file path, not {path!r}")
 
 
 def _integrity_errors() -> tuple[type[Exception], ...]:
@@ -395,6 +434,56 @@ def _check_tables(side: Side, store: Store, parsed: _File) -> None:
         if lost:
             raise StoreError(f"this store's {table} table lacks columns {', '.join(sorted(lost))};"
                              " upgrade kenning here first")
+
+
+def _check_scope(side: Side, parsed: _File) -> None:
+    """Every row belongs to a dataset the header declares and refers to no row of another
+    dataset (in the file or in the store); every table is one an export writes."""
+    declared = set(parsed.header["datasets"])
+    exported = set(_tables(side)) | set(ACCOUNTS)
+    where = {"memories": {}, "entities": {}, "facts": {}}  # id -> dataset, of the file's rows
+    for table in where:
+        for row in parsed.tables.get(table, []):
+            where[table][row.get("id")] = row.get("dataset")
+
+    def dataset_of(table: str, row_id: Any) -> Any:
+        if row_id in where[table]:
+            return where[table][row_id]
+        if not isinstance(row_id, str):
+            return None
+        found = side.select(f'SELECT "dataset" FROM "{table}" WHERE "id" = {side.mark}', [row_id])
+        return found[0][0] if found else None  # a dangling reference names nothing to touch
+
+    owners = {r.get("owner_id") for t in ("auth_datasets", "datasets") for r in parsed.tables.get(t, [])}
+    grantees = {r.get("user_id") for r in parsed.tables.get("auth_grants", [])}
+    for table, rows in parsed.tables.items():
+        if table not in exported:
+            raise ValidationError(f"the file has rows for table {table!r}, which an export never holds")
+        for row in rows:
+            if table == "auth_users":
+                if row.get("id") not in owners | grantees:
+                    raise ValidationError(f"the file's user {row.get('name')!r} owns and is granted none of"
+                                          " its datasets; nothing was imported")
+                continue
+            home = row.get("name") if table in ("datasets", "auth_datasets") else row.get("dataset")
+            links = [(t, row.get(c)) for (tt, c), t in REFS.items() if tt == table and c in row]
+            if table in ("fact_memories", "entity_memories"):
+                home = dataset_of(*links[0])
+            if home not in declared:
+                raise ValidationError(
+                    f"the file's {table} row {_ident(table, row)} belongs to dataset {home!r}, which its"
+                    f" header does not declare ({', '.join(sorted(declared)) or 'none'}); nothing was imported")
+            for target, value in links:
+                for ref in value if isinstance(value, list) else [value]:
+                    if ref is not None and (other := dataset_of(target, ref)) not in (None, home):
+                        raise ValidationError(
+                            f"the file's {table} row {_ident(table, row)} in dataset {home!r} refers to"
+                            f" {target} {ref!r} of dataset {other!r}; nothing was imported")
+
+
+def _ident(table: str, row: dict[str, Any]) -> str:
+    keys = ("id",) if "id" in row else ("name",) if "name" in row else tuple(sorted(row))[:2]
+    return ", ".join(f"{k}={row.get(k)!r}" for k in keys)
 
 
 def _write(side: Side, table: str, rows: list[dict[str, Any]], report: TransferResult, batch: int,
