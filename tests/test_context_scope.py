@@ -4,7 +4,6 @@ turns; ``session`` narrows the messages, not the knowledge. The same on every su
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import anyio
@@ -78,12 +77,12 @@ def test_every_surface_gives_a_new_session_the_users_knowledge(tmp_path) -> None
             assert "Madrid" in remote.context(ask["query"], user="Priya", agent="Ken", session="fresh").text
         server = build_server(kn, auth=False)
 
-        async def call() -> dict:
+        async def call() -> str:
             result = await server.call_tool("context", ask)
             content = result[0] if isinstance(result, tuple) else getattr(result, "content", result)
-            return json.loads(content[0].text)
+            return content[0].text
 
-        assert "Madrid" in anyio.run(call)["text"]
+        assert "Madrid" in anyio.run(call)
     db = str(tmp_path / "c.db")
     with Kenning(db) as kn:
         _setup(kn)
