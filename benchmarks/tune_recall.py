@@ -5,13 +5,20 @@ weight setting of a small grid (one weight varied at a time around the defaults)
     python benchmarks/tune_recall.py ../shared/data/locomo/locomo10.json --split dev \
         --grid vector=0,0.2,0.35,0.5 --grid neighbor=0,0.15,0.25,0.35
 
-Prints recall@5/10/25 and MRR per setting. The defaults in kenning/search/recall.py
-(``LANE_WEIGHTS``) were chosen with this script; docs/benchmarks.md has the figures.
+    python benchmarks/tune_recall.py ../shared/data/longmemeval/dev --kind longmemeval \
+        --cache /tmp/lme-dev --grid neighbor=0,0.3,0.65
+
+Prints recall@5/10/25 and MRR per setting (LongMemEval: also session recall_all@5, and BM25 over
+the same turns as the first row). The defaults in kenning/search/recall.py (``LANE_WEIGHTS``)
+were chosen with this script; docs/benchmarks.md has the figures. ``--cache DIR`` keeps the
+ingested stores (SQLite files) in DIR and reuses them on the next run: ingest once, rank many
+times (delete DIR after changing what ingest does).
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import statistics
 import sys
 import time
@@ -20,8 +27,9 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from kenning import Kenning  # noqa: E402
-from kenning.eval.datasets import load  # noqa: E402
-from kenning.eval.metrics import recall_at_k, reciprocal_rank  # noqa: E402
+from kenning.eval.bm25 import BM25  # noqa: E402
+from kenning.eval.datasets import load, session_of  # noqa: E402
+from kenning.eval.metrics import all_at_k, recall_at_k, reciprocal_rank  # noqa: E402
 from kenning.eval.run import DATASET, _embedder, _ingest, ranked_keys, EvalConfig  # noqa: E402
 from kenning.search import recall as recall_module  # noqa: E402
 
@@ -33,6 +41,8 @@ DEFAULT_GRID = {
     "fact": [0.0, 0.25, 0.5, 0.75, 1.0],
     "speaker": [0.0, 0.1, 0.25],
     "expansion": [0.0, 0.15, 0.3],
+    "role": [0.0, 0.5, 1.0, 2.0],
+    "session": [0.0, 0.3, 0.5],
 }
 
 
@@ -49,43 +59,73 @@ def _grid(items: list[str]) -> dict[str, list[float]]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("path")
-    parser.add_argument("--kind", default="locomo", choices=["locomo", "hotpotqa", "musique"])
+    parser.add_argument("--kind", default="locomo", choices=["locomo", "hotpotqa", "musique", "longmemeval"])
+    parser.add_argument("--limit", type=int, default=None, help="only the first N collections")
+    parser.add_argument("--cache", default=None, help="keep / reuse the ingested stores in this folder")
     parser.add_argument("--split", default="dev", choices=["dev", "test", "all"])
     parser.add_argument("--embedder", default=None)
     parser.add_argument("--grid", action="append", default=[], help="name=v1,v2,… (repeatable)")
     parser.add_argument("--set", action="append", default=[], help="name=value: a base weight (repeatable)")
     parser.add_argument("--search-type", default="hybrid")
     args = parser.parse_args()
-    collections = load(args.kind, args.path, args.split)
-    stores = []
-    for collection in collections:
-        kn = Kenning(":memory:", embedder=_embedder(EvalConfig(embedder=args.embedder)))
-        keys = _ingest(kn, collection)
-        stores.append((kn, keys, collection.questions))
+    collections = load(args.kind, args.path, args.split)[: args.limit]
+    stores = [_store(collection, args) for collection in collections]
     base = dict(recall_module.LANE_WEIGHTS)
     base.update({name: float(value) for name, _, value in (item.partition("=") for item in args.set)})
     settings = [("defaults", {})] + [
         (f"{name}={value:g}", {name: value}) for name, values in _grid(args.grid).items() for value in values
     ]
-    print(f"{'setting':<18} {'R@5':>5} {'R@10':>5} {'R@25':>5} {'MRR':>6} {'ms':>6}")
+    sessions = args.kind == "longmemeval"
+    print(f"{'setting':<18} {'R@5':>5} {'R@10':>5} {'R@25':>5} {'MRR':>6} {'ms':>6}" + (" Sall@5" if sessions else ""))
+    if sessions:  # the baseline the targets are written against, over the same turns
+        rows = []
+        for collection in collections:
+            index, units = BM25([u.text for u in collection.units]), [u.key for u in collection.units]
+            rows += [([units[i] for i in index.rank(q.text, 50)], q) for q in collection.questions]
+        _print("bm25", rows, [0.0], sessions)
     for label, change in settings:
         recall_module.LANE_WEIGHTS.clear()
         recall_module.LANE_WEIGHTS.update({**base, **change})
-        scores = {5: [], 10: [], 25: []}
-        rr, ms = [], []
+        rows, ms = [], []
         for kn, keys, questions in stores:
             for q in questions:
                 started = time.perf_counter()
                 hits = kn.recall(q.text, dataset=DATASET, search_type=args.search_type, top_k=50).hits
                 ms.append((time.perf_counter() - started) * 1000)
-                ranked = ranked_keys(hits, keys)
-                for k in scores:
-                    scores[k].append(recall_at_k(ranked, q.gold, k))
-                rr.append(reciprocal_rank(ranked, q.gold))
-        figures = " ".join(f"{100 * statistics.mean(v):5.1f}" for v in scores.values())
-        print(f"{label:<18} {figures} {statistics.mean(rr):6.3f} {statistics.median(ms):6.1f}", flush=True)
+                rows.append((ranked_keys(hits, keys), q))
+        _print(label, rows, ms, sessions)
     recall_module.LANE_WEIGHTS.clear()
     recall_module.LANE_WEIGHTS.update(base)
+
+
+def _print(label: str, rows: list, ms: list[float], sessions: bool) -> None:
+    scores = {k: [recall_at_k(ranked, q.gold, k) for ranked, q in rows] for k in (5, 10, 25)}
+    rr = [reciprocal_rank(ranked, q.gold) for ranked, q in rows]
+    figures = " ".join(f"{100 * statistics.mean(v):5.1f}" for v in scores.values())
+    line = f"{label:<18} {figures} {statistics.mean(rr):6.3f} {statistics.median(ms):6.1f}"
+    if sessions:
+        every = [all_at_k(list(dict.fromkeys(session_of(k) for k in ranked)), q.sessions, 5) for ranked, q in rows]
+        line += f" {100 * statistics.mean(every):6.1f}"
+    print(line, flush=True)
+
+
+def _store(collection, args) -> tuple:
+    """A store holding the collection (from the cache folder when it is there), its memory ->
+    unit keys, and its questions; the engine clock at the collection's date when it has one."""
+    clock = (lambda now=collection.now: now) if collection.now is not None else None
+    embedder = _embedder(EvalConfig(embedder=args.embedder))
+    if args.cache is None:
+        kn = Kenning(":memory:", embedder=embedder, clock=clock)
+        return kn, _ingest(kn, collection), collection.questions
+    folder = Path(args.cache)
+    folder.mkdir(parents=True, exist_ok=True)
+    db, keys_file = folder / f"{collection.name}.db", folder / f"{collection.name}.keys.json"
+    if keys_file.is_file():
+        return Kenning(str(db), embedder=embedder, clock=clock), json.loads(keys_file.read_text()), collection.questions
+    kn = Kenning(str(db), embedder=embedder, clock=clock)
+    keys = _ingest(kn, collection)
+    keys_file.write_text(json.dumps(keys))
+    return kn, keys, collection.questions
 
 
 if __name__ == "__main__":

@@ -169,3 +169,8 @@ def test_eval_agent_life_counts_a_value_only_as_a_whole_word():
     assert eval_agent_life.mentions("I drink tea.", ["tea"])
     assert not eval_agent_life.mentions("I like steam trains.", ["tea"])
     assert eval_agent_life.mentions("a Financial Analyst now", ["financial analyst"])
+
+
+def test_bench_forget_prints_the_cost_of_erasing():
+    out = _script(str(BENCHMARKS / "bench_forget.py"), "--memories", "30", "--deletes", "2")
+    assert "ms a memory at 30 memories" in out and "for 30 memories" in out

@@ -197,3 +197,67 @@ def test_eval_lanes_reports_each_lane_and_each_ablation():
     systems = set(report["systems"])
     assert {"hybrid", "bm25", "lane:lexical", "lane:vector", "lane:graph", "hybrid-no-neighbor"} <= systems
     assert report["split"] == "dev"
+
+
+# -- LongMemEval ---------------------------------------------------------------------------------
+
+def test_ndcg_and_any_all_at_k_by_hand():
+    from kenning.eval.metrics import all_at_k, any_at_k, ndcg_at_k
+
+    # gold at ranks 2 and 3 of 3; ideal puts them at ranks 1 and 2
+    dcg, ideal = 1 / math.log2(3) + 1 / math.log2(4), 1 + 1 / math.log2(3)
+    assert ndcg_at_k(["x", "a", "b"], ["a", "b"], 3) == pytest.approx(dcg / ideal)
+    assert ndcg_at_k(["a", "x"], ["a", "b", "c"], 1) == 1.0  # one slot, filled by gold
+    assert any_at_k(["x", "a"], ["a", "b"], 2) == 1.0 and any_at_k(["x", "a"], ["a", "b"], 1) == 0.0
+    assert all_at_k(["b", "x", "a"], ["a", "b"], 3) == 1.0 and all_at_k(["b", "x", "a"], ["a", "b"], 2) == 0.0
+
+
+def test_longmemeval_loader_keys_turns_by_session_with_roles_dates_and_the_question_clock():
+    from kenning.eval.datasets import session_of
+
+    collections = load("longmemeval", FIXTURES / "longmemeval_tiny")
+    assert [c.name for c in collections] == ["tiny_multi", "tiny_user"]  # the abstention one is skipped
+    user = collections[1]
+    assert user.now == dt.datetime(2023, 5, 30, 23, 51, tzinfo=dt.UTC)
+    assert len(user.units) == 6 and [u.role for u in user.units[:2]] == ["user", "assistant"]
+    assert "noise_2:2" not in {u.key for u in user.units}  # an empty turn is no message
+    assert user.units[2].key == "answer_tiny_1:0" and session_of(user.units[2].key) == "answer_tiny_1"
+    assert user.units[2].valid_at == dt.datetime(2023, 5, 10, 9, 30, tzinfo=dt.UTC)
+    (q,) = user.questions
+    assert q.gold == ("answer_tiny_1:0",) and q.sessions == ("answer_tiny_1",)
+    assert q.category == "single-session-user"
+    one = load("longmemeval", FIXTURES / "longmemeval_tiny" / "3_tiny_user.json")
+    assert [c.name for c in one] == ["tiny_user"]
+    with pytest.raises(DataError, match="no LongMemEval questions"):
+        load("longmemeval", FIXTURES / "locomo_tiny.json")
+
+
+def test_longmemeval_sessions_are_remembered_as_chats():
+    from kenning import Kenning
+    from kenning.eval.run import DATASET, _ingest
+
+    collection = load("longmemeval", FIXTURES / "longmemeval_tiny")[1]
+    with Kenning(":memory:") as kn:
+        keys = _ingest(kn, collection)
+        memories = {m.id: m for m in kn.list(dataset=DATASET, limit=100)}
+    by_key = {key: memories[memory_id] for memory_id, ks in keys.items() for key in ks}
+    said, reply = by_key["answer_tiny_1:0"], by_key["answer_tiny_1:1"]
+    assert (said.role, reply.role) == ("user", "assistant") and said.kind == "message"
+    assert said.session == reply.session and (said.position, reply.position) == (0, 1)
+    assert said.valid_at == dt.datetime(2023, 5, 10, 9, 30, tzinfo=dt.UTC)
+
+
+def test_eval_longmemeval_reports_turn_and_session_recall_per_type_at_the_question_date():
+    report = _eval("longmemeval", str(FIXTURES / "longmemeval_tiny"), "--k", "1,2", "--search-type", "hybrid")
+    assert report["questions"] == 2 and set(report["systems"]) == {"hybrid", "bm25"}
+    hybrid = report["systems"]["hybrid"]
+    assert set(hybrid["categories"]) == {"multi-session", "single-session-user"}
+    overall = hybrid["overall"]
+    assert {"ndcg@1", "session_any@2", "session_all@2"} <= set(overall)
+    # "last week" is read at the question date (2023), not today: the week's two turns lead the
+    # old session that says "bookshelf" twice
+    multi = hybrid["categories"]["multi-session"]
+    assert multi["recall@2"] == 100.0 and multi["session_all@2"] == 100.0
+    assert report["systems"]["bm25"]["categories"]["multi-session"]["recall@2"] < 100.0
+    result = CliRunner().invoke(cli, ["eval", "longmemeval", str(FIXTURES / "longmemeval_tiny"), "--limit", "1"])
+    assert result.exit_code == 0 and "Sall@5" in result.output and "1 questions" in result.output

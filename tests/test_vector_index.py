@@ -111,7 +111,7 @@ def test_an_index_newer_than_the_database_is_rebuilt(tmp_path, caplog):
     caplog.clear()
     with Kenning(str(db)) as kn:
         assert len(_vector_ids(kn, "Person1 works", k=50)) == 20
-    assert [b["reason"] for b in _builds(caplog)] == ["index newer than the database"]
+    assert [b["reason"] for b in _builds(caplog)] == ["index not saved by this database"]
 
 
 _WRITER = textwrap.dedent("""

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from usearch.index import Index
 
-from kenning.store.vectors import EXACT_ROWS, MIN_RECALL, AnnIndex, IndexFiles, build, calibrate
+from kenning.store.vectors import EXACT_ROWS, MIN_RECALL, AnnIndex, IndexFiles, build, calibrate, file_digest
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:
@@ -29,13 +30,13 @@ def _exact(data: dict[int, np.ndarray], query: np.ndarray, k: int) -> list[int]:
 def test_changes_to_a_mapped_index_go_into_an_in_memory_copy_and_search_like_exact(tmp_path):
     data = _unit(np.random.default_rng(0).normal(size=(600, 24)))
     files = IndexFiles(str(tmp_path / "s.db"))
-    path = files.save(build(24, np.arange(400, dtype=np.uint64), data[:400]), "chunk-x-fp-", 3, 0)
-    index = AnnIndex(24, stamp=3, index=IndexFiles.open(path, 24), path=path)
+    path = files.save(build(24, np.arange(400, dtype=np.uint64), data[:400]), "chunk-x-fp-", 3, 0, lambda d: None)
+    index = AnnIndex(24, stamp=3, index=IndexFiles.open(path, 24, file_digest(path)), path=path)
     assert index.mapped and index.unsaved == 0
     index.upsert(range(400, 600), data[400:])  # added since the file was saved
     index.upsert([5], data[599:600])  # a saved row re-embedded
     index.remove([7, 450, 12345])  # a saved row, a new row, and a row never seen
-    assert not index.mapped and len(IndexFiles.open(path, 24)) == 400  # the file is untouched
+    assert not index.mapped and len(IndexFiles.open(path, 24, file_digest(path))) == 400  # the file is untouched
     truth = {i: data[i] for i in range(600) if i not in (7, 450)}
     truth[5] = data[599]
     assert len(index) == len(truth) and index.unsaved == 200 + 2 + 2
@@ -81,14 +82,52 @@ def test_index_files_save_atomically_keep_the_newest_and_refuse_bad_files(tmp_pa
     data = _clustered(50, d=8)
     index = build(8, np.arange(50, dtype=np.uint64), data)
     prefix = IndexFiles.prefix("chunk", "main", "fp")
-    files.save(index, prefix, 10, 0)
-    path = files.save(index, prefix, 12, 64)
-    other = files.save(index, IndexFiles.prefix("chunk", "other", "fp"), 11, 0)
-    assert files.latest(prefix) == (path, 12, 64)
+    accepted = []
+    files.save(index, prefix, 10, 0, accepted.append)
+    path = files.save(index, prefix, 12, 64, accepted.append)
+    other = files.save(index, IndexFiles.prefix("chunk", "other", "fp"), 11, 0, accepted.append)
+    digest = file_digest(path)
+    assert files.latest(prefix) == (path, 12, 64, digest) and accepted[1] == digest
     assert sorted(p.name for p in files.dir.iterdir()) == sorted([path.name, other.name])  # no temp files
-    view = IndexFiles.open(path, 8)
-    assert view is not None and len(view) == 50 and IndexFiles.open(path, 9) is None
+    view = IndexFiles.open(path, 8, digest)
+    assert view is not None and len(view) == 50 and IndexFiles.open(path, 9, digest) is None
     path.write_bytes(b"not an index" * 100)
-    assert IndexFiles.open(path, 8) is None
+    assert IndexFiles.open(path, 8, digest) is None
     other.write_bytes(other.read_bytes()[:200])  # truncated
-    assert IndexFiles.open(other, 8) is None
+    assert IndexFiles.open(other, 8, accepted[2]) is None
+
+
+def test_a_damaged_byte_inside_an_index_file_is_detected(tmp_path):
+    """Damage the header's checks cannot see (a vector's bytes) is refused by the digest."""
+    files = IndexFiles(str(tmp_path / "store.db"))
+    data = _clustered(50, d=8)
+    path = files.save(build(8, np.arange(50, dtype=np.uint64), data), IndexFiles.prefix("chunk", "main", "fp"),
+                      1, 0, lambda digest: None)
+    digest = file_digest(path)
+    body = bytearray(path.read_bytes())
+    body[len(body) // 2] ^= 0xFF
+    path.write_bytes(bytes(body))
+    assert Index.restore(str(path), view=True) is not None  # usearch itself maps it happily
+    assert IndexFiles.open(path, 8, digest) is None
+
+
+def test_removed_vectors_are_not_in_the_saved_file(tmp_path):
+    """usearch keeps a removed row's vector in its slot; ``wipe`` overwrites every free slot,
+    also after several rounds of removals (free slots are reused oldest first)."""
+    data = _unit(np.random.default_rng(3).standard_normal((300, 16)).astype(np.float32))
+    ann = AnnIndex(16, stamp=0, index=build(16, np.arange(300, dtype=np.uint64), data))
+    gone = []
+    for round_ in range(3):
+        keys = list(range(round_ * 7, round_ * 7 + 5))
+        ann.remove(keys)
+        ann.upsert([1000 + round_], data[299:300])  # an add between removals reuses one slot
+        gone += keys
+    ann.wipe()
+    files = IndexFiles(str(tmp_path / "store.db"))
+    path = files.save(ann.index, IndexFiles.prefix("chunk", "main", "fp"), 1, 0, lambda digest: None)
+    raw = path.read_bytes()
+    stored = np.frombuffer(raw[: len(raw) // 2 * 2], dtype=np.float16)
+    for key in gone:
+        assert np.asarray(data[key], np.float16).tobytes() not in raw
+    assert stored.size and ann.removed == 0 and len(ann) == 300 - len(gone) + 3
+    assert [k for k, _ in ann.search(data[100], 1)] == [100]

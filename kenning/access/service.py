@@ -171,9 +171,7 @@ class Service:
             with self.locks.hold(self.kn.datasets()):
                 return self.kn.forget(everything=True)
         self.access.require(who, dataset, "delete")
-        if dataset not in self.kn.datasets():
-            return ForgetResult()
-        with self.locks.hold([dataset]):
+        with self.locks.hold([dataset]):  # an unknown dataset: NotFoundError (404)
             return self.kn.forget(dataset=dataset)
 
     def prune(self, who: Principal, *, dataset: str = DEFAULT_DATASET, dry_run: bool = True, **kw: Any) -> PruneResult:

@@ -1,4 +1,4 @@
-"""``kenning eval``: retrieval quality on public data sets (LoCoMo, HotpotQA, MuSiQue).
+"""``kenning eval``: retrieval quality on public data sets (LoCoMo, HotpotQA, MuSiQue, LongMemEval).
 
 Each command reads the data from the path given, remembers it into a fresh in-memory store,
 asks every question and prints evidence recall@k per category and overall, MRR and recall
@@ -45,7 +45,7 @@ def _options(fn):
         click.option("--k", "k", default="5,10,25", show_default=True, callback=_k_values,
                      help="Cut-offs for recall@k (comma list)."),
         click.option("--limit", type=click.IntRange(min=1), default=None,
-                     help="Only the first N conversations (LoCoMo) or questions (HotpotQA, MuSiQue)."),
+                     help="Only the first N conversations (LoCoMo) or questions (HotpotQA, MuSiQue, LongMemEval)."),
         click.option("--search-type", "search_types", multiple=True, default=("hybrid", "chunks"),
                      show_default=True, help="Search types to score (repeatable)."),
         click.option("--embedder", default=None,
@@ -91,7 +91,7 @@ def _run(kind: str, path: str, k, limit, search_types, embedder, answer, judge, 
 def _limit(kind: str, collections: list, limit: int | None) -> list:
     if limit is None:
         return collections
-    if kind == "locomo":
+    if kind in ("locomo", "longmemeval"):  # a LongMemEval question is its own collection
         return collections[:limit]
     for c in collections:  # one corpus: keep all passages, ask fewer questions
         c.questions = c.questions[:limit]
@@ -132,3 +132,18 @@ def musique(**options: Any) -> None:
     Example: kenning eval musique path/to/musique/ --limit 20
     """
     _run("musique", **options)
+
+
+@eval_group.command("longmemeval")
+@_options
+def longmemeval(**options: Any) -> None:
+    """LongMemEval: evidence recall over user-assistant turns, per question type, beside BM25.
+
+    PATH is a folder of per-question JSON files (or a file of a list of them). Each question gets
+    a fresh store: every haystack session remembered as one conversation (a message per turn,
+    dated by its session), the engine clock at the question date. Prints turn recall@k and NDCG,
+    and session recall_any / recall_all@k. --split does not cut: a folder is one split.
+
+    Example: kenning eval longmemeval path/to/longmemeval/dev --limit 6 --k 5,10
+    """
+    _run("longmemeval", **options)

@@ -85,6 +85,8 @@ class Lifecycle:
             raise ValidationError(
                 f"cannot update {', '.join(unknown)}; updatable: {', '.join(sorted(UPDATABLE_FIELDS))}"
             )
+        if not changes:
+            raise ValidationError(f"update needs a field to change: {', '.join(sorted(UPDATABLE_FIELDS))}")
         now = self.now()
         fields = _changed_fields(memory, changes, now)
         known_facts.check_update(memory, fields)
@@ -151,6 +153,7 @@ class Lifecycle:
             dataset = dataset or DEFAULT_DATASET
         if dataset is not None:
             check_dataset(dataset)
+            _require_dataset(self.store, dataset)
         started = time.perf_counter()
         out = ForgetResult()
         # Each page is deleted in its own transaction, so forgetting a huge dataset never
@@ -255,8 +258,10 @@ class Lifecycle:
 
     def _prune_page(self, txn: Txn, ids: list[str], criteria: PruneCriteria,
                     now: dt.datetime) -> tuple[list[Memory], tuple[list[str], list[str]]]:
-        # Decide again inside the transaction: a memory pinned meanwhile stays.
-        batch = [m for m in self.store.get_memories(ids) if prune_reason(m, criteria, self.settings, now) is not None]
+        # Decide again inside the transaction, on rows it holds locked until it commits: a pin
+        # committed before is seen and the memory stays; one made after waits, then finds the
+        # memory gone (NotFoundError), so no acknowledged pin is ever deleted.
+        batch = [m for m in txn.lock_memories(ids) if prune_reason(m, criteria, self.settings, now) is not None]
         return batch, remove_memories(self.store, txn, batch, now)
 
 
@@ -272,6 +277,19 @@ class Lifecycle:
         self.store.set_fact_weight(fact_id, weight)
         log.info("feedback", extra={"fact_id": fact_id, "helpful": helpful, "weight": weight})
         return weight
+
+
+def _require_dataset(store: Store, dataset: str) -> None:
+    """The dataset exists, as a read requires it (``main`` always does; so does one created
+    empty through the server's ``datasets create``): forgetting a misspelt name is an error,
+    not an empty success."""
+    if dataset == DEFAULT_DATASET or dataset in store.datasets():
+        return
+    from ..store.auth import AuthStore
+
+    if isinstance(store, AuthStore) and store.dataset_records([dataset]):
+        return
+    raise NotFoundError(f"no dataset {dataset!r}")
 
 
 def _changed_fields(memory: Memory, changes: dict[str, Any], now: dt.datetime) -> dict[str, Any]:

@@ -24,7 +24,7 @@ from .._lease import Heartbeat, dead_owners, new_owner
 from ..dates import parse_when
 from ..errors import ConflictError, KenningError, StoreError, ValidationError
 from ..lifecycle.improve import duplicate_pairs
-from ..lifecycle.remove import scrub_entities
+from ..lifecycle.remove import require_present, scrub_entities
 from ..models import (
     CognifyResult, FactInput, ImproveResult, Memory, MemoryInput, MemoryKind, Message, RememberResult, Usage,
 )
@@ -484,6 +484,7 @@ class Writing:
         old_entities = set(self.store.memory_graph(memory.id)[0])
 
         def swap(txn: Txn) -> None:
+            require_present(txn, memory.id)  # a delete may have committed since the read
             apply_plan(txn, plan, self.rules)
             scrub_entities(self.store, txn, old_entities, gone=set(), replaced={memory.id: new.content})
 

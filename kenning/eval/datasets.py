@@ -14,6 +14,12 @@ questions with the keys of their gold evidence.
 - MuSiQue (HippoRAG subset): one collection; a unit per corpus paragraph keyed by its index in
   the corpus ("12"); gold = the supporting paragraphs, matched on (title, text); category = the
   hop label of the id (2hop, 3hop1 …).
+- LongMemEval (a folder of one JSON file per question, or a file holding a list of them): one
+  collection per question, its own haystack; a unit per turn keyed "<session id>:<index>", with
+  its role, dated by its session; gold = the ``has_answer`` turns, and the question's
+  ``answer_session_ids`` as its gold sessions; category = ``question_type``; the collection's
+  ``now`` is the question date (the engine clock while it is asked). Empty turns are left out;
+  questions without an evidence turn (abstention) are skipped.
 """
 
 from __future__ import annotations
@@ -25,7 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-__all__ = ["SPLITS", "Collection", "Question", "Unit", "load", "load_hotpotqa", "load_locomo", "load_musique"]
+__all__ = ["SPLITS", "Collection", "Question", "Unit", "load", "load_hotpotqa", "load_locomo", "load_longmemeval",
+           "load_musique", "session_of"]
 
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
 
@@ -37,6 +44,9 @@ class Unit:
     valid_at: dt.datetime | None = None
     #: units of one episode (a LoCoMo session) are remembered together, in order, in one call
     episode: str | None = None
+    #: a chat turn's role (``user`` / ``assistant``): the units of an episode are remembered as
+    #: messages of one session
+    role: str | None = None
 
 
 @dataclass(frozen=True)
@@ -45,6 +55,8 @@ class Question:
     gold: tuple[str, ...]
     category: str
     answer: str = ""
+    #: the sessions holding the evidence (LongMemEval), scored by session recall
+    sessions: tuple[str, ...] = ()
 
 
 @dataclass
@@ -52,6 +64,8 @@ class Collection:
     name: str
     units: list[Unit] = field(default_factory=list)
     questions: list[Question] = field(default_factory=list)
+    #: the engine clock while its questions are asked (None: the real clock)
+    now: dt.datetime | None = None
 
 
 class DataError(ValueError):
@@ -184,7 +198,65 @@ def load_musique(path: Path) -> list[Collection]:
     return [out]
 
 
-LOADERS = {"locomo": load_locomo, "hotpotqa": load_hotpotqa, "musique": load_musique}
+# -- LongMemEval -------------------------------------------------------------------------------
+
+def parse_lme_time(text: str) -> dt.datetime:
+    """"2023/05/20 (Sat) 02:21" as UTC (DataError when it does not parse)."""
+    try:
+        return dt.datetime.strptime(re.sub(r"\s*\(\w+\)\s*", " ", str(text)).strip(),
+                                    "%Y/%m/%d %H:%M").replace(tzinfo=dt.UTC)
+    except ValueError:
+        raise DataError(f"cannot read the LongMemEval date {text!r}") from None
+
+
+def session_of(key: str) -> str:
+    """The session of a LongMemEval turn key ("<session id>:<index>")."""
+    return key.rpartition(":")[0] or key
+
+
+def load_longmemeval(path: Path) -> list[Collection]:
+    path = Path(path)
+    if path.is_dir() and not any(path.glob("*.json")) and (path / "dev").is_dir():
+        path = path / "dev"  # the data folder: its dev split
+    if path.is_dir():
+        items = [_read_json(p) for p in sorted(path.glob("*.json"))]
+    else:
+        data = _read_json(path)
+        items = data if isinstance(data, list) else [data]
+    if not items or not all(isinstance(i, dict) and "haystack_sessions" in i for i in items):
+        raise DataError(f"{path} holds no LongMemEval questions (objects with 'haystack_sessions')")
+    out = []
+    for item in items:
+        collection = _lme_question(item)
+        if collection.questions:
+            out.append(collection)
+    return out
+
+
+def _lme_question(item: dict[str, Any]) -> Collection:
+    out = Collection(name=str(item["question_id"]), now=parse_lme_time(item["question_date"]))
+    gold: list[str] = []
+    sessions = zip(item["haystack_session_ids"], item["haystack_dates"], item["haystack_sessions"], strict=True)
+    for session_id, date, turns in sessions:
+        when = parse_lme_time(date)
+        for index, turn in enumerate(turns):
+            if not str(turn.get("content") or "").strip():
+                continue  # an empty turn (the data has a few) says nothing and is no message
+            key = f"{session_id}:{index}"
+            out.units.append(Unit(key=key, text=str(turn["content"]), valid_at=when,
+                                  episode=f"{out.name}:{session_id}", role=str(turn["role"])))
+            if turn.get("has_answer"):
+                gold.append(key)
+    if gold:
+        out.questions.append(Question(
+            str(item["question"]), tuple(gold), str(item["question_type"]), str(item.get("answer", "")),
+            sessions=tuple(str(s) for s in item.get("answer_session_ids", ())),
+        ))
+    return out
+
+
+LOADERS = {"locomo": load_locomo, "hotpotqa": load_hotpotqa, "musique": load_musique,
+           "longmemeval": load_longmemeval}
 SPLITS = ("all", "dev", "test")
 
 
@@ -207,6 +279,8 @@ def load(kind: str, path: Path | str, split: str = "all") -> list[Collection]:
     if kind == "locomo":
         half = (len(collections) + 1) // 2
         return collections[:half] if split == "dev" else collections[half:]
+    if kind == "longmemeval":  # a folder is already a split (dev/ holds the dev questions)
+        return collections
     for c in collections:
         half = (len(c.questions) + 1) // 2
         c.questions = c.questions[:half] if split == "dev" else c.questions[half:]

@@ -16,7 +16,19 @@ def _table(headers: list[str], rows: list[list[str]]) -> list[str]:
 
 
 def _row(label: str, scores: dict[str, Any], ks: list[int]) -> list[str]:
-    return [label, str(scores["n"]), *(f"{scores[f'recall@{k}']:.1f}" for k in ks), f"{scores['mrr']:.3f}"]
+    out = [label, str(scores["n"]), *(f"{scores[f'recall@{k}']:.1f}" for k in ks), f"{scores['mrr']:.3f}"]
+    if f"session_any@{ks[0]}" in scores:
+        out += [f"{scores[f'ndcg@{k}']:.3f}" for k in ks]
+        out += [f"{scores[f'session_{m}@{k}']:.1f}" for m in ("any", "all") for k in ks]
+    return out
+
+
+def _session_headers(report: dict[str, Any], ks: list[int]) -> list[str]:
+    """LongMemEval's columns: NDCG over turns, session recall_any / recall_all."""
+    sample = next(iter(report["systems"].values()), {}).get("overall", {})
+    if f"session_any@{ks[0]}" not in sample:
+        return []
+    return [*(f"NDCG@{k}" for k in ks), *(f"S{m}@{k}" for m in ("any", "all") for k in ks)]
 
 
 def render(report: dict[str, Any]) -> str:
@@ -26,7 +38,7 @@ def render(report: dict[str, Any]) -> str:
         (f"{report['benchmark']}: {report['questions']} questions over {report['units']} units; "
          f"embedder {report['embedder']}; ingest {ingest['seconds']} s ({ingest['units_per_s']} units/s)"),
     ]
-    headers = ["system / category", "n", *(f"R@{k}" for k in ks), "MRR"]
+    headers = ["system / category", "n", *(f"R@{k}" for k in ks), "MRR", *_session_headers(report, ks)]
     rows = []
     for name, entry in report["systems"].items():
         rows.append(_row(f"{name}: overall", entry["overall"], ks))
@@ -35,7 +47,8 @@ def render(report: dict[str, Any]) -> str:
         for category, scores in entry["categories"].items():
             rows.append(_row(f"  {category}", scores, ks))
     for name, scores in report.get("reference", {}).items():
-        rows.append([name, "", *(f"{scores[f'recall@{k}']:.1f}" if f"recall@{k}" in scores else "" for k in ks), ""])
+        row = [name, "", *(f"{scores[f'recall@{k}']:.1f}" if f"recall@{k}" in scores else "" for k in ks), ""]
+        rows.append(row + [""] * (len(headers) - len(row)))
     lines += _table(headers, rows)
     lines.append("")
     lines += _table(

@@ -22,8 +22,8 @@ import numpy as np
 
 from ..search.recall import LANES
 from .bm25 import BM25
-from .datasets import Collection, Question
-from .metrics import exact_match, recall_at_k, reciprocal_rank, token_f1
+from .datasets import Collection, Question, session_of
+from .metrics import all_at_k, any_at_k, exact_match, ndcg_at_k, recall_at_k, reciprocal_rank, token_f1
 
 __all__ = ["EvalConfig", "Outcome", "evaluate", "summarize"]
 
@@ -60,6 +60,8 @@ class Outcome:
     ranked: list[str]
     gold: tuple[str, ...]
     ms: float = 0.0
+    #: the gold sessions (LongMemEval): ``ranked`` is also scored by the sessions of its turns
+    sessions: tuple[str, ...] = ()
 
 
 @dataclass
@@ -79,6 +81,13 @@ def _ingest(kn: Any, collection: Collection) -> dict[str, list[str]]:
     keys: dict[str, list[str]] = defaultdict(list)
     for episode, group in groupby(collection.units, key=lambda u: u.episode):
         units = list(group)
+        if episode is not None and units[0].role is not None:  # a chat session, as messages
+            messages = [{"role": u.role, "content": u.text} for u in units]
+            result = kn.remember(messages, dataset=DATASET, session=episode, source=episode,
+                                 valid_at=units[0].valid_at)
+            for memory_id, unit in zip(result.memory_ids, units):
+                keys[memory_id].append(unit.key)
+            continue
         if episode is None:
             for unit in units:
                 result = kn.remember(unit.text, dataset=DATASET, source=unit.key, valid_at=unit.valid_at)
@@ -109,13 +118,13 @@ def _ask(kn: Any, q: Question, system: str, top_k: int, keys: dict[str, list[str
     else:  # an evaluation-only restriction of hybrid, below the public API
         result = kn._engine.recall(q.text, dataset=DATASET, search_type="hybrid", top_k=top_k, lanes=lanes)
     ms = (time.perf_counter() - started) * 1000
-    return Outcome(system, q.category, ranked_keys(result.hits, keys), q.gold, ms)
+    return Outcome(system, q.category, ranked_keys(result.hits, keys), q.gold, ms, q.sessions)
 
 
 def _bm25(index: BM25, units: list[str], q: Question, depth: int) -> Outcome:
     started = time.perf_counter()
     ranked = [units[i] for i in index.rank(q.text, depth)]
-    return Outcome("bm25", q.category, ranked, q.gold, (time.perf_counter() - started) * 1000)
+    return Outcome("bm25", q.category, ranked, q.gold, (time.perf_counter() - started) * 1000, q.sessions)
 
 
 def _answer(kn: Any, q: Question, config: EvalConfig, judge: Callable[[str, str, str], bool] | None) -> dict[str, Any]:
@@ -137,7 +146,8 @@ def evaluate(
     run = Run()
     depth = 2 * max(config.k)
     for collection in collections:
-        with Kenning(":memory:", embedder=_embedder(config), **config.settings) as kn:
+        clock = (lambda now=collection.now: now) if collection.now is not None else None
+        with Kenning(":memory:", embedder=_embedder(config), clock=clock, **config.settings) as kn:
             started = time.perf_counter()
             keys = _ingest(kn, collection)
             run.ingest_seconds += time.perf_counter() - started
@@ -199,6 +209,13 @@ def _scores(outcomes: list[Outcome], k_values: Sequence[int]) -> dict[str, float
     for k in k_values:
         out[f"recall@{k}"] = round(100 * float(np.mean([recall_at_k(o.ranked, o.gold, k) for o in outcomes])), 1)
     out["mrr"] = round(float(np.mean([reciprocal_rank(o.ranked, o.gold) for o in outcomes])), 3)
+    if outcomes and all(o.sessions for o in outcomes):
+        for k in k_values:
+            out[f"ndcg@{k}"] = round(float(np.mean([ndcg_at_k(o.ranked, o.gold, k) for o in outcomes])), 3)
+        sessions = [(list(dict.fromkeys(session_of(key) for key in o.ranked)), o.sessions) for o in outcomes]
+        for k in k_values:
+            out[f"session_any@{k}"] = round(100 * float(np.mean([any_at_k(r, g, k) for r, g in sessions])), 1)
+            out[f"session_all@{k}"] = round(100 * float(np.mean([all_at_k(r, g, k) for r, g in sessions])), 1)
     return out
 
 

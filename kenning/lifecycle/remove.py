@@ -12,10 +12,11 @@ import datetime as dt
 import re
 from collections.abc import Iterable, Iterator, Sequence
 
+from ..errors import ConflictError, NotFoundError
 from ..models import Fact, Memory
 from ..store.base import Store, Txn
 
-__all__ = ["removal_preview", "remove_memories", "scrub_entities"]
+__all__ = ["removal_preview", "remove_memories", "require_present", "scrub_entities"]
 
 #: memories read, at most, to find support for a shared entity's description and aliases;
 #: past it the text is dropped (losing a description is cheap, keeping forgotten text is not)
@@ -46,6 +47,18 @@ def remove_memories(
     _restore_superseded(store, txn, memories, gone, now)
     scrub_entities(store, txn, touched - set(dead_entities), gone=gone)
     return dead_entities, dead_facts
+
+
+def require_present(txn: Txn, memory_id: str) -> None:
+    """Inside a write that replaces a memory's graph (``update``): the memory still exists and
+    no worker holds it, checked on the row the transaction now holds. A ``delete`` or a claim
+    that committed while the new version was extracted outside the transaction is a typed
+    error, never a write against a row that is gone."""
+    state = txn.claim_state(memory_id)
+    if state is None:
+        raise NotFoundError(f"no memory {memory_id!r}: it was deleted while being updated")
+    if state[0] == "processing":
+        raise ConflictError(f"memory {memory_id!r} is being processed; try again when it is done")
 
 
 def removal_preview(

@@ -34,7 +34,7 @@ from ..providers.base import Embedder
 from ..settings import Settings
 from ..store.base import ChunkRow, FactRow, MemoryFilter, Scored, Store
 from .._identity import DEFAULT_DATASET
-from . import recency
+from . import chat, recency
 from .variants import with_variants
 from .when import Window, query_window
 
@@ -57,6 +57,11 @@ LANE_WEIGHTS: dict[str, float] = {
     "speaker": 0.25,
     #: a second full-text query with names from the best passages (two-hop questions)
     "expansion": 0.5,
+    #: score multiplier 1 + this for a chat turn of the role the question points at (search/chat.py)
+    "role": 1.0,
+    #: in a question that gathers ("how many…"), each further hit from an episode already
+    #: ranked keeps 1 - this of its score (search/chat.py)
+    "session": 0.3,
 }
 #: a question about what ended ("which company did X leave") is not answered by what is current
 _PAST = re.compile(r"\b(left|leave|leaving|quit|former(ly)?|previous(ly)?|used to|ex-|before|earlier|"
@@ -129,7 +134,7 @@ _LANES: dict[str, _Spec] = {
 ANSWER_MODES = {"graph_completion": "hybrid", "rag_completion": "chunks"}
 SEARCH_TYPES = tuple(_LANES) + tuple(ANSWER_MODES) + ("auto",)
 #: lane names a Query may restrict itself to (evaluation of one lane at a time)
-LANES = ("lexical", "vector", "graph", "neighbor", "window", "speaker", "expansion")
+LANES = ("lexical", "vector", "graph", "neighbor", "window", "speaker", "expansion", "role", "session")
 
 
 @dataclass
@@ -218,7 +223,10 @@ def _normalise(lane: str, items: list[Scored], limit: int | None = None) -> list
 def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usage | None,
              named: set[str], name_words: set[str], asked: set[str]) -> _Lanes:
     limit = max(q.top_k * 3, 30) * (_SCOPED_FETCH if q.scope else 1)
-    terms = with_variants(terms_of(q.text))  # "allergies" also finds "allergic"
+    terms = terms_of(q.text)
+    if q.uses("role") and LANE_WEIGHTS["role"] > 0:
+        terms = chat.lexical_terms(q.text, terms)
+    terms = with_variants(terms)  # "allergies" also finds "allergic"
     lanes = _Lanes()
     seeds: list[str] = []
     if q.uses("lexical"):
@@ -482,6 +490,8 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     for hit in hits:
         if hit.id in ctx.answers_found and hit.current:
             hit.score += lead
+    if q.uses("session") and LANE_WEIGHTS["session"] > 0 and chat.gathers(q.text):
+        hits = chat.diversify(hits, lambda h: _episode(ctx, h), LANE_WEIGHTS["session"])
     hits.sort(key=lambda h: (-h.score, h.id))
     _settle(ctx, hits[: max(q.top_k * 2, 20)], window)
     hits.sort(key=lambda h: (-h.score, h.id))
@@ -507,6 +517,11 @@ def _settle(ctx: _Context, hits: list[Hit], window: Window | None) -> None:
 def _outermost(names: set[str]) -> set[str]:
     """The names not part of a longer one ("alice novak", not also "novak")."""
     return {n for n in names if not any(n != m and set(n.split()) < set(m.split()) for m in names)}
+
+
+def _episode(ctx: _Context, hit: Hit) -> str | None:
+    memory = ctx.memories.get(hit.memory_ids[0]) if hit.memory_ids else None
+    return memory.episode if memory is not None else None
 
 
 def _neighbor_bonus(store: Store, pool: dict[str, _Evidence], top_k: int) -> None:
@@ -542,6 +557,9 @@ def _evidence_hit(ctx: _Context, ev: _Evidence, window: Window | None) -> Hit | 
     if speaker and LANE_WEIGHTS["speaker"] and ctx.q.uses("speaker") and _names_in(speaker, ctx.q.text):
         ev.multiplier *= 1.0 + LANE_WEIGHTS["speaker"]
         ev.why.append(f"speaker x{1 + LANE_WEIGHTS['speaker']:g}")
+    if ctx.q.uses("role") and (role := chat.role_multiplier(ctx.q.text, memory, LANE_WEIGHTS["role"])) != 1.0:
+        ev.multiplier *= role
+        ev.why.append(f"role x{role:g}")
     fact = _best_fact(ctx, ev)
     # The window the question names: a fact shown is judged by when it was true, a passage by
     # when it was said.

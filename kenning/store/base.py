@@ -171,6 +171,11 @@ class Txn(ABC):
         memory no longer exists."""
 
     @abstractmethod
+    def lock_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
+        """The memories that still exist, read and locked until the transaction ends: no other
+        writer changes them meanwhile (a pin made while a prune page is deleted waits for it)."""
+
+    @abstractmethod
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None: ...
 
     @abstractmethod
@@ -243,14 +248,50 @@ class Txn(ABC):
 
     def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
         """Drop a memory's provenance links; delete facts and entities nothing else states.
-        Facts closed by a deleted fact are reopened: the knowledge that closed them is gone.
-        Returns (entity_ids, fact_ids) deleted, each sorted."""
+        Facts closed by a deleted fact are decided again without it (``reopen_closed``): the
+        knowledge that closed them is gone. Returns (entity_ids, fact_ids) deleted, each sorted."""
         fact_ids, entity_ids = self.drop_links(memory_id)
         dead_facts = sorted(self.unstated_facts(fact_ids))
         if dead_facts:
-            self.reopen_facts(dead_facts)
+            self.reopen_closed(dead_facts)
             self.delete_facts(dead_facts)
         return sorted(self.delete_orphans(entity_ids)), dead_facts
+
+    def reopen_closed(self, dead: Sequence[str]) -> None:
+        """The facts the ``dead`` facts closed, re-decided without them: a fact ``O`` closed by
+        a dead fact is closed again at the start of the next later fact of its relation (or the
+        dead fact's) in the same slot (same source, or same target when the dead fact shared
+        only that),
+        superseded by it; only with no later fact left is it open again. So deleting the
+        middle of Acme (2020) -> Globex (2021) -> Initech (2022) leaves Acme closed at 2022,
+        never a second open value beside Initech."""
+        gone = set(dead)
+        closers = {row.id: row for row in self.get_fact_rows(list(dead))}
+        for old in self.facts_closed_by(list(dead)):
+            if old.id in gone:
+                continue
+            closer = closers.get(old.superseded_by or "")
+            later = None
+            if closer is not None and (closer.source_id == old.source_id or closer.target_id == old.target_id):
+                by_source = closer.source_id == old.source_id
+                anchor = old.source_id if by_source else old.target_id
+                rank = (old.valid_at, old.created_at, old.id)
+                # the dead fact's relation too: a change statement may close a fact of
+                # another relation of the same family, and its successors share its relation
+                slot = {f.id: f for relation in dict.fromkeys((old.relation, closer.relation))
+                        for f in self.slot_facts(old.dataset, relation, anchor, by_source)}
+                later = min((
+                    f for f in slot.values()
+                    if f.id not in gone and f.id != old.id
+                    and (f.target_id != old.target_id if by_source else f.source_id != old.source_id)
+                    and (f.valid_at, f.created_at, f.id) > rank
+                    and (f.invalid_at is None or f.invalid_at > f.valid_at)  # an empty interval holds no value
+                ), key=lambda f: (f.valid_at, f.created_at, f.id), default=None)
+            if later is not None:
+                self.close_fact(old.id, invalid_at=later.valid_at, expired_at=old.expired_at,
+                                superseded_by=later.id)
+            else:
+                self.close_fact(old.id, invalid_at=None, expired_at=None, superseded_by=None)
 
     # -- set-based primitives of the rules above ---------------------------------------------
     @abstractmethod
@@ -285,8 +326,13 @@ class Txn(ABC):
         """Those of the facts no memory states any more."""
 
     @abstractmethod
-    def reopen_facts(self, closed_by: Sequence[str]) -> None:
-        """Reopen the closed facts that these facts superseded."""
+    def facts_closed_by(self, fact_ids: Sequence[str]) -> list[FactRow]:
+        """The closed (expired) facts these facts superseded."""
+
+    @abstractmethod
+    def slot_facts(self, dataset: str, relation: str, entity_id: str, by_source: bool) -> list[FactRow]:
+        """Every fact (open and closed) of ``relation`` whose source (``by_source``) or target
+        is ``entity_id``."""
 
     @abstractmethod
     def delete_facts(self, fact_ids: Sequence[str]) -> None: ...

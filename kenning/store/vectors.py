@@ -5,7 +5,16 @@ The database is the only source of truth. An index covers the rows changed up to
 (a position in the store's ``vector_log``); the store replays the log after that position into
 the index (``upsert`` / ``remove``), which copies a mapped index into memory on its first
 change and adds to its HNSW graph from then on. The store saves it atomically (write, fsync,
-rename) at close and every so many changed rows.
+rename) at close, every so many changed rows, and after a ``forget``.
+
+A saved file is trusted only when the database accepted it: its name carries a digest of its
+bytes, which the store records in its own database before the file takes its final name, and
+which is checked against the bytes each time the file is mapped. A file a database never
+recorded (a database restored from a backup beside a newer folder, or one that diverged from
+it) or a damaged one is never read: the index is rebuilt from the rows.
+
+A removed vector is not left in a saved file: usearch only marks a removed row and keeps its
+vector in the slot, so before each save the free slots are overwritten (``AnnIndex.wipe``).
 
 Keys are the rowids of the rows (the full-text tables rely on the same rowids).
 
@@ -21,7 +30,7 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -43,7 +52,12 @@ _SAMPLE = 100  # calibration queries
 _CONNECTIVITY = 16
 _EXPANSION_ADD = 64
 _DTYPE = "f16"
-FORMAT = f"usearch-{_DTYPE}-ip-m{_CONNECTIVITY}-v1"
+FORMAT = f"usearch-{_DTYPE}-ip-m{_CONNECTIVITY}-v2"
+#: keys of the placeholder rows that overwrite free slots (rowids never reach them)
+_WIPE_KEY = 1 << 63
+#: past this many free slots (or an eighth of the rows) a save rebuilds a compact graph
+_WIPE_ROWS = 1024
+_READ = 1 << 20
 
 
 def to_blob(vector: np.ndarray | None) -> bytes | None:
@@ -102,6 +116,8 @@ class AnnIndex:
         self.path = path  # the saved file, mapped while nothing changed since
         self.mapped = path is not None and index is not None
         self.unsaved = 0
+        #: rows removed since the index was saved (their vectors are still in its slots)
+        self.removed = 0
 
     def __len__(self) -> int:
         return len(self.index)
@@ -119,6 +135,7 @@ class AnnIndex:
         if len(present):
             self._writable().remove(present)
             self.unsaved += len(present)
+            self.removed += len(present)
 
     def upsert(self, keys: Sequence[int], vectors: np.ndarray) -> None:
         keys = _keys(keys)
@@ -127,6 +144,27 @@ class AnnIndex:
         self.remove(keys)
         self._writable().add(keys, np.asarray(vectors, dtype=np.float32), threads=0)
         self.unsaved += len(keys)
+
+    def wipe(self) -> None:
+        """Leave no removed row's vector in the index's memory, hence in the file saved from it:
+        usearch keeps a removed row's vector in its slot until a later add reuses the slot, and
+        reuses free slots oldest first. So as many placeholder rows of zeros as there are free
+        slots are added (taking every one) and removed again; past ``_WIPE_ROWS`` free slots the
+        graph is rebuilt from the live rows instead (compact, and cheaper than that many adds)."""
+        free = int(self.index.stats.nodes) - len(self.index)
+        if free <= 0:
+            self.removed = 0
+            return
+        index = self._writable()
+        if free > max(_WIPE_ROWS, len(index) // 8):
+            keys = np.asarray(index.keys, dtype=np.uint64)
+            vectors = np.asarray(index.get(keys), dtype=np.float32).reshape(len(keys), self.dimension)
+            self.index = build(self.dimension, keys, vectors)
+        else:
+            placeholders = np.arange(free, dtype=np.uint64) + np.uint64(_WIPE_KEY)
+            index.add(placeholders, np.zeros((free, self.dimension), np.float32), threads=0)
+            index.remove(placeholders)
+        self.removed = 0
 
     def search(self, query: np.ndarray, limit: int) -> list[tuple[int, float]]:
         limit = min(limit, len(self.index))
@@ -150,9 +188,10 @@ def build(dimension: int, keys: np.ndarray, vectors: np.ndarray) -> Index:
 
 class IndexFiles:
     """Saved indexes of one store, in ``<database>.vectors/``. A file's name carries what it
-    covers: ``<kind>-<dataset hash>-<fingerprint>-<stamp>-<breadth>.usearch``; the fingerprint
-    hashes the store's id, its embedder and the file format, so a file from another embedder or
-    from an earlier database at the same path is never read."""
+    covers: ``<kind>-<dataset hash>-<fingerprint>-<stamp>-<breadth>-<digest>.usearch``; the
+    fingerprint hashes the store's id, its embedder and the file format, so a file from another
+    embedder or from an earlier database at the same path is never read; the digest hashes the
+    file's bytes (see the module's docstring)."""
 
     def __init__(self, database: str) -> None:
         self.dir = Path(database).expanduser().with_name(Path(database).name + ".vectors")
@@ -161,40 +200,68 @@ class IndexFiles:
     def prefix(kind: str, dataset: str, fingerprint: str) -> str:
         return f"{kind}-{hashlib.sha1(dataset.encode()).hexdigest()[:16]}-{fingerprint}-"
 
-    def latest(self, prefix: str) -> tuple[Path, int, int] | None:
-        """The newest saved file for a prefix: its path, stamp and search breadth."""
-        pattern = re.compile(re.escape(prefix) + r"(\d+)-(\d+)\.usearch")
-        best = None
+    def saved(self, prefix: str) -> list[tuple[Path, int, int, str]]:
+        """The saved files for a prefix, newest first: path, stamp, search breadth, digest."""
+        pattern = re.compile(re.escape(prefix) + r"(\d+)-(\d+)-([0-9a-f]{32})\.usearch")
+        found = []
         for path in self.dir.glob(prefix + "*.usearch") if self.dir.is_dir() else ():
-            m = pattern.fullmatch(path.name)
-            if m and (best is None or int(m[1]) > best[1]):
-                best = (path, int(m[1]), int(m[2]))
-        return best
+            if m := pattern.fullmatch(path.name):
+                found.append((path, int(m[1]), int(m[2]), m[3]))
+        return sorted(found, key=lambda f: (-f[1], f[0].name))
 
-    def save(self, index: Index, prefix: str, stamp: int, breadth: int) -> Path:
-        """Write, fsync, rename; then delete the older files of the same kind and dataset (an
-        open memory map of a deleted file stays valid)."""
+    def latest(self, prefix: str) -> tuple[Path, int, int, str] | None:
+        """The newest saved file for a prefix."""
+        return next(iter(self.saved(prefix)), None)
+
+    def save(self, index: Index, prefix: str, stamp: int, breadth: int, accept: Callable[[str], None]) -> Path:
+        """Write, fsync, digest, ``accept(digest)`` (the store records it), rename; then delete
+        the older files of the same kind and dataset (an open memory map of a deleted file
+        stays valid). The temporary file carries this process's id, so that one left by a
+        killed save is recognised and removed (``sweep``)."""
         self.dir.mkdir(parents=True, exist_ok=True)
-        final = self.dir / f"{prefix}{stamp}-{breadth}.usearch"
-        tmp = self.dir / f".tmp-{uuid.uuid4().hex}.usearch"
+        tmp = self.dir / f".tmp-{os.getpid()}-{uuid.uuid4().hex}.usearch"
         try:
             index.save(str(tmp))
             with open(tmp, "rb+") as fh:
                 os.fsync(fh.fileno())
+            digest = file_digest(tmp)
+            accept(digest)
+            final = self.dir / f"{prefix}{stamp}-{breadth}-{digest}.usearch"
             os.replace(tmp, final)
         finally:
             tmp.unlink(missing_ok=True)
         self._sync_dir()
-        kind_and_dataset = prefix.split("-")[:2]
-        for path in self.dir.glob("-".join(kind_and_dataset) + "-*.usearch"):
-            if path != final and self._stamp(path) <= stamp:
-                path.unlink(missing_ok=True)
+        self.drop(prefix, stamp, keep=final)
         return final
+
+    def drop(self, prefix: str, stamp: int, keep: Path | None = None) -> None:
+        """Delete the files of the prefix's kind and dataset (any fingerprint) up to ``stamp``."""
+        kind_and_dataset = prefix.split("-")[:2]
+        for path in self.dir.glob("-".join(kind_and_dataset) + "-*.usearch") if self.dir.is_dir() else ():
+            if path != keep and self._stamp(path) <= stamp:
+                path.unlink(missing_ok=True)
+
+    def sweep(self, fingerprint: str | None = None) -> None:
+        """Delete what no reader will map: temporary files of processes that are gone (a save
+        killed midway), and with ``fingerprint``, the files of any other fingerprint (an
+        earlier embedder's or format's)."""
+        if not self.dir.is_dir():
+            return
+        for path in self.dir.glob(".tmp-*.usearch"):
+            parts = path.name.split("-")
+            pid = int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
+            if pid is None or not _alive(pid):
+                path.unlink(missing_ok=True)
+        if fingerprint is not None:
+            for path in self.dir.glob("*.usearch"):
+                parts = path.stem.split("-")
+                if not path.name.startswith(".") and (len(parts) != 6 or parts[2] != fingerprint):
+                    path.unlink(missing_ok=True)
 
     @staticmethod
     def _stamp(path: Path) -> int:
         parts = path.stem.split("-")
-        return int(parts[3]) if len(parts) == 5 and parts[3].isdigit() else -1
+        return int(parts[3]) if len(parts) == 6 and parts[3].isdigit() else -1
 
     def _sync_dir(self) -> None:
         try:
@@ -207,9 +274,13 @@ class IndexFiles:
             os.close(fd)
 
     @staticmethod
-    def open(path: Path, dimension: int) -> Index | None:
-        """The saved index memory-mapped, or None when the file cannot be trusted."""
+    def open(path: Path, dimension: int, digest: str) -> Index | None:
+        """The saved index memory-mapped, or None when the file cannot be trusted: unreadable,
+        of another dimension, or its bytes not those its digest names (damaged)."""
         try:
+            if file_digest(path) != digest:
+                log.warning("damaged vector index file", extra={"path": str(path)})
+                return None
             meta = Index.metadata(str(path))
             if meta is None or meta["dimensions"] != dimension:
                 return None
@@ -220,3 +291,24 @@ class IndexFiles:
         if index is None or index.ndim != dimension:
             return None
         return index
+
+
+def file_digest(path: Path) -> str:
+    """A digest of the file's bytes (sha1, 32 hex digits; about 300 MB/s)."""
+    h = hashlib.sha1()
+    with open(path, "rb") as fh:
+        while block := fh.read(_READ):
+            h.update(block)
+    return h.hexdigest()[:32]
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:  # exists, owned by another user
+        return True
+    return True

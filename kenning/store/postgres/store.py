@@ -286,6 +286,19 @@ class _PgTxn(Txn):
             "SELECT status, claimed_by FROM memories WHERE id = %s FOR UPDATE", (memory_id,)).fetchone()
         return (row["status"], row["claimed_by"]) if row else None
 
+    def lock_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
+        ids = sorted(set(memory_ids))
+        if not ids:
+            return []
+        # The dataset locks first, as every writer takes them, then the rows in one order.
+        for row in self.conn.execute("SELECT DISTINCT dataset FROM memories WHERE id = ANY(%s) ORDER BY dataset",
+                                     (ids,)).fetchall():
+            self._lock(row["dataset"])
+        rows = self.conn.execute(
+            f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id = ANY(%s) ORDER BY id FOR UPDATE", (ids,)).fetchall()
+        self._datasets.update((("memories", r["id"]), r["dataset"]) for r in rows)
+        return _ordered({r["id"]: _memory(r) for r in rows}, memory_ids)
+
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
         self._lock_memory(memory_id)
         _update(self.conn, "memories", memory_id, fields)
@@ -427,9 +440,18 @@ class _PgTxn(Txn):
             "SELECT id FROM unnest(%s::text[]) AS id WHERE NOT EXISTS"
             " (SELECT 1 FROM fact_memories WHERE fact_id = id)", (list(fact_ids),))]
 
-    def reopen_facts(self, closed_by: Sequence[str]) -> None:
-        self.conn.execute("UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
-                          " WHERE superseded_by = ANY(%s) AND expired_at IS NOT NULL", (list(closed_by),))
+    def facts_closed_by(self, fact_ids: Sequence[str]) -> list[FactRow]:
+        rows = self.conn.execute(
+            f"SELECT {_FACT_COLUMNS} FROM facts WHERE superseded_by = ANY(%s) AND expired_at IS NOT NULL"
+            " ORDER BY created_at, id", (list(fact_ids),)).fetchall()
+        return [_fact_row(r) for r in rows]
+
+    def slot_facts(self, dataset: str, relation: str, entity_id: str, by_source: bool) -> list[FactRow]:
+        column = sql.Identifier("source_id" if by_source else "target_id")
+        rows = self.conn.execute(
+            sql.SQL("SELECT {} FROM facts WHERE dataset = %s AND relation = %s AND {} = %s").format(
+                sql.SQL(_FACT_COLUMNS), column), (dataset, relation, entity_id)).fetchall()
+        return [_fact_row(r) for r in rows]
 
     def delete_facts(self, fact_ids: Sequence[str]) -> None:
         self.conn.execute("DELETE FROM facts WHERE id = ANY(%s)", (list(fact_ids),))

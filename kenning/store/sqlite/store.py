@@ -45,6 +45,8 @@ _KIND_TABLE = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
 _SAVE_ROWS = 20_000
 #: an index that changed by more rows than this is saved at close, however large it is
 _CLOSE_SAVE_ROWS = 2_000
+#: digests of saved index files a database accepts per kind and dataset (the newest ones)
+_ACCEPTED = 8
 #: vectors logged between two maintenance passes at ingest
 _MAINTAIN_ROWS = 1024
 _ACCESS_FLUSH_CALLS = 64
@@ -177,6 +179,9 @@ class _SQLiteTxn(Txn):
     def claim_state(self, memory_id: str) -> tuple[str, str | None] | None:
         row = self.db.execute("SELECT status, claimed_by FROM memories WHERE id = ?", (memory_id,)).fetchone()
         return (row[0], row[1]) if row else None
+
+    def lock_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
+        return self.store.get_memories(memory_ids)  # BEGIN IMMEDIATE: no other writer runs
 
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
         self.store._update_memory(memory_id, fields)
@@ -324,11 +329,18 @@ class _SQLiteTxn(Txn):
             f"SELECT id FROM facts WHERE id IN ({_placeholders(len(fact_ids))})"
             " AND NOT EXISTS (SELECT 1 FROM fact_memories m WHERE m.fact_id = facts.id)", list(fact_ids))]
 
-    def reopen_facts(self, closed_by: Sequence[str]) -> None:
-        self.db.execute(
-            "UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
-            f" WHERE superseded_by IN ({_placeholders(len(closed_by))}) AND expired_at IS NOT NULL",
-            list(closed_by))
+    def facts_closed_by(self, fact_ids: Sequence[str]) -> list[FactRow]:
+        ids = [r[0] for r in self.db.execute(
+            f"SELECT id FROM facts WHERE superseded_by IN ({_placeholders(len(fact_ids))})"
+            " AND expired_at IS NOT NULL ORDER BY created_at, id", list(fact_ids))]
+        return self.store._fact_rows(ids) if ids else []
+
+    def slot_facts(self, dataset: str, relation: str, entity_id: str, by_source: bool) -> list[FactRow]:
+        column = "source_id" if by_source else "target_id"
+        ids = [r[0] for r in self.db.execute(
+            f"SELECT id FROM facts WHERE dataset = ? AND relation = ? AND {column} = ?",
+            (dataset, relation, entity_id))]
+        return self.store._fact_rows(ids) if ids else []
 
     def delete_facts(self, fact_ids: Sequence[str]) -> None:
         self._delete("facts", fact_ids)
@@ -345,6 +357,11 @@ class _SQLiteTxn(Txn):
     def delete_memory(self, memory_id: str) -> None:
         self.delete_chunks(memory_id)
         self.db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+
+
+def _files_key(kind: str, dataset: str) -> str:
+    """The meta key holding the digests of the index files saved for one kind and dataset."""
+    return f"vector_files {kind} {dataset}"
 
 
 def _trim_key(kind: str, dataset: str) -> str:
@@ -510,8 +527,10 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         SQLite has no FTS5 'secure-delete'), then checkpoint the WAL into the database and
         truncate it. Freed pages are already zeroed (``secure_delete``). The WAL cannot be
         truncated while another connection reads an older snapshot; it is then truncated by
-        the next scrub or checkpoint."""
+        the next scrub or checkpoint. The saved vector indexes are rewritten first
+        (``_scrub_vectors``)."""
         with self._lock:
+            self._scrub_vectors()
             for table in sorted(self._fts_changed):
                 with self._write():
                     self._db.execute(f"INSERT INTO {table}_fts ({table}_fts) VALUES ('optimize')")
@@ -519,6 +538,27 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
         if busy:
             log.info("wal not truncated: another connection is reading")
+
+    def _scrub_vectors(self) -> None:
+        """Leave no deleted row's vector in ``<db>.vectors/``: every index whose rows changed
+        since its file was saved is caught up; one that lost rows is saved again at once
+        (``AnnIndex.wipe`` overwrites their slots) or, emptied, has its files deleted. Files
+        of another embedder and temporary files of killed saves are deleted too."""
+        if self._files is None:
+            return
+        if self._fingerprint is None:
+            self._fingerprint = self._read_fingerprint()
+        self._files.sweep(self._fingerprint)
+        if self._fingerprint is None:
+            return
+        pairs = {tuple(r) for r in self._db.execute("SELECT DISTINCT kind, dataset FROM vector_log")}
+        pairs |= {key for key, index in self._anns.items() if index.removed}
+        for kind, dataset in sorted(pairs):
+            if (kind, dataset) not in self._anns and self._files.latest(self._prefix(kind, dataset)) is None:
+                continue  # nothing of it on disk
+            index = self._ann(kind, dataset)
+            if index is not None and (index.removed or not len(index)):
+                self._save(kind, dataset, index)
 
     @contextmanager
     def _write(self) -> Iterator[None]:
@@ -1191,16 +1231,42 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
     def _prefix(self, kind: str, dataset: str) -> str:
         return IndexFiles.prefix(kind, dataset, self._fingerprint or "")
 
+    def _accepted(self, kind: str, dataset: str) -> list[str]:
+        """The digests of the index files this database saved for a kind and dataset, newest
+        last (a few, for the processes still mapping an older one)."""
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_files_key(kind, dataset),)).fetchone()
+        return json.loads(row[0]) if row else []
+
+    def _accept(self, kind: str, dataset: str, digest: str) -> None:
+        """Record a file's digest before it takes its final name (so a reader never finds a
+        file its database does not know): in the write under way, or in a write of its own."""
+        def record() -> None:
+            digests = [d for d in self._accepted(kind, dataset) if d != digest][-(_ACCEPTED - 1):]
+            self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+                             (_files_key(kind, dataset), json.dumps([*digests, digest])))
+
+        if self._db.in_transaction:
+            record()
+            return
+        with self._write():
+            record()
+
     def _trimmed(self, kind: str, dataset: str) -> int:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_trim_key(kind, dataset),)).fetchone()
         return int(row[0]) if row else 0
 
     def _open_ann(self, kind: str, dataset: str, head: int) -> AnnIndex:
-        saved = self._files.latest(self._prefix(kind, dataset)) if self._files else None
-        if saved is None:
+        files = self._files.saved(self._prefix(kind, dataset)) if self._files else []
+        if not files:
             return self._build_ann(kind, dataset, head, "no saved index")
-        path, stamp, breadth = saved
-        base = IndexFiles.open(path, self._dimension or 0)
+        accepted = set(self._accepted(kind, dataset))
+        saved = next((f for f in files if f[3] in accepted), None)
+        if saved is None:
+            # No file this database saved: it was restored from a backup beside a newer
+            # folder, or the two diverged. Replaying the log onto such a file gives wrong rows.
+            return self._build_ann(kind, dataset, head, "index not saved by this database")
+        path, stamp, breadth, digest = saved
+        base = IndexFiles.open(path, self._dimension or 0, digest)
         if base is None:
             path.unlink(missing_ok=True)
             return self._build_ann(kind, dataset, head, "saved index unreadable")
@@ -1237,16 +1303,23 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         """Calibrate, save atomically, then trim the log rows of this kind and dataset the file
         covers. A store in memory, or whose directory refuses the file, keeps the index in
         memory; a file at least as new as this index (another process's) is left as it is."""
-        ann.breadth = calibrate(ann.index)
-        if self._files is None or not len(ann):
-            ann.unsaved = 0
+        if self._files is None:
+            ann.breadth, ann.unsaved = calibrate(ann.index), 0
             return
-        newest = self._files.latest(self._prefix(kind, dataset))
+        prefix = self._prefix(kind, dataset)
+        if not len(ann):  # nothing to save, and no file may keep the rows removed
+            self._files.drop(prefix, ann.stamp)
+            ann.unsaved = ann.removed = 0
+            return
+        newest = self._files.latest(prefix)
         if newest is not None and newest[1] >= ann.stamp and newest[0] != ann.path:
             return
+        ann.wipe()  # no removed row's vector goes into the file
+        ann.breadth = calibrate(ann.index)
         try:
-            ann.path = self._files.save(ann.index, self._prefix(kind, dataset), ann.stamp, ann.breadth)
-        except (OSError, RuntimeError) as exc:
+            ann.path = self._files.save(ann.index, prefix, ann.stamp, ann.breadth,
+                                        lambda digest: self._accept(kind, dataset, digest))
+        except (OSError, RuntimeError, sqlite3.Error) as exc:
             log.warning("vector index not saved", extra={"kind": kind, "error": str(exc)})
             return
         ann.unsaved = 0
