@@ -7,7 +7,10 @@ import re
 
 from .errors import ValidationError
 
-__all__ = ["DATASET_PATTERN", "DEFAULT_DATASET", "ID_CHARS", "check_dataset", "check_user_name", "content_hash"]
+__all__ = [
+    "DATASET_PATTERN", "DEFAULT_DATASET", "ID_CHARS", "check_dataset", "check_user_name", "content_hash",
+    "episode_key", "memory_identity",
+]
 
 _WS = re.compile(r"\s+")
 #: a dataset name: 1-128 letters, digits, '_', '-' or '.', not starting with a symbol
@@ -28,6 +31,33 @@ def content_hash(text: str, *scope: str | None) -> str:
     if any(part is not None for part in scope):
         normalized = "\x1f".join([*(part or "" for part in scope), normalized])
     return hashlib.sha256(normalized.encode()).hexdigest()
+
+
+def memory_identity(
+    content: str, *, kind: str | None = None, user: str | None = None, agent: str | None = None,
+    session: str | None = None, episode: str | None = None, position: int | None = None,
+    role: str | None = None, speaker: str | None = None,
+) -> str:
+    """The content identity of a memory, the one function ``remember``, ``add`` and ``update``
+    use (so an updated memory keeps its place): a chat message is its text with its episode,
+    position, role and speaker (an event: two "ok" turns are two memories); one text of an
+    episode (a list given in one call) is its text with its scope and its episode, so
+    "Thanks!" in two conversations is two memories (and twice in one list, one; ``add`` keeps
+    a text that an earlier memory in no episode holds as that memory); any other text is its text
+    with its user, agent and session (none: the text's alone, as before scopes existed)."""
+    if kind == "message":
+        return content_hash(content, "message", episode, str(position), role, speaker)
+    if episode is not None:
+        return content_hash(content, user, agent, session, "episode", episode)
+    return content_hash(content, user, agent, session)
+
+
+def episode_key(dataset: str, hashes: list[str]) -> str:
+    """The episode of several texts given in one call, named by what they are (the dataset
+    and each text's scoped identity, in order): the same list remembered again is the same
+    episode, so its memories are found again, while the same text in another list is not."""
+    digest = hashlib.sha256("\x1f".join([dataset, *hashes]).encode()).hexdigest()
+    return f"ep_{digest[:32]}"
 
 
 def check_dataset(name: str) -> str:

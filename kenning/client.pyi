@@ -176,7 +176,7 @@ class Kenning:
         """
         ...
 
-    def context(self, query: str | None = None, *, dataset: str = 'main', user: str | None = None, session: str | None = None, max_tokens: int = 1500, exclude_flagged: bool = True) -> Context:
+    def context(self, query: str | None = None, *, dataset: str = 'main', user: str | None = None, agent: str | None = None, session: str | None = None, max_tokens: int = 1500, exclude_flagged: bool = True) -> Context:
         """The block an agent puts in its prompt: current facts with the dates they hold since,
         the entities they concern, the session's latest messages and (with a ``query``) the
         recalled evidence, within ``max_tokens``. A closed fact is never shown as current.
@@ -362,7 +362,7 @@ class AsyncKenning:
         """
         ...
 
-    async def context(self, query: str | None = None, *, dataset: str = 'main', user: str | None = None, session: str | None = None, max_tokens: int = 1500, exclude_flagged: bool = True) -> Context:
+    async def context(self, query: str | None = None, *, dataset: str = 'main', user: str | None = None, agent: str | None = None, session: str | None = None, max_tokens: int = 1500, exclude_flagged: bool = True) -> Context:
         """The block an agent puts in its prompt: current facts with the dates they hold since,
         the entities they concern, the session's latest messages and (with a ``query``) the
         recalled evidence, within ``max_tokens``. A closed fact is never shown as current.

@@ -374,8 +374,9 @@ class ContextRequest(VerbRequest):
     positional = ("query",)
     query: Annotated[str, Field(min_length=1, max_length=QUERY_CHARS)] | None = None
     dataset: Dataset = DEFAULT_DATASET
-    user: Scope | None = _scope("Only what this user's memories state.")
-    session: Scope | None = _scope("Show this session's latest messages; facts from its memories.")
+    user: Scope | None = _scope("What this user's memories state (all of them in the dataset, whatever the session).")
+    agent: Scope | None = _scope("What this agent's memories state.")
+    session: Scope | None = _scope("Show this session's latest messages (it does not narrow the knowledge).")
     max_tokens: Annotated[int, Field(ge=MIN_TOKENS, le=MAX_TOKENS)] = 1500
     exclude_flagged: bool = Field(True, description=(
         "Leave out instruction-shaped memories, facts and evidence (they address the model; "

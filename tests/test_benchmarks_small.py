@@ -152,6 +152,25 @@ def test_bench_scale_at_10k_keeps_its_targets():
     assert result["recall_ms"]["hybrid"]["answer_in_top_k"] >= 0.85, result["recall_ms"]
 
 
+def test_eval_agent_life_prints_the_four_figures():
+    fixture = Path(__file__).resolve().parent / "fixtures" / "agent_life_tiny.jsonl"
+    result = json.loads(_run(str(BENCHMARKS / "eval_agent_life.py"), str(fixture), "--json"))
+    assert set(result["figures"]) == {"recall@1", "context", "facts", "as-of"}
+    # two "now" questions and one "as_of" question
+    assert result["counts"]["recall@1"][1] == result["counts"]["context"][1] == result["counts"]["facts"][1] == 2
+    assert result["counts"]["as-of"] == [1, 1]
+    table = _run(str(BENCHMARKS / "eval_agent_life.py"), str(fixture))
+    assert all(name in table for name in ("recall@1", "context", "facts", "as-of"))
+
+
+def test_eval_agent_life_counts_a_value_only_as_a_whole_word():
+    import eval_agent_life
+
+    assert eval_agent_life.mentions("I drink tea.", ["tea"])
+    assert not eval_agent_life.mentions("I like steam trains.", ["tea"])
+    assert eval_agent_life.mentions("a Financial Analyst now", ["financial analyst"])
+
+
 def test_bench_forget_prints_the_cost_of_erasing():
     out = _script(str(BENCHMARKS / "bench_forget.py"), "--memories", "30", "--deletes", "2")
     assert "ms a memory at 30 memories" in out and "for 30 memories" in out

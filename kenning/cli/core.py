@@ -293,21 +293,21 @@ def recall(ctx, query, dataset, top_k, search_type, depth, as_of, known_at, answ
 @click.command()
 @click.argument("query", required=False)
 @dataset_option
-@scope_options("user", "session")
+@scope_options("user", "agent", "session")
 @click.option("--max-tokens", default=1500, show_default=True, type=click.IntRange(50, 100_000))
 @click.option("--exclude-flagged/--include-flagged", default=True, show_default=True,
               help="Leave out instruction-shaped memories (docs/security.md).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def context(ctx, query, dataset, user, session, max_tokens, exclude_flagged, as_json) -> None:  # noqa: ANN001
+def context(ctx, query, dataset, user, agent, session, max_tokens, exclude_flagged, as_json) -> None:  # noqa: ANN001
     """Print the context block for an agent's prompt: current facts, entities, the session's
     latest messages and (with QUERY) what recall finds.
 
     Example: kenning context "what does she eat?" --user alice --session s1
     """
     with open_kenning(ctx) as kn:
-        result = call(kn.context, query, dataset=dataset, user=user, session=session, max_tokens=max_tokens,
-                      exclude_flagged=exclude_flagged)
+        result = call(kn.context, query, dataset=dataset, user=user, agent=agent, session=session,
+                      max_tokens=max_tokens, exclude_flagged=exclude_flagged)
     if as_json:
         dump_json(result)
     else:

@@ -18,7 +18,7 @@ from typing import Any, get_args
 from ..pipeline.authority import annotate
 from .._checks import check_choice, check_flag, check_metadata, check_number, check_scope, check_text
 from ..requests import ID_CHARS, KIND_CHARS, SOURCE_CHARS
-from .._identity import DEFAULT_DATASET, check_dataset, content_hash
+from .._identity import DEFAULT_DATASET, check_dataset, memory_identity
 from ..dates import parse_user_datetime
 from ..errors import ConflictError, NotFoundError, ValidationError
 from ..lifecycle.improve import feedback_weight
@@ -93,7 +93,11 @@ class Lifecycle:
         known_facts.check_update(memory, fields)
         reprocess = "content" in fields or "valid_at" in fields
         if "content" in fields:
-            fields["content_hash"] = content_hash(fields["content"])
+            # the memory keeps its place: its scope (and a message's or episode's position)
+            fields["content_hash"] = memory_identity(
+                fields["content"], kind=memory.kind, user=memory.user, agent=memory.agent,
+                session=memory.session, episode=memory.episode, position=memory.position,
+                role=memory.role, speaker=memory.speaker)
             holder = self.store.memory_by_hash(memory.dataset, fields["content_hash"])
             if holder is not None and holder.id != memory.id:
                 raise ConflictError(f"memory {holder.id!r} already has this content", memory_id=holder.id)

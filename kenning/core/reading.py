@@ -109,15 +109,19 @@ class Reading:
                                                 agent=check_scope(agent, "agent"), limit=limit, offset=offset))
 
     def context(self, query: str | None = None, *, dataset: str = DEFAULT_DATASET, user: str | None = None,
-                session: str | None = None, max_tokens: int = 1500, exclude_flagged: bool = True) -> Context:
-        """The prompt block of a scope (``search/context.py``); with a ``query``, the evidence
-        recall finds in the same scope."""
+                agent: str | None = None, session: str | None = None, max_tokens: int = 1500,
+                exclude_flagged: bool = True) -> Context:
+        """The prompt block of a scope (``search/context.py``): the knowledge of the memories
+        ``user`` and ``agent`` select in the dataset (all of them when neither is given), with a
+        ``query`` the evidence recall finds among them, and ``session``'s latest turns. The
+        session narrows the messages, not the knowledge: a new session knows the user."""
         self._readable(dataset)
         check_int(max_tokens, "max_tokens", MIN_TOKENS, MAX_TOKENS)
-        scope = MemoryFilter(dataset=dataset, user=check_scope(user, "user"), session=check_scope(session, "session"))
+        scope = MemoryFilter(dataset=dataset, user=check_scope(user, "user"), agent=check_scope(agent, "agent"),
+                             session=check_scope(session, "session"))
         evidence: list[Hit] = []
         if query is not None:
-            evidence = self.recall(query, dataset=dataset, user=user, session=session).hits
+            evidence = self.recall(query, dataset=dataset, user=user, agent=agent).hits
         return build_context(self.store, scope, as_of=self.now(), max_tokens=max_tokens, evidence=evidence,
                              exclude_flagged=check_flag(exclude_flagged, "exclude_flagged"), rules=self.rules)
 

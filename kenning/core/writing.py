@@ -19,7 +19,7 @@ from typing import Any, get_args
 
 from .._checks import check_choice, check_flag, check_metadata, check_scope, check_text
 from ..requests import ID_CHARS, KIND_CHARS, SOURCE_CHARS
-from .._identity import DEFAULT_DATASET, check_dataset, content_hash
+from .._identity import DEFAULT_DATASET, check_dataset, episode_key, memory_identity
 from .._lease import Heartbeat, dead_owners, new_owner
 from ..dates import parse_when
 from ..errors import ConflictError, KenningError, StoreError, ValidationError
@@ -154,7 +154,7 @@ class Writing:
             kind=kind,
             content=content,
             source=source,
-            content_hash=content_hash(content),
+            content_hash=memory_identity(content),
             valid_at=valid_at or now,
             status=status,
             created_at=now,
@@ -183,9 +183,16 @@ class Writing:
             memories = self._memories(content, status=status, **inputs)
             stamp(memories, origin)  # who said it, and whether it addresses the model (authority.py)
             if len(memories) > 1 and memories[0].episode is None:  # one call of several items is an episode
-                episode = new_id("ep")
+                episode = episode_key(memories[0].dataset, [m.content_hash for m in memories])
                 for position, memory in enumerate(memories):
                     memory.episode, memory.position = episode, position
+                    # the same text remembered alone before is that memory; said in another
+                    # episode ("Thanks!" in two conversations) it is this episode's own
+                    holder = self.store.memory_by_hash(memory.dataset, memory.content_hash)
+                    if holder is None or holder.episode is not None:
+                        memory.content_hash = memory_identity(
+                            memory.content, user=memory.user, agent=memory.agent, session=memory.session,
+                            episode=episode, position=position)
             self._check_supersedes(memories)
             out = self.store.insert_memories(memories, self.owner if status == "processing" else None)
         for memory, (_, created) in zip(memories, out):
@@ -284,7 +291,7 @@ class Writing:
         if any(scope.values()):
             for memory in memories:
                 memory.user, memory.agent, memory.session = scope["user"], scope["agent"], scope["session"]
-                memory.content_hash = content_hash(memory.content, *scope.values())
+                memory.content_hash = memory_identity(memory.content, **scope)
         return memories
 
     def _messages(self, items: list[Any], *, dataset: str, now: dt.datetime, session: str | None,

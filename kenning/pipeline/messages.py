@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Any, get_args
 
 from .._checks import check_text
-from .._identity import content_hash
+from .._identity import memory_identity
 from ..errors import ValidationError
 from ..models import Memory, Message, Role
 from .commit import new_id
@@ -136,7 +136,8 @@ def message_memories(
         out.append(Memory(
             id=new_id("mem"), dataset=dataset, kind="message", content=turn.content, source=source,
             metadata=dict(metadata or {}),
-            content_hash=content_hash(turn.content, "message", episode, str(position), turn.role, turn.speaker),
+            content_hash=memory_identity(turn.content, kind="message", episode=episode, position=position,
+                                         role=turn.role, speaker=turn.speaker),
             valid_at=turn.said_at or valid_at or now, status=status, created_at=now, updated_at=now,
             episode=episode, position=position, user=user, agent=agent, session=session,
             role=turn.role, speaker=turn.speaker,

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from ..models import Context, Entity, Fact, Hit, Memory
 from ..pipeline.authority import annotate, note, screen
@@ -32,6 +32,7 @@ from ..pipeline.chunk import count_tokens
 from ..pipeline.instructions import HEADER, neutral, quote
 from ..pipeline.temporal import RelationRules
 from ..store.base import MemoryFilter, Store
+from .recency import contradicted
 
 __all__ = ["build_context", "fact_is_current", "render_context"]
 
@@ -62,17 +63,25 @@ def build_context(
     exclude_flagged: bool = True,
     rules: RelationRules | None = None,
 ) -> Context:
-    """The context of a scope (its ``dataset`` is required): the facts its memories state
-    (open ones first), the entities those facts concern, the last messages of its ``session``
-    (stored ones, processed or not) and ``evidence`` the caller recalled, rendered."""
+    """The context of a scope (its ``dataset`` is required): the facts stated by the memories
+    its ``user``, ``agent``, ``kind`` and ``filters`` select (open ones first) — not only its
+    ``session``'s: the session narrows the messages, not the knowledge —, the entities those
+    facts concern, the last messages of its ``session`` (stored ones, processed or not) and
+    ``evidence`` the caller recalled, rendered."""
     facts = store.facts_stated(MemoryFilter(**{**_scope_of(scope), "limit": FACTS}))
-    ends = list(dict.fromkeys(e for f in facts for e in (f.source_id, f.target_id)))[:ENTITIES]
     messages = store.session_messages(scope.dataset, scope.session, last_messages) if scope.session else []
+    said = {m.id: m for m in store.get_memories(list(dict.fromkeys(h.memory_ids[0] for h in evidence
+                                                                   if h.memory_ids)))}
+    changed = contradicted([f for f in facts if fact_is_current(f, as_of)], evidence, said, as_of)
+    # the entities of what holds: the ends of closed facts are named by their history lines,
+    # and listed alone they would read as current ("Toronto" after the move to Montreal)
+    holding = [f for f in facts if fact_is_current(f, as_of) and f.id not in changed]
+    ends = list(dict.fromkeys(e for f in holding for e in (f.source_id, f.target_id)))[:ENTITIES]
     entities = store.get_entities(ends)
     annotate(store, facts, entities, rules or RelationRules())  # origins, flags, competing claims
     parts = screen(facts, entities, messages, evidence) if exclude_flagged else (facts, entities, messages, evidence, 0)
     context = render_context(as_of=as_of, max_tokens=max_tokens, facts=parts[0], entities=parts[1],
-                             messages=parts[2], evidence=parts[3])
+                             messages=parts[2], evidence=parts[3], changed=changed)
     context.excluded = parts[4]
     return context
 
@@ -80,7 +89,7 @@ def build_context(
 def _scope_of(flt: MemoryFilter) -> dict[str, object]:
     if flt.dataset is None:
         raise ValueError("a context is built inside one dataset")
-    names = ("dataset", "kind", "user", "agent", "session", "filters")
+    names = ("dataset", "kind", "user", "agent", "filters")  # the session narrows messages only
     return {name: getattr(flt, name) for name in names}
 
 
@@ -99,18 +108,23 @@ def render_context(
     entities: Sequence[Entity] = (),
     messages: Sequence[Memory] = (),
     evidence: Sequence[Hit] = (),
+    changed: Mapping[str, dt.datetime] | None = None,
 ) -> Context:
     """``facts`` best first (current and closed alike: they are sorted out here), ``messages``
-    oldest first, ``evidence`` best first."""
-    current = [f for f in facts if fact_is_current(f, as_of)]
-    history = [f for f in facts if not fact_is_current(f, as_of)]
+    oldest first, ``evidence`` best first. ``changed``: open facts that a later statement
+    says have changed (``recency.contradicted``), and when it was said: shown as history."""
+    changed = changed or {}
+    history = [f for f in facts if not fact_is_current(f, as_of) or f.id in changed]
+    current = [_own_words(f, history) for f in facts if fact_is_current(f, as_of) and f.id not in changed]
     candidates: dict[str, list[tuple[str, object]]] = {
         "facts": [(f"- {_short(_said(f.description, f))} ({_noted(_since(f), f)})", f) for f in current],
-        "history": [(f"- {_short(_said(f.description, f))} ({_noted(_period(f), f)})", f) for f in history],
+        "history": [(f"- {_short(_said(f.description, f))} ({_noted(_period(f, changed.get(f.id)), f)})", f)
+                    for f in history],
         "entities": [(_entity_line(e), e) for e in entities],
         # the latest messages matter most: taken newest first, written oldest first
         "messages": [(_message_line(m), m) for m in reversed(messages)],
-        "evidence": [(_evidence_line(h, as_of), h) for h in evidence],
+        "evidence": [(_evidence_line(h, as_of, changed.get(h.id) if h.kind == "fact" else None), h)
+                     for h in evidence],
     }
     chosen, used, omitted = _fit(candidates, max_tokens - count_tokens(HEADER))
     chosen["messages"].reverse()
@@ -146,6 +160,18 @@ def _fit(
     return chosen, used, omitted
 
 
+def _own_words(fact: Fact, history: Sequence[Fact]) -> Fact:
+    """A current fact as shown: a sentence that also stated a fact that no longer holds ("My
+    sister Carla lives in Seville", once Carla has moved) would state it as current, so the
+    fact is written by its ends instead ("Carla sister of Ana"), in the block and in
+    ``Context.facts``."""
+    said = fact.description.strip().casefold()
+    if not (fact.source and fact.relation and fact.target) or all(h.description.strip().casefold() != said
+                                                                    for h in history):
+        return fact
+    return fact.model_copy(update={"description": f"{fact.source} {fact.relation.replace('_', ' ')} {fact.target}"})
+
+
 def _said(sentence: str, fact: Fact | Hit) -> str:
     """A fact's sentence, unless it speaks in the first or second person ("I moved to Paris",
     said by Alice): out of its turn "I" names nobody, so the fact's ends are written instead."""
@@ -162,7 +188,9 @@ def _since(fact: Fact) -> str:
     return f"since {_day(fact.valid_at)}"
 
 
-def _period(fact: Fact) -> str:
+def _period(fact: Fact, changed: dt.datetime | None = None) -> str:
+    if changed is not None:
+        return f"since {_day(fact.valid_at)}; a later statement on {_day(changed)} says it changed"
     end = fact.invalid_at or fact.expired_at
     return f"{_day(fact.valid_at)} to {_day(end)}" if end else f"from {_day(fact.valid_at)}, not begun yet"
 
@@ -179,15 +207,22 @@ def _message_line(memory: Memory) -> str:
     return f"[{memory.valid_at.strftime('%Y-%m-%d %H:%M')}] {neutral(speaker)}: {_short(memory.content)}"
 
 
-def _evidence_line(hit: Hit, as_of: dt.datetime) -> str:
-    """A recalled fact says whether it still holds; other evidence says when it was said."""
+def _evidence_line(hit: Hit, as_of: dt.datetime, changed: dt.datetime | None = None) -> str:
+    """A recalled fact says whether it still holds (or that a later statement says it
+    changed); a passage says when it was said, and that a later one supersedes it."""
     if hit.kind == "fact" and hit.valid_at is not None:
         end = hit.invalid_at or hit.expired_at
+        if changed is not None:
+            later = f"since {_day(hit.valid_at)}; a later statement on {_day(changed)} says it changed"
+            return f"- {_short(_said(hit.text, hit))} ({_noted(later, hit)})"
         if hit.current and (end is None or end > as_of) and hit.valid_at <= as_of:
             return f"- {_short(_said(hit.text, hit))} ({_noted(f'since {_day(hit.valid_at)}', hit)})"
         period = f"{_day(hit.valid_at)} to {_day(end)}" if end else f"from {_day(hit.valid_at)}"
         return f"- {_short(_said(hit.text, hit))} ({_noted(f'not valid now: {period}', hit)})"
-    when = _noted(_day(hit.valid_at) if hit.valid_at else "", hit)
+    said = _day(hit.valid_at) if hit.valid_at else ""
+    if not hit.current and hit.valid_at is not None:
+        said += "; superseded by a later statement"
+    when = _noted(said, hit)
     return f"- {_short(hit.text)}" + (f" ({when})" if when else "")
 
 

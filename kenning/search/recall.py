@@ -34,7 +34,8 @@ from ..providers.base import Embedder
 from ..settings import Settings
 from ..store.base import ChunkRow, FactRow, MemoryFilter, Scored, Store
 from .._identity import DEFAULT_DATASET
-from . import chat
+from . import chat, recency
+from .variants import with_variants
 from .when import Window, query_window
 
 __all__ = ["LANE_WEIGHTS", "SEARCH_TYPES", "Query", "asked_relations", "route", "search", "terms_of"]
@@ -225,6 +226,7 @@ def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usa
     terms = terms_of(q.text)
     if q.uses("role") and LANE_WEIGHTS["role"] > 0:
         terms = chat.lexical_terms(q.text, terms)
+    terms = with_variants(terms)  # "allergies" also finds "allergic"
     lanes = _Lanes()
     seeds: list[str] = []
     if q.uses("lexical"):
@@ -491,7 +493,30 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     if q.uses("session") and LANE_WEIGHTS["session"] > 0 and chat.gathers(q.text):
         hits = chat.diversify(hits, lambda h: _episode(ctx, h), LANE_WEIGHTS["session"])
     hits.sort(key=lambda h: (-h.score, h.id))
+    _settle(ctx, hits[: max(q.top_k * 2, 20)], window)
+    hits.sort(key=lambda h: (-h.score, h.id))
     return _dedupe(hits)[: q.top_k]
+
+
+def _settle(ctx: _Context, hits: list[Hit], window: Window | None) -> None:
+    """Passages say whether they are current, and the newest evidence leads a present-tense
+    question about a state (``search/recency.py``)."""
+    firsts = list(dict.fromkeys(h.memory_ids[0] for h in hits if h.memory_ids and h.kind != "fact"))
+    stated = {m: ctx.store.memory_graph(m)[1] for m in firsts}
+    facts = {f.id: f for f in ctx.store.get_facts(list(dict.fromkeys(f for ids in stated.values() for f in ids)))}
+    facts_of = {m: [_as_believed(facts[f], ctx.q.known_at) for f in ids if f in facts] for m, ids in stated.items()}
+    q = ctx.q
+    subjects = {e.name.casefold() for e in ctx.store.get_entities(sorted(ctx.named))} | recency.names_in(q.text)
+    if not subjects and q.scope is not None and q.scope.user:
+        subjects = {q.scope.user.casefold()}
+    now_question = q.as_of is None and q.known_at is None and window is None and not ctx.past and recency.asks_now(q.text)
+    recency.settle(hits, ctx.memories, facts_of, question=q.text, at=q.as_of or q.known_at or ctx.now,
+                   now_question=now_question, subjects=_outermost(subjects))
+
+
+def _outermost(names: set[str]) -> set[str]:
+    """The names not part of a longer one ("alice novak", not also "novak")."""
+    return {n for n in names if not any(n != m and set(n.split()) < set(m.split()) for m in names)}
 
 
 def _episode(ctx: _Context, hit: Hit) -> str | None:
@@ -577,7 +602,10 @@ def _best_fact(ctx: _Context, ev: _Evidence) -> Fact | None:
     its relation, or no passage of the memory matched, or the passage only repeats the fact."""
     if not ev.facts:
         return None
-    score, fact = max(ev.facts, key=lambda f: f[0] * ctx.fact_boost(f[1]))
+    # of equal matches, the form that holds at the asked time (or, asked about what ended, the
+    # closed one): "I left Acme and joined Globex" answers "where does she work" with Globex
+    score, fact = max(ev.facts, key=lambda f: f[0] * ctx.fact_boost(f[1])
+                      * (1.0 if ctx.fact_state(f[1])[1] != ctx.past else _HISTORY))
     if _relation_matches(fact.relation, ctx.asked) or not ev.chunks:
         return fact
     chunk_texts = {c.text.strip().casefold() for _, c in ev.chunks}

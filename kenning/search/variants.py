@@ -1,0 +1,50 @@
+"""Lexical normalisation the stemmers leave out: a question's word also searches the words of
+its family that stem differently ("allergies" finds "allergic").
+
+Both full-text stores stem the same way — SQLite's FTS5 ``porter`` tokenizer and PostgreSQL's
+english Snowball dictionary — and both conflate inflections ("allergy", "allergies" ->
+``allergi``) but not derivations ("allergic" -> ``allerg``, "biological" -> ``biolog``). Rather than a stemmer of our own in the index (a migration and a
+reindex of every stored row on both backends, and the two would have to agree), the query
+carries the family: a content word ending in one of the suffix classes below is also searched
+as its stem with the other class's suffix. A variant no row contains
+costs one term lookup; the stored rows and both stores' indexes are unchanged, so existing
+stores need nothing.
+"""
+
+from __future__ import annotations
+
+__all__ = ["with_variants"]
+
+#: suffix classes the stemmers keep apart, each class's members stemmed alike: y/ies
+#: (allergy, allergies -> ``allergi``) and ic/ical (allergic, biological -> ``allerg``,
+#: ``biolog``). A word searches one word of the other class, never its own class's (the stemmer
+#: already joins those, and a second term of one stem would count the word twice). Not "ist":
+#: an agent is another concept ("activity" is not "activist")
+_CLASSES = (("ies", "y"), ("ical", "ic"))
+_MIN_STEM = 4
+
+
+def variants(word: str) -> list[str]:
+    """A word of ``word``'s family that the stemmers do not join to it: "allergies" ->
+    allergic, "biological" -> biology (one no text says finds nothing)."""
+    if not word.isalpha():
+        return []
+    for index, suffixes in enumerate(_CLASSES):
+        for suffix in suffixes:
+            if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
+                other = _CLASSES[1 - index]
+                return [word[: -len(suffix)] + other[-1]]
+    return []
+
+
+def with_variants(terms: list[str]) -> list[str]:
+    """``terms`` (a question's content words, in order) followed by their families' other
+    words, each once."""
+    out = list(terms)
+    seen = set(out)
+    for term in terms:
+        for variant in variants(term):
+            if variant not in seen:
+                seen.add(variant)
+                out.append(variant)
+    return out
