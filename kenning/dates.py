@@ -176,7 +176,7 @@ def parse_date(text: str, reference: dt.datetime) -> dt.datetime | None:
     reference = as_utc(reference)
     if _NOW.fullmatch(text):
         return reference
-    for kind, pattern in _FULL.items():
+    for pattern in _FULL.values():
         match = pattern.fullmatch(text)
         if match:
             try:

@@ -32,7 +32,6 @@ from pydantic import ValidationError as PydanticValidationError
 from . import errors as e
 from ._extras import require
 
-httpx = require("httpx", purpose="the remote client (Kenning('http://…')) needs httpx")
 from .files import find_files, is_files
 from .models import (
     Context,
@@ -75,6 +74,8 @@ from .requests import (
     VerbRequest,
 )
 from .settings import Settings
+
+httpx = require("httpx", purpose="the remote client (Kenning('http://…')) needs httpx")
 
 __all__ = ["ROUTES", "Remote", "Route"]
 

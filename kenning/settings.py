@@ -151,7 +151,7 @@ class Settings(BaseSettings):
 
     @field_validator("chunk_overlap")
     @classmethod
-    def _overlap_smaller(cls, value: int, info) -> int:  # noqa: ANN001
+    def _overlap_smaller(cls, value: int, info) -> int:
         size = info.data.get("chunk_size")
         if size is not None and value >= size:
             raise ValueError("chunk_overlap must be smaller than chunk_size")

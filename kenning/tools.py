@@ -376,7 +376,8 @@ def _recall(result: Any) -> str:
 def _fact_line(f: Any) -> str:
     state = "current" if f.invalid_at is None and f.expired_at is None else "closed"
     later = f"; superseded by {f.superseded_by}" if f.superseded_by else ""
-    return f"- {_span(f.valid_at, f.invalid_at)} [{state}] {_cut(f.description, 200)} ({f.relation}: {f.target}; id {f.id}{later})"
+    what = f"{f.relation}: {f.target}; id {f.id}{later}"
+    return f"- {_span(f.valid_at, f.invalid_at)} [{state}] {_cut(f.description, 200)} ({what})"
 
 
 def _timeline(result: Any) -> str:

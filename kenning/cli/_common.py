@@ -31,13 +31,13 @@ CLI_ONLY = frozenset({"as_json", "yes"})
 dataset_option = click.option("--dataset", "-d", default=DEFAULT_DATASET, show_default=True)
 
 
-def scope_options(*names: str):  # noqa: ANN201
+def scope_options(*names: str):
     """``--user``, ``--agent``, ``--session`` (those named) and ``--filters`` when named."""
     helps = {"user": "Only this user's memories.", "agent": "Only this agent's memories.",
              "session": "Only this session's memories.",
              "filters": 'Metadata conditions as JSON: \'{"topic": "billing", "priority": {"gte": 2}}\'.'}
 
-    def decorate(fn):  # noqa: ANN001, ANN202
+    def decorate(fn):
         for name in reversed(names):
             fn = click.option(f"--{name}", default=None, help=helps[name])(fn)
         return fn
@@ -81,7 +81,7 @@ def check_path(db: str | None, create: bool) -> None:
 
 
 @contextmanager
-def open_kenning(ctx: click.Context, *, create: bool = False, **settings: Any):  # noqa: ANN201
+def open_kenning(ctx: click.Context, *, create: bool = False, **settings: Any):
     """The store ``--db`` names; ``create``: a command that writes may make the file."""
     from ..client import Kenning
 
@@ -95,7 +95,7 @@ def open_kenning(ctx: click.Context, *, create: bool = False, **settings: Any): 
 
 
 @contextmanager
-def run():  # noqa: ANN201
+def run():
     """Map library errors to ``error: …`` on stderr and exit code 1."""
     try:
         yield

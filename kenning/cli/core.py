@@ -54,7 +54,7 @@ def _read_inputs(texts: tuple[str, ...], files: tuple[str, ...], messages: str |
     return items
 
 
-def _remember_options(fn, files_help: str = "Read a memory from a file (repeatable).",  # noqa: ANN001, ANN202
+def _remember_options(fn, files_help: str = "Read a memory from a file (repeatable).",
                       folders: bool = False):
     for option in reversed([
         click.argument("texts", nargs=-1),
@@ -62,7 +62,8 @@ def _remember_options(fn, files_help: str = "Read a memory from a file (repeatab
         dataset_option,
         click.option("--kind", type=KINDS, default="knowledge", show_default=True),
         click.option("--source", default=None, help="Where the text came from."),
-        click.option("--valid-at", default=None, help="Reference time of the input (default: now): 2024-06-01, 2024-06, 'June 2024', 'last year'…"),
+        click.option("--valid-at", default=None,
+                     help="Reference time of the input (default: now): 2024-06-01, 2024-06, 'June 2024', 'last year'…"),
         click.option("--messages", default=None, metavar="CHAT.json",
                      help="A JSON list of chat messages ({role, content, name?, created_at?}); '-' reads stdin."),
         click.option("--facts", default=None, metavar="FACTS.json",
@@ -94,7 +95,7 @@ def register(group: click.Group) -> None:
 @click.option("--exclude", multiple=True, help="Files: skip what this .gitignore-style pattern matches (repeatable).")
 @click.option("--sync", is_flag=True, help="Files: forget the memories of files deleted from the folder.")
 @click.pass_context
-def remember(ctx, texts, files, dataset, kind, source, valid_at, messages, facts, user, agent, session, origin,  # noqa: ANN001
+def remember(ctx, texts, files, dataset, kind, source, valid_at, messages, facts, user, agent, session, origin,
              as_json, force, include, exclude, sync) -> None:
     """Store and process memories now: texts, files and folders with --file, a chat with
     --messages chat.json --user alice, or known facts with --facts facts.json.
@@ -173,7 +174,7 @@ def _remembered(result: RememberResult) -> str:
 @click.command()
 @_remember_options
 @click.pass_context
-def add(ctx, texts, files, dataset, kind, source, valid_at, messages, facts, user, agent, session, origin, as_json) -> None:  # noqa: ANN001
+def add(ctx, texts, files, dataset, kind, source, valid_at, messages, facts, user, agent, session, origin, as_json) -> None:
     """Store memories as pending, to be processed by `kenning cognify`.
 
     Example: kenning add -f notes.md && kenning cognify
@@ -194,7 +195,7 @@ def add(ctx, texts, files, dataset, kind, source, valid_at, messages, facts, use
 @click.option("--retry-failed", is_flag=True, help="Also retry memories that failed.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def cognify(ctx, dataset, force, retry_failed, as_json) -> None:  # noqa: ANN001
+def cognify(ctx, dataset, force, retry_failed, as_json) -> None:
     """Process pending memories.
 
     Example: kenning cognify --retry-failed
@@ -221,7 +222,7 @@ def _state(hit: Hit, at: dt.datetime) -> str:
     return " [not yet true]" if hit.valid_at is not None and hit.valid_at > at else " [history]"
 
 
-def print_hit(hit: Hit, rank: int, memories: dict, at: dt.datetime) -> None:  # noqa: ANN001
+def print_hit(hit: Hit, rank: int, memories: dict, at: dt.datetime) -> None:
     when = ""
     if hit.kind == "fact":
         state = _state(hit, at)
@@ -268,7 +269,7 @@ def print_result(result: RecallResult) -> None:
 @scope_options("user", "agent", "session", "filters")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def recall(ctx, query, dataset, top_k, search_type, depth, as_of, known_at, answer, explain, neighbors,  # noqa: ANN001,PLR0913
+def recall(ctx, query, dataset, top_k, search_type, depth, as_of, known_at, answer, explain, neighbors,
            user, agent, session, filters, as_json) -> None:
     """Search memory: full-text, vector and graph lanes, fused.
 
@@ -299,7 +300,7 @@ def recall(ctx, query, dataset, top_k, search_type, depth, as_of, known_at, answ
               help="Leave out instruction-shaped memories (docs/security.md).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def context(ctx, query, dataset, user, agent, session, max_tokens, exclude_flagged, as_json) -> None:  # noqa: ANN001
+def context(ctx, query, dataset, user, agent, session, max_tokens, exclude_flagged, as_json) -> None:
     """Print the context block for an agent's prompt: current facts, entities, the session's
     latest messages and (with QUERY) what recall finds.
 
@@ -321,7 +322,7 @@ def context(ctx, query, dataset, user, agent, session, max_tokens, exclude_flagg
 @click.option("--offset", type=click.IntRange(0), default=0)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def sessions(ctx, dataset, user, agent, limit, offset, as_json) -> None:  # noqa: ANN001
+def sessions(ctx, dataset, user, agent, limit, offset, as_json) -> None:
     """List conversations, latest first.
 
     Example: kenning sessions --user alice
@@ -343,7 +344,7 @@ def sessions(ctx, dataset, user, agent, limit, offset, as_json) -> None:  # noqa
 @click.option("--relation", default=None, help="Only facts with this relation.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def timeline(ctx, entity, dataset, relation, as_json) -> None:  # noqa: ANN001
+def timeline(ctx, entity, dataset, relation, as_json) -> None:
     """An entity's facts in time order, with what superseded what.
 
     Example: kenning timeline "Alice Novak"
@@ -366,7 +367,7 @@ def timeline(ctx, entity, dataset, relation, as_json) -> None:  # noqa: ANN001
 @click.option("--dataset", "-d", default=None, help="Only this dataset (default: all).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def stats(ctx, dataset, as_json) -> None:  # noqa: ANN001
+def stats(ctx, dataset, as_json) -> None:
     """Counts of memories, chunks, entities and facts.
 
     Example: kenning stats --dataset main
@@ -394,7 +395,7 @@ def stats(ctx, dataset, as_json) -> None:  # noqa: ANN001
 @click.option("--session", default=None, help="Process only this session's pending messages.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def improve(ctx, dataset, session, as_json) -> None:  # noqa: ANN001
+def improve(ctx, dataset, session, as_json) -> None:
     """Process pending memories, merge duplicate entities, fill missing embeddings.
 
     Example: kenning improve --dataset main
@@ -413,7 +414,7 @@ def improve(ctx, dataset, session, as_json) -> None:  # noqa: ANN001
 @click.option("--helpful/--unhelpful", default=True, help="Whether the fact helped.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def feedback(ctx, fact_id, helpful, as_json) -> None:  # noqa: ANN001
+def feedback(ctx, fact_id, helpful, as_json) -> None:
     """Mark a recalled fact helpful (it ranks higher from now on) or unhelpful.
 
     Example: kenning feedback fct_0123abcd --unhelpful
@@ -430,7 +431,7 @@ def feedback(ctx, fact_id, helpful, as_json) -> None:  # noqa: ANN001
 @click.option("--embedder", default=None, help="The new embedder (default: KENNING_EMBEDDER).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def reembed(ctx, embedder, as_json) -> None:  # noqa: ANN001
+def reembed(ctx, embedder, as_json) -> None:
     """Rewrite every stored vector with a new embedder and record it in the store.
 
     Example: KENNING_EMBEDDER=local:all-MiniLM-L6-v2 kenning --db memory.db reembed
@@ -450,7 +451,7 @@ def reembed(ctx, embedder, as_json) -> None:  # noqa: ANN001
 @click.command()
 @click.option("--keep", is_flag=True, help="Keep the demo store and print its path.")
 @click.pass_context
-def demo(ctx, keep) -> None:  # noqa: ANN001
+def demo(ctx, keep) -> None:
     """Remember a bundled sample corpus and answer a few questions, offline.
 
     Uses --db when given, else a fresh temporary store.

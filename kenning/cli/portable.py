@@ -26,7 +26,7 @@ def register(group: click.Group) -> None:
               " a store with any embedder, which then embeds it).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def export(ctx, out, datasets, fmt, no_vectors, as_json) -> None:  # noqa: ANN001
+def export(ctx, out, datasets, fmt, no_vectors, as_json) -> None:
     """Write datasets (memories, chunks, entities, facts with both timelines, provenance,
     datasets, owners and grants; never API keys) to a versioned JSON Lines file, sorted, so the
     same contents always give the same bytes.
@@ -51,7 +51,7 @@ def export(ctx, out, datasets, fmt, no_vectors, as_json) -> None:  # noqa: ANN00
               " dataset owners and grants (left out by default).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def import_(ctx, path, no_vectors, accounts, as_json) -> None:  # noqa: ANN001
+def import_(ctx, path, no_vectors, accounts, as_json) -> None:
     """Load a file written by `kenning export` into this store (SQLite or PostgreSQL), with the
     same ids, in one transaction. Only the datasets the file's header names are touched (a row
     of any other is an error). Rows the store already holds identically are skipped; a row held

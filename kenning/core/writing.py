@@ -261,8 +261,8 @@ class Writing:
 
     def _memories(self, content: ContentInput | Sequence[ContentInput], *, dataset: str = DEFAULT_DATASET,
                   kind: str = "knowledge", source: str | None = None, valid_at: dt.datetime | str | None = None,
-                  metadata: dict[str, Any] | None = None, status: str = "pending", user: str | None = None, agent: str | None = None,
-                  session: str | None = None) -> list[Memory]:
+                  metadata: dict[str, Any] | None = None, status: str = "pending", user: str | None = None,
+                  agent: str | None = None, session: str | None = None) -> list[Memory]:
         """Every input of a call checked and made a Memory before any is stored, so a bad
         batch stores nothing. Chat messages become ``message`` memories (``messages.py``)
         that continue their session; other inputs carry the call's scope, which is part of
@@ -618,7 +618,8 @@ class Writing:
         cognified = self.cognify(dataset=dataset) if session is None else self._cognify_session(dataset, session)
         result.processed, result.failed = cognified.processed, cognified.failed
         for drop, keep in self._duplicates(dataset):
-            result.facts_merged += self.store.atomic(lambda txn: txn.merge_entities(keep.id, drop.id))
+            result.facts_merged += self.store.atomic(
+                lambda txn, keep=keep, drop=drop: txn.merge_entities(keep.id, drop.id))
             result.entities_merged[drop.id] = keep.id
         result.embeddings_filled = sum(self.reembed(missing_only=True).values())
         log.info("improved", extra={"dataset": dataset, "processed": len(result.processed),

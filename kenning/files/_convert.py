@@ -140,7 +140,7 @@ def _outline_headings(reader, pages: list[str]) -> list[str]:
     bookmark's title becomes ``#``-heading of its depth (or the heading opens the page)."""
     try:
         entries = list(_walk_outline(reader, reader.outline, 1))
-    except Exception:  # a broken outline is no reason to lose the text
+    except Exception:  # noqa: BLE001 - a broken outline is no reason to lose the text
         return pages
     for title, page, depth in entries:
         if page is None or not 0 <= page < len(pages) or not title.strip():

@@ -49,7 +49,7 @@ _LOOKALIKE = str.maketrans({
     "с": "c", "т": "t", "у": "y", "х": "x", "і": "i", "ї": "i", "ј": "j", "ѕ": "s", "ԁ": "d",
     "ԛ": "q", "ԝ": "w", "ɡ": "g", "ɑ": "a", "ı": "i", "α": "a", "β": "b", "ε": "e", "η": "n",
     "ι": "i", "κ": "k", "ν": "v", "ο": "o", "ρ": "p", "τ": "t", "υ": "u", "χ": "x", "ω": "w",
-    "ϲ": "c", "ј": "j", "ӏ": "l", "ᴀ": "a", "ʀ": "r", "ꜱ": "s", "ʏ": "y",
+    "ϲ": "c", "ӏ": "l", "ᴀ": "a", "ʀ": "r", "ꜱ": "s", "ʏ": "y",
 })
 #: one letter, a run of spaces or dots, one letter …: "i g n o r e" read as "ignore"
 _SPACED = re.compile(r"\b(?:[a-z][ .\-_*]{1,3}){3,}[a-z]\b")
@@ -59,7 +59,7 @@ _PREVIOUS = r"(?:(?:all|any|every|the|your|my|these|those|of|everything|that)\s+
 _RULES = r"(?:instructions?|prompts?|rules|directions|directives|guidelines|guidance|context|orders|constraints|messages?)"
 _OVERRIDE = [
     rf"\b(?:ignore|disregard|forget|override|bypass|skip|drop|discard|abandon)\s+{_PREVIOUS}{_RULES}\b",
-    rf"\b(?:ignore|disregard|forget)\s+(?:all|everything)\s+(?:above|before|previously|you\s+were\s+told)",
+    r"\b(?:ignore|disregard|forget)\s+(?:all|everything)\s+(?:above|before|previously|you\s+were\s+told)",
     r"\bdo\s+not\s+(?:follow|obey)\s+(?:the|your|any)\s+(?:previous|prior|above|system)\b",
     rf"\b(?:pay\s+no\s+attention\s+to|do\s+not\s+(?:follow|obey|listen\s+to))\s+{_PREVIOUS}{_RULES}\b",
     r"\b(?:stop|quit|cease)\s+(?:following|obeying|using)\s+(?:your|the|all|any)\s+(?:\w+\s+)?"

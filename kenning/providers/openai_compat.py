@@ -114,7 +114,7 @@ class _Client:
                 _add_usage(usage, **{counter: 1})
                 try:
                     return send()
-                except Exception as exc:  # noqa: BLE001 - classified below; unknown ones re-raised
+                except Exception as exc:  # classified below; unknown ones re-raised
                     failure = self._classify(exc)
                     if failure is None:
                         raise

@@ -109,7 +109,7 @@ def _load_plugins() -> None:
         try:
             register = entry.load()
             register()
-        except Exception as exc:  # noqa: BLE001 - a broken plugin must name itself, not crash later
+        except Exception as exc:  # a broken plugin must name itself, not crash later
             raise ConfigurationError(f"provider plugin {entry.name!r} failed to load: {exc}") from exc
 
 

@@ -135,7 +135,8 @@ def render_context(
     parts = {name: [item for _, item in chosen[name]] for name in _HEADINGS}
     blocks = [HEADER, *blocks] if blocks else blocks  # what follows is data (pipeline/instructions.py)
     return Context(
-        text="\n\n".join(blocks), tokens=used + (count_tokens(HEADER) if blocks else 0), max_tokens=max_tokens, as_of=as_of, omitted=omitted,
+        text="\n\n".join(blocks), tokens=used + (count_tokens(HEADER) if blocks else 0), max_tokens=max_tokens,
+        as_of=as_of, omitted=omitted,
         facts=parts["facts"], history=parts["history"], entities=parts["entities"],
         messages=parts["messages"], evidence=parts["evidence"],
     )

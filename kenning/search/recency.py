@@ -24,7 +24,8 @@ the question's topics, or they restate a name a group member says with a word of
 the group's best score); the older ones are history: not current (a passage's
 ``superseded_by`` names the memory of the newest), ranked below it. A later passage that only
 adds ("we also adopted a second dog") supersedes nothing; of a topic that holds several values
-at once (pastimes), a later passage supersedes only the passages naming what it replaces. Facts keep their own validity: a fact hit's ``current`` is its timeline's.
+at once (pastimes), a later passage supersedes only the passages naming what it replaces.
+Facts keep their own validity: a fact hit's ``current`` is its timeline's.
 """
 
 from __future__ import annotations
@@ -303,7 +304,7 @@ def contradicted(facts: Sequence[Fact], evidence: Sequence[Hit], memories: Mappi
     for fact in facts:
         topics = topics_of(f"{fact.relation.replace('_', ' ')} {fact.target}") - _MANY
         name = set(fact.source.casefold().split())
-        for memory, body, said, about in passages:
+        for memory, _body_text, said, about in passages:
             if memory.id in fact.memory_ids or memory.valid_at <= fact.valid_at:
                 continue
             if topics & said and name <= about:

@@ -3,12 +3,12 @@ its family that stem differently ("allergies" finds "allergic").
 
 Both full-text stores stem the same way — SQLite's FTS5 ``porter`` tokenizer and PostgreSQL's
 english Snowball dictionary — and both conflate inflections ("allergy", "allergies" ->
-``allergi``) but not derivations ("allergic" -> ``allerg``, "biological" -> ``biolog``). Rather than a stemmer of our own in the index (a migration and a
-reindex of every stored row on both backends, and the two would have to agree), the query
-carries the family: a content word ending in one of the suffix classes below is also searched
-as its stem with the other class's suffix. A variant no row contains
-costs one term lookup; the stored rows and both stores' indexes are unchanged, so existing
-stores need nothing.
+``allergi``) but not derivations ("allergic" -> ``allerg``, "biological" -> ``biolog``).
+Rather than a stemmer of our own in the index (a migration and a reindex of every stored row
+on both backends, and the two would have to agree), the query carries the family: a content
+word ending in one of the suffix classes below is also searched as its stem with the other
+class's suffix. A variant no row contains costs one term lookup; the stored rows and both
+stores' indexes are unchanged, so existing stores need nothing.
 """
 
 from __future__ import annotations

@@ -113,7 +113,7 @@ def create_app(kn: Kenning, *, auth: bool = True, max_body: int | None = None, b
     def caller(
         request: Request,
         creds: HTTPAuthorizationCredentials | None = Depends(bearer),  # noqa: B008
-        key: str | None = Depends(header),  # noqa: B008
+        key: str | None = Depends(header),
     ) -> Principal:
         client = request.client.host if request.client else ""
         # read here, not from ``creds``: the scheme in any case, any run of spaces (RFC 9110 §11.1)

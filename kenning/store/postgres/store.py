@@ -375,7 +375,7 @@ class _PgTxn(Txn):
              row.memory_id, to_vector_text(row.embedding), row.weight),
         )
 
-    def close_fact(self, fact_id: str, *, invalid_at, expired_at, superseded_by) -> None:  # noqa: ANN001
+    def close_fact(self, fact_id: str, *, invalid_at, expired_at, superseded_by) -> None:
         self._lock_row("facts", fact_id)
         self.conn.execute(
             "UPDATE facts SET invalid_at = %s, expired_at = %s, superseded_by = %s WHERE id = %s",
@@ -983,7 +983,7 @@ class PostgresStore(AuthStore, ScopeReads, Store):
             ).fetchall()
         return [(r["of_id"], r["id"], r["offset"]) for r in rows]
 
-    def record_access(self, dataset, memory_ids, entity_ids, fact_ids, at) -> None:  # noqa: ANN001
+    def record_access(self, dataset, memory_ids, entity_ids, fact_ids, at) -> None:
         # Writers of the dataset hold its advisory lock exclusively and take row locks in any
         # order; counting accesses under the shared lock never waits on a row a writer holds
         # while the writer waits for a row locked here (the deadlock forget and recall had).
@@ -1022,7 +1022,7 @@ class PostgresStore(AuthStore, ScopeReads, Store):
             conn.execute("UPDATE facts SET weight = %s WHERE id = %s", (weight, fact_id))
 
     # -- embeddings --------------------------------------------------------------------------
-    def texts_to_embed(self, kind, after_id, limit, missing_only=False) -> list[tuple[str, str]]:  # noqa: ANN001
+    def texts_to_embed(self, kind, after_id, limit, missing_only=False) -> list[tuple[str, str]]:
         where = [sql.SQL("id > %s")] if after_id else []
         if missing_only:
             where.append(sql.SQL("embedding IS NULL"))

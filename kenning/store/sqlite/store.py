@@ -262,7 +262,7 @@ class _SQLiteTxn(Txn):
         self.db.execute("INSERT INTO facts_fts (rowid, ds, text) VALUES (?, ?, ?)",
                         (cur.lastrowid, dataset_token(row.dataset), row.description))
 
-    def close_fact(self, fact_id: str, *, invalid_at, expired_at, superseded_by) -> None:  # noqa: ANN001
+    def close_fact(self, fact_id: str, *, invalid_at, expired_at, superseded_by) -> None:
         self.db.execute(
             "UPDATE facts SET invalid_at = ?, expired_at = ?, superseded_by = ? WHERE id = ?",
             (to_text(invalid_at), to_text(expired_at), superseded_by, fact_id),
@@ -1071,7 +1071,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             rows = self._db.execute(sql, [window, window, *memory_ids]).fetchall()
         return [(r["of_id"], r["id"], r["offset"]) for r in rows]
 
-    def record_access(self, dataset, memory_ids, entity_ids, fact_ids, at) -> None:  # noqa: ANN001
+    def record_access(self, dataset, memory_ids, entity_ids, fact_ids, at) -> None:
         """Counted in memory and written every ``_ACCESS_FLUSH_CALLS`` recalls, every
         ``_ACCESS_FLUSH_SECONDS`` and on close: one write per recall cost 0.8 ms at 100k. Reads
         of memories in this process add the counts not yet written."""
@@ -1128,7 +1128,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
     # -- embeddings --------------------------------------------------------------------------
     _EMBED_TEXT = {"chunk": "text", "entity": "name", "fact": "description"}
 
-    def texts_to_embed(self, kind, after_id, limit, missing_only=False) -> list[tuple[str, str]]:  # noqa: ANN001
+    def texts_to_embed(self, kind, after_id, limit, missing_only=False) -> list[tuple[str, str]]:
         table, column = _KIND_TABLE[kind], self._EMBED_TEXT[kind]
         where = ["id > ?"] if after_id else []
         if missing_only:
