@@ -48,7 +48,7 @@ def _clauses() -> list[str]:
     """The clauses of the fixtures' texts and of every string in the tests (what the extractor's
     tests feed it)."""
     texts = []
-    for path in FIXTURES.iterdir():
+    for path in sorted(p for p in FIXTURES.rglob("*") if p.is_file() and p.suffix in (".json", ".jsonl")):
         lines = path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]
         texts += [s for line in lines for s in _strings(json.loads(line))]
     for path in FIXTURES.parent.glob("test_*.py"):
