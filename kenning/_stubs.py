@@ -129,7 +129,8 @@ def _parameters(signature: inspect.Signature, hints: dict[str, Any], names: _Nam
             star = True
         if param.kind is inspect.Parameter.VAR_POSITIONAL:
             star = True
-        prefix = {inspect.Parameter.VAR_POSITIONAL: "*", inspect.Parameter.VAR_KEYWORD: "**"}.get(param.kind, "")
+        kind = param.kind
+        prefix = "*" if kind is inspect.Parameter.VAR_POSITIONAL else "**" if kind is inspect.Parameter.VAR_KEYWORD else ""
         if param.name in ("self", "cls"):
             out.append(param.name)
             continue

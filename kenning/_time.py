@@ -7,6 +7,7 @@ name, so SQL comparisons on them are comparisons of time.
 from __future__ import annotations
 
 import datetime as dt
+from typing import overload
 
 UTC = dt.timezone.utc
 
@@ -15,6 +16,10 @@ def utcnow() -> dt.datetime:
     return dt.datetime.now(UTC)
 
 
+@overload
+def as_utc(value: dt.datetime | dt.date) -> dt.datetime: ...
+@overload
+def as_utc(value: dt.datetime | dt.date | str | None) -> dt.datetime | None: ...
 def as_utc(value: dt.datetime | dt.date | str | None) -> dt.datetime | None:
     """Coerce a datetime, date or ISO string to an aware UTC datetime (naive means UTC)."""
     if value is None:

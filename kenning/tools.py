@@ -392,9 +392,9 @@ def _context(result: Any) -> str:
 
 
 def _remember(result: Any) -> str:
-    ids = getattr(result, "memory_ids", None)
     if isinstance(result, list):  # add: the ids
         return f"Stored {len(result)} pending memor{'y' if len(result) == 1 else 'ies'}: {', '.join(result)}"
+    ids: list[str] = result.memory_ids
     parts = [f"Remembered {len(ids)} memor{'y' if len(ids) == 1 else 'ies'}"
              + (f" ({', '.join(ids[:10])}{' …' if len(ids) > 10 else ''})" if ids else "")
              + f": {result.facts_created} new fact{'s' * (result.facts_created != 1)}, "

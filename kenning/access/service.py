@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import replace
-from typing import Any
+from typing import Any, cast
 
 from .accounts import Accounts, DatasetLocks
 from .limits import Limiter
@@ -170,6 +170,7 @@ class Service:
                 raise PermissionDeniedError("only an admin may forget everything")
             with self.locks.hold(self.kn.datasets()):
                 return self.kn.forget(everything=True)
+        dataset = cast(str, dataset)  # the one argument left given (checked above)
         self.access.require(who, dataset, "delete")
         with self.locks.hold([dataset]):  # an unknown dataset: NotFoundError (404)
             return self.kn.forget(dataset=dataset)

@@ -20,7 +20,7 @@ def progress(label: str, unit: str, *, total: int | None = None,
     """Yield ``advance(n)``. On a terminal (stderr) a tqdm bar; otherwise, once the work ends
     without an error, ``label: N units in S s (R/s)`` on stderr; with ``quiet`` nothing."""
     if quiet:
-        yield lambda n=1: None
+        yield lambda n=1: None  # type: ignore[misc]  # a lambda's default
         return
     if sys.stderr.isatty():
         from tqdm import tqdm

@@ -7,7 +7,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import get_args
+from typing import Any, get_args
 
 import click
 
@@ -238,7 +238,7 @@ def datasets_list(ctx: click.Context, as_json: bool) -> None:
     Example: kenning datasets list --json
     """
     with _admin(ctx) as accounts:
-        rows = [
+        rows: list[dict[str, Any]] = [
             {"name": d.name, "owner": d.owner,
              "grants": {g.user: g.permissions for g in accounts.grants(ADMIN, d.name)}}
             for d in accounts.datasets(ADMIN)

@@ -251,7 +251,7 @@ class Lifecycle:
                 entity_ids, fact_ids = removal_preview(self.store, batch, result.memory_ids)
             else:
                 batch, (entity_ids, fact_ids) = self.store.atomic(
-                    lambda txn, page=page: self._prune_page(txn, page, criteria, now))
+                    lambda txn, page=page: self._prune_page(txn, page, criteria, now))  # type: ignore[misc]  # a lambda's bound defaults
             result.memory_ids += [m.id for m in batch]
             result.entity_ids += entity_ids
             result.fact_ids += fact_ids

@@ -15,7 +15,9 @@ import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from typing import Any, get_args
+from typing import Any, cast, get_args
+
+import numpy as np
 
 from .._checks import check_choice, check_flag, check_metadata, check_scope, check_text
 from ..requests import ID_CHARS, KIND_CHARS, SOURCE_CHARS
@@ -26,7 +28,8 @@ from ..errors import ConflictError, KenningError, StoreError, ValidationError
 from ..lifecycle.improve import duplicate_pairs
 from ..lifecycle.remove import require_present, scrub_entities
 from ..models import (
-    CognifyResult, FactInput, ImproveResult, Memory, MemoryInput, MemoryKind, Message, RememberResult, Usage,
+    CognifyResult, FactInput, ImproveResult, Memory, MemoryInput, MemoryKind, MemoryStatus, Message, RememberResult,
+    Usage,
 )
 from ..pipeline import known as known_facts
 from ..pipeline.authority import flags_for, stamp
@@ -117,7 +120,7 @@ class Writing:
         valid_at: dt.datetime | None,
         metadata: dict[str, Any] | None,
         now: dt.datetime,
-        status: str = "pending",
+        status: MemoryStatus = "pending",
     ) -> Memory:
         check_choice(kind, "kind", MEMORY_KINDS)
         fields: dict[str, Any] = {}
@@ -162,7 +165,7 @@ class Writing:
             **fields,
         )
 
-    def add(self, content: ContentInput | Sequence[ContentInput], *, status: str = "pending",
+    def add(self, content: ContentInput | Sequence[ContentInput], *, status: MemoryStatus = "pending",
             **inputs: Any) -> list[tuple[str, bool]]:
         """Store memories as ``pending``; returns (id, created) in input order. ``inputs`` are
         the write fields of the request model (``kenning.requests._Write``: dataset, kind,
@@ -172,7 +175,7 @@ class Writing:
         write fewer per memory, and a crash still leaves them visible and reclaimable."""
         return self._add(content, status=status, **inputs)[0]
 
-    def _add(self, content: ContentInput | Sequence[ContentInput], *, status: str,
+    def _add(self, content: ContentInput | Sequence[ContentInput], *, status: MemoryStatus,
              **inputs: Any) -> tuple[list[tuple[str, bool]], list[Memory]]:
         """``add``, and the memories as they were stored (those created are not read back)."""
         session = inputs.get("session")
@@ -261,7 +264,7 @@ class Writing:
 
     def _memories(self, content: ContentInput | Sequence[ContentInput], *, dataset: str = DEFAULT_DATASET,
                   kind: str = "knowledge", source: str | None = None, valid_at: dt.datetime | str | None = None,
-                  metadata: dict[str, Any] | None = None, status: str = "pending", user: str | None = None,
+                  metadata: dict[str, Any] | None = None, status: MemoryStatus = "pending", user: str | None = None,
                   agent: str | None = None, session: str | None = None) -> list[Memory]:
         """Every input of a call checked and made a Memory before any is stored, so a bad
         batch stores nothing. Chat messages become ``message`` memories (``messages.py``)
@@ -291,7 +294,8 @@ class Writing:
         if any(scope.values()):
             for memory in memories:
                 memory.user, memory.agent, memory.session = scope["user"], scope["agent"], scope["session"]
-                memory.content_hash = memory_identity(memory.content, **scope)
+                memory.content_hash = memory_identity(memory.content, user=scope["user"], agent=scope["agent"],
+                                                      session=scope["session"])
         return memories
 
     def _messages(self, items: list[Any], *, dataset: str, now: dt.datetime, session: str | None,
@@ -619,7 +623,7 @@ class Writing:
         result.processed, result.failed = cognified.processed, cognified.failed
         for drop, keep in self._duplicates(dataset):
             result.facts_merged += self.store.atomic(
-                lambda txn, keep=keep, drop=drop: txn.merge_entities(keep.id, drop.id))
+                lambda txn, keep=keep, drop=drop: txn.merge_entities(keep.id, drop.id))  # type: ignore[misc]  # a lambda's bound defaults
             result.entities_merged[drop.id] = keep.id
         result.embeddings_filled = sum(self.reembed(missing_only=True).values())
         log.info("improved", extra={"dataset": dataset, "processed": len(result.processed),
@@ -648,5 +652,5 @@ class Writing:
         while page := self.store.entity_rows(dataset, after, _PAGE):
             rows += page
             after = page[-1].id
-        return duplicate_pairs(rows, lambda row: self.store.vector(dataset, "entity", row.embedding, 3),
+        return duplicate_pairs(rows, lambda row: self.store.vector(dataset, "entity", cast(np.ndarray, row.embedding), 3),
                                self.settings.entity_similarity)

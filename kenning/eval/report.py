@@ -25,7 +25,8 @@ def _row(label: str, scores: dict[str, Any], ks: list[int]) -> list[str]:
 
 def _session_headers(report: dict[str, Any], ks: list[int]) -> list[str]:
     """LongMemEval's columns: NDCG over turns, session recall_any / recall_all."""
-    sample = next(iter(report["systems"].values()), {}).get("overall", {})
+    first: dict[str, Any] = next(iter(report["systems"].values()), {})
+    sample = first.get("overall", {})
     if f"session_any@{ks[0]}" not in sample:
         return []
     return [*(f"NDCG@{k}" for k in ks), *(f"S{m}@{k}" for m in ("any", "all") for k in ks)]

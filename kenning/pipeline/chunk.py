@@ -226,7 +226,7 @@ def _pieces(block: _Block, size: int) -> list[_Piece]:
         closed = len(lines) > 1 and _FENCE.match(lines[-1]) is not None
         body = lines[1:-1] if closed else lines[1:]
         return _groups(body, size, wrap=(lines[0], lines[-1] if closed else lines[0].strip()))
-    pieces = []
+    pieces: list[_Piece] = []
     for sentence in (s.strip() for s in _SENTENCE_END.split(block.text)):
         if sentence:
             pieces += [_Piece(t, k, " " if pieces else "\n\n", True) for t, k in _split_long(sentence, size)]

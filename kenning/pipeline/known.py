@@ -30,7 +30,7 @@ from .._checks import check_text
 from .._identity import content_hash
 from ..dates import parse_user_datetime
 from ..errors import ValidationError
-from ..models import FactInput, Memory, Usage
+from ..models import FactInput, Memory, MemoryStatus, Usage
 from ..providers.base import ChatModel, Embedder
 from ..store.base import Store
 from ..text import normalize_name, normalize_relation
@@ -116,7 +116,7 @@ def _record(where: str, fact: FactInput, now: dt.datetime) -> dict[str, Any]:
 
 
 def known_memory(items: Sequence[Any], *, dataset: str, now: dt.datetime, valid_at: dt.datetime | None,
-                 source: str | None, metadata: dict[str, Any], status: str, user: str | None = None,
+                 source: str | None, metadata: dict[str, Any], status: MemoryStatus, user: str | None = None,
                  agent: str | None = None, session: str | None = None) -> Memory:
     """The one memory holding a call's records. Its identity is its records with the call's
     scope: the same records remembered again are one memory (skipped, or reprocessed with

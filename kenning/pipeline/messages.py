@@ -30,7 +30,7 @@ from typing import Any, get_args
 from .._checks import check_text
 from .._identity import memory_identity
 from ..errors import ValidationError
-from ..models import Memory, Message, Role
+from ..models import Memory, MemoryStatus, Message, Role
 from .commit import new_id
 from .instructions import strip_role_markers
 from ..dates import parse_user_datetime
@@ -50,7 +50,7 @@ _DEFAULT_SPEAKER = {"user": "User", "assistant": "Assistant"}
 class Turn:
     """A checked message: its text, role, speaker and when it was said (None: the call's time)."""
 
-    role: str
+    role: Role
     content: str
     speaker: str | None
     said_at: dt.datetime | None
@@ -125,7 +125,7 @@ def message_memories(
     valid_at: dt.datetime | None = None,
     metadata: dict[str, Any] | None = None,
     source: str | None = None,
-    status: str = "pending",
+    status: MemoryStatus = "pending",
 ) -> list[Memory]:
     """One ``message`` memory per turn. ``start`` is the session's next position (one past
     its last message's); ``valid_at`` the time of turns that give none (else ``now``)."""
