@@ -228,9 +228,9 @@ def annotate_hits(store: Any, hits: Sequence[Any], memories: Sequence[Memory], r
     facts = [h for h in hits if h.kind == "fact" and h.expired_at is None and h.source and h.relation]
     rows = store.get_facts([h.id for h in facts]) if facts else []
     competing_claims(store, rows, rules)
-    found = {row.id: row.competing for row in rows}
+    claims = {row.id: row.competing for row in rows}
     for fact in facts:
-        fact.competing = found.get(fact.id, [])
+        fact.competing = claims.get(fact.id, [])
 
 
 _FLAG_ORDER = {flag: i for i, flag in enumerate(FLAGS)}

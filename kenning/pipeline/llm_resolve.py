@@ -193,8 +193,8 @@ class _Labels:
         for item in _items(data.get("contradictions")):
             index = self._new(item.get("new"))
             stored = item.get("stored")
-            ids = [self._candidate(label) for label in (stored if isinstance(stored, list) else [stored])]
-            ids = [i for i in ids if i is not None and i != verdicts.duplicates.get(index)]
+            found = [self._candidate(label) for label in (stored if isinstance(stored, list) else [stored])]
+            ids = [i for i in found if i is not None and (index is None or i != verdicts.duplicates.get(index))]
             if index is not None and index not in verdicts.duplicates and ids:
                 known = verdicts.contradictions.setdefault(index, [])
                 known += [i for i in ids if i not in known]

@@ -298,7 +298,7 @@ class OpenAIEmbedder(_Client, Embedder):
         self._dimension = dimensions
 
     @property
-    def dimension(self) -> int:  # type: ignore[override] - lazily discovered
+    def dimension(self) -> int:  # type: ignore[override]  # lazily discovered
         if self._dimension is None:
             self.embed_batch(["dimension probe"], Usage())
         assert self._dimension is not None

@@ -258,10 +258,10 @@ def settle(
     if newest.additive or all(c.said == latest for c in group):
         return
     if asked <= _MANY:  # several values hold at once: only what the newest names is replaced
-        said = _values(newest.body, asked) - parts
+        named = _values(newest.body, asked) - parts
         if not _CHANGE.search(newest.body):
             return
-        group = [c for c in group if c is newest or c.said == latest or _values(c.body, asked) & said]
+        group = [c for c in group if c is newest or c.said == latest or _values(c.body, asked) & named]
         if len(group) < 2:
             return
     best = max(c.hit.score for c in group)

@@ -9,7 +9,7 @@ neighbour's), so it sees exactly what the caller may read and nothing the API re
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, FastAPI, Query
 from fastapi.responses import FileResponse, RedirectResponse
@@ -85,7 +85,7 @@ def _take(facts: list[Fact], nodes: dict[str, GraphNode], edges: dict[str, Fact]
 
 
 def build_graph_router(service: Service, caller: Callable[..., Principal]) -> APIRouter:
-    errors = {code: {"model": ErrorResponse} for code in (401, 404, 422)}
+    errors: dict[int | str, dict[str, Any]] = {code: {"model": ErrorResponse} for code in (401, 404, 422)}
     router = APIRouter(prefix="/v1", responses=errors)
     Caller = Annotated[Principal, Depends(caller)]
 

@@ -383,7 +383,7 @@ def import_file(store: Store, path: str | Path, *, vectors: bool = True, account
         with side.writing():
             for table in _in_order(side, list(parsed.tables)):
                 _write(side, table, parsed.tables[table], report, batch, progress)
-    except (sqlite3.IntegrityError, *_integrity_errors()) as exc:
+    except (sqlite3.IntegrityError, *_integrity_errors()) as exc:  # type: ignore[misc]  # mypy: a starred tuple of classes
         raise ConflictError(f"the import clashes with the store and was rolled back: {exc}") from exc
     except (KeyError, TypeError, ValueError, sqlite3.Error, _driver_error()) as exc:
         if isinstance(exc, ValidationError):
@@ -441,7 +441,7 @@ def _check_scope(side: Side, parsed: _File) -> None:
     dataset (in the file or in the store); every table is one an export writes."""
     declared = set(parsed.header["datasets"])
     exported = set(_tables(side)) | set(ACCOUNTS)
-    where = {"memories": {}, "entities": {}, "facts": {}}  # id -> dataset, of the file's rows
+    where: dict[str, dict[Any, Any]] = {"memories": {}, "entities": {}, "facts": {}}  # id -> dataset, of the file's rows
     for table in where:
         for row in parsed.tables.get(table, []):
             where[table][row.get("id")] = row.get("dataset")
