@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from pydantic import TypeAdapter
@@ -75,7 +75,10 @@ from .requests import (
 )
 from .settings import Settings
 
-httpx = require("httpx", purpose="the remote client (Kenning('http://…')) needs httpx")
+if TYPE_CHECKING:
+    import httpx
+else:
+    httpx = require("httpx", purpose="the remote client (Kenning('http://…')) needs httpx")
 
 __all__ = ["ROUTES", "Remote", "Route"]
 
@@ -209,14 +212,15 @@ class Remote:
         paths = [Path(p) for p in (content if isinstance(content, (list, tuple)) else [content])]
         picked = {"include": arguments.get("include") or (), "exclude": arguments.get("exclude") or ()}
         found = [(path, find_files(path, **picked)) for path in paths]  # a missing path: nothing sent
-        out = RememberResult(files=FilesSummary(), dry_run=bool(arguments.get("dry_run")))
+        summary = FilesSummary()  # out.files: add() extends it in place
+        out = RememberResult(files=summary, dry_run=bool(arguments.get("dry_run")))
         for path, files in found:
             parts = []
             for file, source in files:
                 try:
                     parts.append(("file", (source, file.read_bytes(), "application/octet-stream")))
                 except OSError as exc:
-                    out.files.failed.append(FileFailure(source=source, error=f"{source}: cannot read ({exc.strerror or exc})"))
+                    summary.failed.append(FileFailure(source=source, error=f"{source}: cannot read ({exc.strerror or exc})"))
             if parts:
                 out.add(self._upload(path, parts, arguments))
         return out

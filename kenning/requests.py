@@ -186,7 +186,7 @@ class RememberRequest(_Write):
     files, a folder remembered again processes only changed files, and ``sync`` forgets the
     memories of files deleted from it."""
 
-    content: Content | Files | Annotated[list[Content | Files], Field(max_length=MAX_ITEMS)] = Field(
+    content: Content | Files | Annotated[list[Content | Files], Field(max_length=MAX_ITEMS)] = Field(  # type: ignore[assignment]  # widened: files too
         description=_CONTENT)
     force: bool = False
     dry_run: bool = False
@@ -252,7 +252,7 @@ class StatsRequest(VerbRequest):
 
 
 class _One(VerbRequest):
-    positional = ("memory_id",)
+    positional: ClassVar[tuple[str, ...]] = ("memory_id",)
     memory_id: MemoryId
 
 

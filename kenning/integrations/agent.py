@@ -83,7 +83,7 @@ def with_memory(kn: Kenning | AsyncKenning, *, user: str | None = None, session:
             ctx = kn.context(message, dataset=dataset, max_tokens=max_tokens, **scope)
             answer = fn(*args, **{**kwargs, context_arg: ctx.text})
             if record:
-                kn.remember(turns(message, answer), dataset=dataset, agent=agent, **scope)
+                kn.remember(turns(message, answer), dataset=dataset, agent=agent, **scope)  # type: ignore[arg-type]  # chat dicts: client.pyi names Message only
             return answer
 
         return wrapper  # type: ignore[return-value]
