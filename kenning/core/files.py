@@ -17,7 +17,7 @@ import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from .._checks import check_metadata, check_text
 from .._identity import check_dataset
@@ -100,7 +100,7 @@ class Files:
         check_file_options(content, sync=sync)
         job = _Job(dataset, kind, valid_at, dict(metadata or {}), force, dry_run, sync,
                    progress or (lambda n: None))
-        job.origin = lowest(["document", check_origin(origin)])  # a file is a document (authority.py)
+        job.origin = cast(str, lowest(["document", check_origin(origin)]))  # a file is a document (authority.py)
         job.out.dry_run = dry_run
         groups = _read(content, include or (), exclude or ())
         keep = {doc.content_hash for group in groups for doc in group.documents}
@@ -206,7 +206,7 @@ def _read(content: Any, include: Sequence[str], exclude: Sequence[str]) -> list[
         groups.append(_Group(folder, [d for d in uploads if d.folder == folder], [], whole=True))
     for path in paths:
         read = read_paths(path, include=include, exclude=exclude)
-        folder = path if path.is_dir() else path.parent
+        base = path if path.is_dir() else path.parent
         failed = [FileFailure(source=str(e.details.get("path", path.name)), error=e.message) for e in read.errors]
-        groups.append(_Group(str(folder.resolve()), read.documents, failed, whole=path.is_dir()))
+        groups.append(_Group(str(base.resolve()), read.documents, failed, whole=path.is_dir()))
     return groups

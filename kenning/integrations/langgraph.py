@@ -21,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import json
 import operator
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from .._extras import require
@@ -57,7 +57,7 @@ def _ns_filter(namespace: tuple[str, ...], exact: bool) -> dict[str, Any]:
     return out
 
 
-def _text(value: dict[str, Any]) -> str:
+def _text(value: Mapping[str, Any]) -> str:
     content = value.get("content")
     if isinstance(content, str) and content.strip():
         return content
@@ -72,7 +72,7 @@ _OPS = {"$eq": operator.eq, "$ne": operator.ne, "$gt": operator.gt, "$gte": oper
 
 def _matches(value: dict[str, Any], conditions: dict[str, Any] | None) -> bool:
     for key, want in (conditions or {}).items():
-        have = value
+        have: Any = value
         for part in key.split("."):
             have = have.get(part) if isinstance(have, dict) else None
         ops = want if isinstance(want, dict) and want and all(k.startswith("$") for k in want) else {"$eq": want}
@@ -144,7 +144,7 @@ class KenningStore(BaseStore):
         memory = self._find(tuple(namespace), key)
         return self._item(memory) if memory else None
 
-    def _put(self, namespace: tuple[str, ...], key: str, value: dict[str, Any] | None) -> None:
+    def _put(self, namespace: tuple[str, ...], key: str, value: Mapping[str, Any] | None) -> None:
         namespace = tuple(namespace)
         existing = self._find(namespace, key)
         if value is None:
