@@ -470,7 +470,9 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     chunks = store.get_chunks(lanes.ids("chunk"))
     facts = store.get_facts(lanes.ids("fact"))
     pool: dict[str, _Evidence] = {}
-    for record, key in [*((c, ("chunk", c.id)) for c in chunks), *((f, ("fact", f.id)) for f in facts)]:
+    records: list[tuple[ChunkRow | Fact, tuple[str, str]]] = [*((c, ("chunk", c.id)) for c in chunks),
+                                                               *((f, ("fact", f.id)) for f in facts)]
+    for record, key in records:
         owners = [record.memory_id] if isinstance(record, ChunkRow) else record.memory_ids[:_MAX_PROVENANCE]
         for memory_id in owners:
             ev = pool.setdefault(memory_id, _Evidence(memory_id))
@@ -690,7 +692,8 @@ def _by_record(ctx: _Context, lanes: _Lanes) -> list[Hit]:
     for entity in entities.values():
         # An entity named by thousands of memories names first those the other hits come from.
         entity.memory_ids = [m for m in entity.memory_ids if m in relevant] or entity.memory_ids[:1]
-    ctx.load_memories(m for r in (*facts.values(), *entities.values()) for m in r.memory_ids[:_MAX_PROVENANCE])
+    named: list[Fact | Entity] = [*facts.values(), *entities.values()]
+    ctx.load_memories(m for r in named for m in r.memory_ids[:_MAX_PROVENANCE])
     hits = []
     for kind, item_id in keys:
         lane_names = sorted(lanes.scores[(kind, item_id)])
