@@ -36,6 +36,7 @@ from collections.abc import Sequence
 
 import psycopg
 from psycopg import sql
+from psycopg.rows import DictRow
 
 from .schema import TS_CONFIG
 
@@ -127,7 +128,7 @@ def rarest(terms: list[str], counts: dict[str, int], limit: int) -> list[str] | 
     return rare if rows >= limit else None
 
 
-def _counts(conn: psycopg.Connection, table: str, terms: Sequence[str]) -> tuple[int, dict[str, int | None]]:
+def _counts(conn: psycopg.Connection[DictRow], table: str, terms: Sequence[str]) -> tuple[int, dict[str, int | None]]:
     """The table's rows, and each term's (None: it has no lexeme; a phrase's counted up to
     ``COMMON_ROWS``)."""
     query = sql.SQL(_COUNTS).format(cfg=sql.Literal(TS_CONFIG), table=sql.Identifier(table))
@@ -136,7 +137,8 @@ def _counts(conn: psycopg.Connection, table: str, terms: Sequence[str]) -> tuple
     return int(found[0]["n"] or 0) if found else 0, {t: hits.get(t) for t in terms}
 
 
-def bm25(conn: psycopg.Connection, table: str, dataset: str, terms: Sequence[str], limit: int) -> list[tuple[str, float]]:
+def bm25(conn: psycopg.Connection[DictRow], table: str, dataset: str, terms: Sequence[str],
+         limit: int) -> list[tuple[str, float]]:
     """(id, score) of the dataset's best rows of ``table`` for the ORed ``terms``, best first."""
     terms = list(dict.fromkeys(terms))
     table_rows, counts = _counts(conn, table, terms)
