@@ -6,11 +6,12 @@ when a reranker is configured, and record which memories were used.
 
 from __future__ import annotations
 
+import builtins
 import datetime as dt
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, get_args
+from typing import Any, cast, get_args
 
 from .._checks import check_choice, check_flag, check_int, check_scope, check_text
 from ..requests import ID_CHARS, MAX_DEPTH, MAX_NEIGHBORS, MAX_OFFSET, MAX_PAGE, MAX_TOKENS, MAX_TOP_K, MIN_TOKENS, NAME_CHARS
@@ -101,7 +102,7 @@ class Reading:
         return self.store.list_memories(flt)
 
     def sessions(self, *, dataset: str = DEFAULT_DATASET, user: str | None = None, agent: str | None = None,
-                 limit: int = 50, offset: int = 0) -> list[Session]:
+                 limit: int = 50, offset: int = 0) -> builtins.list[Session]:
         self._readable(dataset)
         check_int(limit, "limit", 1, MAX_PAGE)
         check_int(offset, "offset", 0, MAX_OFFSET)
@@ -243,12 +244,13 @@ class Reading:
                                   "seconds": result.seconds})
         return result
 
-    def _rerank(self, query: str, hits: list[Hit], memories: list[Memory], top_k: int) -> tuple[list[Hit], list[Memory]]:
+    def _rerank(self, query: str, hits: builtins.list[Hit], memories: builtins.list[Memory],
+                top_k: int) -> tuple[builtins.list[Hit], builtins.list[Memory]]:
         """The configured reranker's order of the first hits, cut to ``top_k``. A reranker
         that fails leaves the fused order (its hits then carry no ``rerank`` lane): recall
         keeps answering while a reranking endpoint is down."""
         try:
-            hits = rerank_hits(self.reranker, query, hits, self.settings.rerank_top_n)
+            hits = rerank_hits(cast(Reranker, self.reranker), query, hits, self.settings.rerank_top_n)  # recall checked it is set
         except KenningError as exc:
             log.warning("rerank failed; fused order kept", extra={"error_type": type(exc).__name__})
         hits = hits[:top_k]
