@@ -13,6 +13,7 @@ import calendar
 import datetime as dt
 import re
 from dataclasses import dataclass
+from typing import cast
 
 __all__ = ["Window", "query_window"]
 
@@ -112,8 +113,9 @@ def _window(kind: str, match: re.Match[str], now: dt.datetime) -> Window | None:
     if kind == "month_any_year":
         return Window(month=month)
     if kind == "last_month_name":
-        year = now.year if month < now.month else now.year - 1
-        return _month_window(year, month)
+        named = cast(int, month)  # the pattern matched a month's name
+        year = now.year if named < now.month else now.year - 1
+        return _month_window(year, named)
     year = int(groups["year"])
     if kind == "year":
         return Window(_utc(year), _utc(year + 1))
