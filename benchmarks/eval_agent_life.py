@@ -2,7 +2,7 @@
 
     python benchmarks/eval_agent_life.py FILE [--misses] [--json]
 
-FILE is a JSON-lines file of scenarios (the format of ``/work/shared/data/agent_life``): a
+FILE is a JSON-lines file of scenarios (the format of ``../shared/data/agent_life``): a
 ``user``, their ``sessions`` (``id``, ``date``, ``turns`` as ``[role, text]`` pairs) and ``ask``,
 questions that are either about now (``now``: the current values, ``stale``: the old ones) or
 about an earlier date (``as_of``, ``then``: the values true then, ``also``: the others).
