@@ -24,6 +24,8 @@ import typing
 from collections.abc import Iterator
 from typing import Annotated, Any, Literal, Union
 
+from pydantic import BaseModel
+
 __all__ = ["STUB", "render_stub"]
 
 STUB = pathlib.Path(__file__).with_name("client.pyi")
@@ -66,6 +68,9 @@ def _render(tp: Any, names: _Names) -> str:
         return _render(args[0], names)
     if origin in (Union, types.UnionType):
         parts = list(dict.fromkeys(_render(arg, names) for arg in args))
+        if any(isinstance(arg, type) and issubclass(arg, BaseModel) for arg in args):
+            # a request field that takes a model takes its JSON shape too ({"role": …, "content": …})
+            parts.append(f"dict[str, {names.use('typing', 'Any')}]")
         if "None" in parts:  # None last, as people write it
             parts = [p for p in parts if p != "None"] + ["None"]
         return " | ".join(parts)

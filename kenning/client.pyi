@@ -71,7 +71,7 @@ class Kenning:
         """Close the store and the model clients."""
         ...
 
-    def remember(self, content: str | MemoryInput | Message | FactInput | Path | builtins.list[str | MemoryInput | Message | FactInput | Path], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None, force: bool = False, dry_run: bool = False, include: builtins.list[str] | None = None, exclude: builtins.list[str] | None = None, sync: bool = False, progress: Callable[[int], None] | None = None) -> RememberResult:
+    def remember(self, content: str | MemoryInput | Message | FactInput | Path | builtins.list[str | MemoryInput | Message | FactInput | Path | dict[str, Any]] | dict[str, Any], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None, force: bool = False, dry_run: bool = False, include: builtins.list[str] | None = None, exclude: builtins.list[str] | None = None, sync: bool = False, progress: Callable[[int], None] | None = None) -> RememberResult:
         """Store and process now: a string, a structured memory, chat messages (``{"role",
         "content", "name"?, "created_at"?}``, each kept as a ``message`` memory with its speaker),
         or a list of them; or known facts (``{"source", "relation", "target", "valid_at"?,
@@ -86,7 +86,7 @@ class Kenning:
         """
         ...
 
-    def add(self, content: str | MemoryInput | Message | FactInput | builtins.list[str | MemoryInput | Message | FactInput], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None) -> builtins.list[str]:
+    def add(self, content: str | MemoryInput | Message | FactInput | builtins.list[str | MemoryInput | Message | FactInput | dict[str, Any]] | dict[str, Any], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None) -> builtins.list[str]:
         """Store as ``pending`` without processing; ``cognify`` processes later. Returns the ids."""
         ...
 
@@ -257,7 +257,7 @@ class AsyncKenning:
         """Close the store and the model clients."""
         ...
 
-    async def remember(self, content: str | MemoryInput | Message | FactInput | Path | builtins.list[str | MemoryInput | Message | FactInput | Path], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None, force: bool = False, dry_run: bool = False, include: builtins.list[str] | None = None, exclude: builtins.list[str] | None = None, sync: bool = False, progress: Callable[[int], None] | None = None) -> RememberResult:
+    async def remember(self, content: str | MemoryInput | Message | FactInput | Path | builtins.list[str | MemoryInput | Message | FactInput | Path | dict[str, Any]] | dict[str, Any], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None, force: bool = False, dry_run: bool = False, include: builtins.list[str] | None = None, exclude: builtins.list[str] | None = None, sync: bool = False, progress: Callable[[int], None] | None = None) -> RememberResult:
         """Store and process now: a string, a structured memory, chat messages (``{"role",
         "content", "name"?, "created_at"?}``, each kept as a ``message`` memory with its speaker),
         or a list of them; or known facts (``{"source", "relation", "target", "valid_at"?,
@@ -272,7 +272,7 @@ class AsyncKenning:
         """
         ...
 
-    async def add(self, content: str | MemoryInput | Message | FactInput | builtins.list[str | MemoryInput | Message | FactInput], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None) -> builtins.list[str]:
+    async def add(self, content: str | MemoryInput | Message | FactInput | builtins.list[str | MemoryInput | Message | FactInput | dict[str, Any]] | dict[str, Any], *, dataset: str = 'main', kind: str = 'knowledge', source: str | None = None, valid_at: str | datetime.datetime | None = None, metadata: dict[str, Any] | None = None, user: str | None = None, agent: str | None = None, session: str | None = None, origin: Literal['user', 'api', 'agent', 'tool', 'document'] | None = None) -> builtins.list[str]:
         """Store as ``pending`` without processing; ``cognify`` processes later. Returns the ids."""
         ...
 

@@ -25,6 +25,7 @@ reveal_type(kn.recall("Where does Alice work?", top_k=5))
 reveal_type(kn.list(limit=3))
 kn.recall("q", top_k="five")
 kn.remember("Alice works at Acme.", datset="main")
+kn.remember([{"role": "user", "content": "I live in Porto."}], user="priya")
 
 
 async def main() -> None:
