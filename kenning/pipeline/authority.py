@@ -182,6 +182,12 @@ def competing_claims(store: Any, facts: Sequence[Fact], rules: RelationRules) ->
         ]
 
 
+def may_change(passage: Memory, fact: Fact) -> bool:
+    """Whether ``passage`` may say that ``fact`` (its origin set by ``annotate``) has changed:
+    the rule of ``may_close`` for one memory against the fact's lowest source."""
+    return _rank(passage.origin) >= _rank(fact.origin)
+
+
 def annotate(store: Any, facts: Sequence[Fact] = (), entities: Sequence[Any] = (),
              rules: RelationRules | None = None) -> None:
     """Set the origin (the lowest of their memories') of ``facts`` and ``entities``, whether

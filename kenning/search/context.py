@@ -27,7 +27,7 @@ import re
 from collections.abc import Mapping, Sequence
 
 from ..models import Context, Entity, Fact, Hit, Memory
-from ..pipeline.authority import annotate, note, screen
+from ..pipeline.authority import annotate, may_change, note, screen
 from ..pipeline.chunk import count_tokens
 from ..pipeline.instructions import HEADER, neutral, quote
 from ..pipeline.temporal import RelationRules
@@ -72,13 +72,17 @@ def build_context(
     messages = store.session_messages(scope.dataset, scope.session, last_messages) if scope.session else []
     said = {m.id: m for m in store.get_memories(list(dict.fromkeys(h.memory_ids[0] for h in evidence
                                                                    if h.memory_ids)))}
-    changed = contradicted([f for f in facts if fact_is_current(f, as_of)], evidence, said, as_of)
+    annotate(store, facts, (), rules or RelationRules())  # origins, flags, competing claims
+    # only a passage that may reach the block, from a source that could close the fact, may
+    # show it as changed: instruction-shaped text and a tool's output cannot move it to History
+    trusted = screen([], [], [], evidence)[3] if exclude_flagged else list(evidence)
+    changed = contradicted([f for f in facts if fact_is_current(f, as_of)], trusted, said, as_of, may_change)
     # the entities of what holds: the ends of closed facts are named by their history lines,
     # and listed alone they would read as current ("Toronto" after the move to Montreal)
     holding = [f for f in facts if fact_is_current(f, as_of) and f.id not in changed]
     ends = list(dict.fromkeys(e for f in holding for e in (f.source_id, f.target_id)))[:ENTITIES]
     entities = store.get_entities(ends)
-    annotate(store, facts, entities, rules or RelationRules())  # origins, flags, competing claims
+    annotate(store, (), entities)
     parts = screen(facts, entities, messages, evidence) if exclude_flagged else (facts, entities, messages, evidence, 0)
     context = render_context(as_of=as_of, max_tokens=max_tokens, facts=parts[0], entities=parts[1],
                              messages=parts[2], evidence=parts[3], changed=changed)

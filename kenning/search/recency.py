@@ -32,7 +32,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ..models import Fact, Hit, Memory
@@ -285,13 +285,14 @@ _CHANGED = re.compile(
 
 
 def contradicted(facts: Sequence[Fact], evidence: Sequence[Hit], memories: Mapping[str, Memory],
-                 at: dt.datetime) -> dict[str, dt.datetime]:
+                 at: dt.datetime, may_change: Callable[[Memory, Fact], bool] | None = None) -> dict[str, dt.datetime]:
     """The open facts a later passage among ``evidence`` says have changed, with when it was
     said: a passage about the fact's subject, of the fact's one-value topic (read from its
     relation and value: "lives_in", "is pescatarian"), said after the fact began, with a word
     of change ("I moved to Montreal" for "Maya lives in Toronto"). The context block shows such
     a fact as history even when extraction did not close it; a passage that only adds, or one
-    of the memories that state the fact, changes nothing."""
+    of the memories that state the fact, changes nothing; nor does one ``may_change`` refuses
+    (authority: a source that could not close the fact cannot show it as changed either)."""
     out: dict[str, dt.datetime] = {}
     passages = []
     for hit in evidence:
@@ -306,6 +307,8 @@ def contradicted(facts: Sequence[Fact], evidence: Sequence[Hit], memories: Mappi
         name = set(fact.source.casefold().split())
         for memory, _body_text, said, about in passages:
             if memory.id in fact.memory_ids or memory.valid_at <= fact.valid_at:
+                continue
+            if may_change is not None and not may_change(memory, fact):
                 continue
             if topics & said and name <= about:
                 out[fact.id] = min(out.get(fact.id, memory.valid_at), memory.valid_at)
