@@ -168,8 +168,7 @@ class MemoryFilter:
 
 
 class Txn(ABC):
-    """Primitives available inside one write transaction (written once in
-    :class:`kenning.store.sql.SQLTxn`), and the rules written once over them."""
+    """What a write transaction offers (written once in :class:`kenning.store.sql.SQLTxn`)."""
 
     # memories
     @abstractmethod
@@ -222,110 +221,20 @@ class Txn(ABC):
     def fact_sources(self, fact_ids: Sequence[str]) -> dict[str, list[tuple[str | None, str | None]]]:
         """(origin, user) of each memory that states each fact."""
 
-    # -- rules written once over the set-based primitives below -------------------------------
-    def merge_entities(self, keep_id: str, drop_id: str) -> list[str]:
-        """Fold ``drop_id`` into ``keep_id``: facts, provenance, name as alias; live facts that
-        became exact repeats are merged into the oldest. Returns the merged-away fact ids."""
-        names = self.entity_names([keep_id, drop_id])
-        if keep_id not in names or drop_id not in names:
-            return []
-        (keep, *aliases), dropped = names[keep_id], names[drop_id]
-        aliases += [n for n in dict.fromkeys(dropped) if n != keep and n not in aliases]
-        self.move_entity(drop_id, keep_id)
-        self.update_entity(keep_id, {"aliases": aliases})
-        # A fact closed only because its now-identical twin arrived was never contradicted.
-        self.reopen_twins(keep_id)
-        first: dict[tuple[str, str, str], str] = {}
-        repeats = []
-        for fact_id, *key in self.live_facts_of(keep_id):
-            keeper = first.setdefault(tuple(key), fact_id)  # type: ignore[arg-type]
-            if keeper != fact_id:
-                repeats.append((fact_id, keeper))
-        self.fold_facts(repeats)
-        return [fact_id for fact_id, _ in repeats]
-
-    def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
-        """Drop a memory's provenance links; delete facts and entities nothing else states.
-        Facts closed by a deleted fact are decided again without it (``reopen_closed``): the
-        knowledge that closed them is gone. Returns (entity_ids, fact_ids) deleted, each sorted."""
-        fact_ids, entity_ids = self.drop_links(memory_id)
-        dead_facts = sorted(self.unstated_facts(fact_ids))
-        if dead_facts:
-            self.reopen_closed(dead_facts)
-            self.delete_facts(dead_facts)
-        return sorted(self.delete_orphans(entity_ids)), dead_facts
-
-    def reopen_closed(self, dead: Sequence[str]) -> None:
-        """The facts the ``dead`` facts closed, re-decided without them: a fact ``O`` closed by
-        a dead fact is closed again at the start of the next later fact of its relation (or the
-        dead fact's) in the same slot (same source, or same target when the dead fact shared
-        only that),
-        superseded by it; only with no later fact left is it open again. So deleting the
-        middle of Acme (2020) -> Globex (2021) -> Initech (2022) leaves Acme closed at 2022,
-        never a second open value beside Initech."""
-        gone = set(dead)
-        closers = {row.id: row for row in self.get_fact_rows(list(dead))}
-        for old in self.facts_closed_by(list(dead)):
-            if old.id in gone:
-                continue
-            closer = closers.get(old.superseded_by or "")
-            later = None
-            if closer is not None and (closer.source_id == old.source_id or closer.target_id == old.target_id):
-                by_source = closer.source_id == old.source_id
-                anchor = old.source_id if by_source else old.target_id
-                rank = (old.valid_at, old.created_at, old.id)
-                # the dead fact's relation too: a change statement may close a fact of
-                # another relation of the same family, and its successors share its relation
-                slot = {f.id: f for relation in dict.fromkeys((old.relation, closer.relation))
-                        for f in self.slot_facts(old.dataset, relation, anchor, by_source)}
-                later = min((
-                    f for f in slot.values()
-                    if f.id not in gone and f.id != old.id
-                    and (f.target_id != old.target_id if by_source else f.source_id != old.source_id)
-                    and (f.valid_at, f.created_at, f.id) > rank
-                    and (f.invalid_at is None or f.invalid_at > f.valid_at)  # an empty interval holds no value
-                ), key=lambda f: (f.valid_at, f.created_at, f.id), default=None)
-            if later is not None:
-                self.close_fact(old.id, invalid_at=later.valid_at, expired_at=old.expired_at,
-                                superseded_by=later.id)
-            else:
-                self.close_fact(old.id, invalid_at=None, expired_at=None, superseded_by=None)
-
-    # -- set-based primitives of the rules above ---------------------------------------------
     @abstractmethod
     def entity_names(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
         """Each existing entity's name followed by its aliases."""
+
+    # the graph rules that are not SQL
     @abstractmethod
-    def move_entity(self, drop_id: str, keep_id: str) -> None:
-        """Point facts and provenance of ``drop_id`` at ``keep_id``, then delete ``drop_id``."""
+    def merge_entities(self, keep_id: str, drop_id: str) -> list[str]:
+        """Fold ``drop_id`` into ``keep_id``: facts, provenance, name as alias; live facts that
+        became exact repeats are merged into the oldest. Returns the merged-away fact ids."""
     @abstractmethod
-    def reopen_twins(self, entity_id: str) -> None:
-        """Reopen facts touching the entity that were closed by a fact with the same source, relation and target."""
-    @abstractmethod
-    def live_facts_of(self, entity_id: str) -> list[tuple[str, str, str, str]]:
-        """(id, source_id, relation, target_id) of open facts touching the entity, oldest first
-        (by ``created_at``, then id)."""
-    @abstractmethod
-    def fold_facts(self, pairs: Sequence[tuple[str, str]]) -> None:
-        """For each (drop, keep): give ``keep`` the provenance of ``drop`` and what ``drop``
-        superseded, then delete ``drop``."""
-    @abstractmethod
-    def drop_links(self, memory_id: str) -> tuple[list[str], list[str]]:
-        """Delete a memory's provenance links; the (fact ids, entity ids) they named."""
-    @abstractmethod
-    def unstated_facts(self, fact_ids: Sequence[str]) -> list[str]:
-        """Those of the facts no memory states any more."""
-    @abstractmethod
-    def facts_closed_by(self, fact_ids: Sequence[str]) -> list[FactRow]:
-        """The closed (expired) facts these facts superseded."""
-    @abstractmethod
-    def slot_facts(self, dataset: str, relation: str, entity_id: str, by_source: bool) -> list[FactRow]:
-        """Every fact (open and closed) of ``relation`` whose source (``by_source``) or target is ``entity_id``."""
-    @abstractmethod
-    def delete_facts(self, fact_ids: Sequence[str]) -> None: ...
-    @abstractmethod
-    def delete_orphans(self, entity_ids: Sequence[str]) -> list[str]:
-        """Delete those of the entities no memory names and no fact uses; their ids."""
+    def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
+        """Drop a memory's provenance links; delete facts and entities nothing else states.
+        Facts closed by a deleted fact are decided again without it (``SQLTxn.reopen_closed``):
+        the knowledge that closed them is gone. Returns (entity_ids, fact_ids) deleted, each sorted."""
 
 
 class MemoryStore(ABC):

@@ -25,7 +25,7 @@ from .._time import as_utc
 from ..models import Entity, Fact, Memory, Session, Stats, Usage
 from . import filters
 from .auth import AuthStore
-from .base import ChunkRow, EntityRow, FactRow, MemoryFilter, Store, Txn, location_from, location_json
+from .base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Store, Txn, location_from, location_json
 from .filters import Condition
 
 __all__ = [
@@ -63,6 +63,9 @@ _REACH = {
     "entity": "SELECT DISTINCT p.entity_id AS id FROM entity_memories p JOIN memories m ON m.id = p.memory_id"
               " WHERE {ids}",
 }
+#: facts with the names of their two ends
+_NAMED_FACTS = (f"SELECT {', '.join('f.' + c.strip() for c in FACT_COLUMNS.split(','))}, s.name AS source_name,"
+                " t.name AS target_name FROM facts f JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id")
 _REACH_ID = {"memory": "m.id", "chunk": "r.id", "fact": "p.fact_id", "entity": "p.entity_id"}
 _BATCH = 500
 
@@ -302,6 +305,7 @@ class SQLTxn(Txn):
         return {r["id"]: [r["name"], *self.d.json_out(r["aliases"])] for r in rows}
 
     def move_entity(self, drop_id: str, keep_id: str) -> None:
+        """Point facts and provenance of ``drop_id`` at ``keep_id``, then delete ``drop_id``."""
         self._lock_row("entities", keep_id)
         self._q("UPDATE facts SET source_id = ? WHERE source_id = ?", [keep_id, drop_id])
         self._q("UPDATE facts SET target_id = ? WHERE target_id = ?", [keep_id, drop_id])
@@ -358,23 +362,90 @@ class SQLTxn(Txn):
         return out
 
     def reopen_twins(self, entity_id: str) -> None:
+        """Reopen facts touching the entity closed by a fact with the same source, relation and target."""
         self._q("UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
                 " WHERE (source_id = ? OR target_id = ?) AND superseded_by IN (SELECT g.id FROM facts g"
                 " WHERE g.source_id = facts.source_id AND g.relation = facts.relation"
                 " AND g.target_id = facts.target_id)", [entity_id, entity_id])
 
     def live_facts_of(self, entity_id: str) -> list[tuple[str, str, str, str]]:
+        """(id, source_id, relation, target_id) of open facts touching the entity, oldest first."""
         rows = self._all("SELECT id, source_id, relation, target_id FROM facts WHERE expired_at IS NULL"
                          " AND invalid_at IS NULL AND (source_id = ? OR target_id = ?) ORDER BY created_at, id",
                          [entity_id, entity_id])
         return [(r["id"], r["source_id"], r["relation"], r["target_id"]) for r in rows]
 
     def fold_facts(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """For each (drop, keep): give ``keep`` the provenance of ``drop`` and what ``drop`` superseded; delete ``drop``."""
         for drop, keep in pairs:
             self._q("INSERT INTO fact_memories (fact_id, memory_id) SELECT ?, memory_id FROM fact_memories"
                     " WHERE fact_id = ? ON CONFLICT DO NOTHING", [keep, drop])
             self._q("UPDATE facts SET superseded_by = ? WHERE superseded_by = ?", [keep, drop])
         self._delete("facts", [drop for drop, _ in pairs])
+
+    # -- the graph rules that are not SQL, over the set-based primitives below -------------------
+    def merge_entities(self, keep_id: str, drop_id: str) -> list[str]:
+        names = self.entity_names([keep_id, drop_id])
+        if keep_id not in names or drop_id not in names:
+            return []
+        (keep, *aliases), dropped = names[keep_id], names[drop_id]
+        aliases += [n for n in dict.fromkeys(dropped) if n != keep and n not in aliases]
+        self.move_entity(drop_id, keep_id)
+        self.update_entity(keep_id, {"aliases": aliases})
+        # A fact closed only because its now-identical twin arrived was never contradicted.
+        self.reopen_twins(keep_id)
+        first: dict[tuple[str, str, str], str] = {}
+        repeats = []
+        for fact_id, source_id, relation, target_id in self.live_facts_of(keep_id):
+            keeper = first.setdefault((source_id, relation, target_id), fact_id)
+            if keeper != fact_id:
+                repeats.append((fact_id, keeper))
+        self.fold_facts(repeats)
+        return [fact_id for fact_id, _ in repeats]
+
+    def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
+        fact_ids, entity_ids = self.drop_links(memory_id)
+        dead_facts = sorted(self.unstated_facts(fact_ids))
+        if dead_facts:
+            self.reopen_closed(dead_facts)
+            self.delete_facts(dead_facts)
+        return sorted(self.delete_orphans(entity_ids)), dead_facts
+
+    def reopen_closed(self, dead: Sequence[str]) -> None:
+        """The facts the ``dead`` facts closed, re-decided without them: a fact ``O`` closed by
+        a dead fact is closed again at the start of the next later fact of its relation (or the
+        dead fact's) in the same slot (same source, or same target when the dead fact shared
+        only that),
+        superseded by it; only with no later fact left is it open again. So deleting the
+        middle of Acme (2020) -> Globex (2021) -> Initech (2022) leaves Acme closed at 2022,
+        never a second open value beside Initech."""
+        gone = set(dead)
+        closers = {row.id: row for row in self.get_fact_rows(list(dead))}
+        for old in self.facts_closed_by(list(dead)):
+            if old.id in gone:
+                continue
+            closer = closers.get(old.superseded_by or "")
+            later = None
+            if closer is not None and (closer.source_id == old.source_id or closer.target_id == old.target_id):
+                by_source = closer.source_id == old.source_id
+                anchor = old.source_id if by_source else old.target_id
+                rank = (old.valid_at, old.created_at, old.id)
+                # the dead fact's relation too: a change statement may close a fact of
+                # another relation of the same family, and its successors share its relation
+                slot = {f.id: f for relation in dict.fromkeys((old.relation, closer.relation))
+                        for f in self.slot_facts(old.dataset, relation, anchor, by_source)}
+                later = min((
+                    f for f in slot.values()
+                    if f.id not in gone and f.id != old.id
+                    and (f.target_id != old.target_id if by_source else f.source_id != old.source_id)
+                    and (f.valid_at, f.created_at, f.id) > rank
+                    and (f.invalid_at is None or f.invalid_at > f.valid_at)  # an empty interval holds no value
+                ), key=lambda f: (f.valid_at, f.created_at, f.id), default=None)
+            if later is not None:
+                self.close_fact(old.id, invalid_at=later.valid_at, expired_at=old.expired_at,
+                                superseded_by=later.id)
+            else:
+                self.close_fact(old.id, invalid_at=None, expired_at=None, superseded_by=None)
 
     # -- garbage collection ----------------------------------------------------------------------
     def drop_links(self, memory_id: str) -> tuple[list[str], list[str]]:
@@ -396,6 +467,7 @@ class SQLTxn(Txn):
             f"SELECT {FACT_COLUMNS} FROM facts WHERE {clause} AND expired_at IS NOT NULL ORDER BY created_at, id", args)]
 
     def slot_facts(self, dataset: str, relation: str, entity_id: str, by_source: bool) -> list[FactRow]:
+        """Every fact (open and closed) of ``relation`` whose source (``by_source``) or target is ``entity_id``."""
         column = "source_id" if by_source else "target_id"
         return [self.d.fact_row(r) for r in self._all(
             f"SELECT {FACT_COLUMNS} FROM facts WHERE dataset = ? AND relation = ? AND {column} = ?",
@@ -405,6 +477,7 @@ class SQLTxn(Txn):
         self._delete("facts", fact_ids)
 
     def delete_orphans(self, entity_ids: Sequence[str]) -> list[str]:
+        """Delete those of the entities no memory names and no fact uses; their ids."""
         if not entity_ids:
             return []
         dead = self._ids("SELECT id FROM entities e WHERE {ids}"
@@ -528,6 +601,29 @@ class SQLStore(AuthStore, Store):
         with self._write() as conn:
             SQLTxn(self, conn)._update("memories", memory_id, fields)
 
+    def _claimable(self, flt: ClaimFilter) -> tuple[str, list[Any]]:
+        """(the condition on the memories a claim may take, its arguments)."""
+        d = self.dialect
+        statuses, args = d.any_of("status", flt.statuses)
+        stranded = ["updated_at < ?"]
+        args.append(d.time_in(flt.stale_before))
+        if flt.dead_owners:
+            dead, more = d.any_of("claimed_by", flt.dead_owners)
+            stranded.append(dead)
+            args += more
+        where = [f"({statuses} OR (status = 'processing' AND ({' OR '.join(stranded)})))"]
+        if flt.dataset is not None:
+            where.append("dataset = ?")
+            args.append(flt.dataset)
+        if flt.ids is not None:
+            ids, more = d.any_of("id", flt.ids)
+            where.append(ids)
+            args += more
+        if flt.after is not None:
+            where.append("(created_at, id) > (?, ?)")
+            args += [d.time_in(flt.after[0]), flt.after[1]]
+        return " AND ".join(where), args
+
     def claim_owners(self, dataset: str | None) -> list[str]:
         query = "SELECT DISTINCT claimed_by FROM memories WHERE claimed_by IS NOT NULL AND status = 'processing'"
         return [r["claimed_by"] for r in self._rows(query + (" AND dataset = ?" if dataset else ""),
@@ -596,26 +692,22 @@ class SQLStore(AuthStore, Store):
             out[r[column]].append(r["memory_id"])
         return out
 
-    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
+    def _stated(self, kind: str, select: str, column: str, ids: Sequence[str], record: Callable[..., Any]) -> list[Any]:
+        """The records of ``kind`` (entity | fact) with these ids, in their order, each with the
+        memories that state it."""
         if not ids:
             return []
-        clause, args = self.dialect.any_of("id", ids)
+        clause, args = self.dialect.any_of(column, ids)
         with self._read() as conn:
-            rows = self._rows(f"SELECT {ENTITY_COLUMNS} FROM entities WHERE {clause}", args, conn)
-            prov = self._provenance(conn, "entity", ids)
-        return ordered({r["id"]: self.dialect.entity(r, prov[r["id"]]) for r in rows}, ids)
+            rows = self._rows(f"{select} WHERE {clause}", args, conn)
+            prov = self._provenance(conn, kind, ids)
+        return ordered({r["id"]: record(r, prov[r["id"]]) for r in rows}, ids)
+
+    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
+        return self._stated("entity", f"SELECT {ENTITY_COLUMNS} FROM entities", "id", ids, self.dialect.entity)
 
     def get_facts(self, ids: Sequence[str]) -> list[Fact]:
-        if not ids:
-            return []
-        clause, args = self.dialect.any_of("f.id", ids)
-        columns = ", ".join("f." + c.strip() for c in FACT_COLUMNS.split(","))
-        with self._read() as conn:
-            rows = self._rows(f"SELECT {columns}, s.name AS source_name, t.name AS target_name FROM facts f"
-                              f" JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id WHERE {clause}",
-                              args, conn)
-            prov = self._provenance(conn, "fact", ids)
-        return ordered({r["id"]: self.dialect.fact(r, prov[r["id"]]) for r in rows}, ids)
+        return self._stated("fact", _NAMED_FACTS, "f.id", ids, self.dialect.fact)
 
     def get_chunks(self, ids: Sequence[str]) -> list[ChunkRow]:
         if not ids:

@@ -372,28 +372,17 @@ class PostgresStore(SQLStore):
 
 
     def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
-        where = ["(status = ANY(%(statuses)s) OR (status = 'processing'"
-                 " AND (updated_at < %(stale)s OR claimed_by = ANY(%(dead)s))))"]
-        if flt.dataset is not None:
-            where.append("dataset = %(dataset)s")
-        if flt.ids is not None:
-            where.append("id = ANY(%(ids)s)")
-        if flt.after is not None:
-            where.append("(created_at, id) > (%(after_at)s, %(after_id)s)")
+        where, args = self._claimable(flt)
         # Locked rows belong to another worker's claim: skip them rather than wait and re-take.
         query = (
-            f"WITH picked AS (SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)}"
-            " ORDER BY created_at, id LIMIT %(limit)s FOR UPDATE SKIP LOCKED),"
-            " done AS (UPDATE memories m SET status = 'processing', claimed_by = %(owner)s, updated_at = %(at)s"
+            f"WITH picked AS (SELECT {MEMORY_COLUMNS} FROM memories WHERE {where}"
+            " ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED),"
+            " done AS (UPDATE memories m SET status = 'processing', claimed_by = ?, updated_at = ?"
             " FROM picked WHERE m.id = picked.id)"
             " SELECT * FROM picked ORDER BY created_at, id"
         )
-        after_at, after_id = flt.after or (None, None)
-        args = {"statuses": list(flt.statuses), "stale": flt.stale_before, "dead": list(flt.dead_owners),
-                "dataset": flt.dataset, "ids": list(flt.ids or []), "after_at": after_at, "after_id": after_id,
-                "limit": flt.limit, "owner": owner, "at": at}
         with self._write() as conn:
-            rows = conn.execute(query, args).fetchall()
+            rows = conn.execute(self.dialect.sql(query), [*args, flt.limit, owner, at]).fetchall()
         return [self.dialect.memory(r).model_copy(update={"status": "processing"}) for r in rows]
 
     def renew_claims(self, owner: str, at: dt.datetime) -> None:

@@ -386,23 +386,8 @@ class SQLiteStore(SQLStore):
 
 
     def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
-        stranded = ["updated_at < ?"]
-        args: list[Any] = [*flt.statuses, to_text(flt.stale_before)]
-        if flt.dead_owners:
-            stranded.append(f"claimed_by IN ({_marks(len(flt.dead_owners))})")
-            args += flt.dead_owners
-        where = [f"(status IN ({_marks(len(flt.statuses))})"
-                 f" OR (status = 'processing' AND ({' OR '.join(stranded)})))"]
-        if flt.dataset is not None:
-            where.append("dataset = ?")
-            args.append(flt.dataset)
-        if flt.ids is not None:
-            where.append(f"id IN ({_marks(len(flt.ids))})")
-            args += flt.ids
-        if flt.after is not None:
-            where.append("(created_at, id) > (?, ?)")
-            args += [to_text(flt.after[0]), flt.after[1]]
-        query = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at, id"
+        where, args = self._claimable(flt)
+        query = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY created_at, id"
         if flt.limit is not None:
             query += " LIMIT ?"
             args.append(flt.limit)
