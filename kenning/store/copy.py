@@ -87,8 +87,7 @@ class SQLiteSide:
         return self.db.execute(f'SELECT count(*) FROM "{table}" {where}').fetchone()[0]
 
     def embedder(self) -> tuple[str, int] | None:
-        rows = dict(self.db.execute("SELECT key, value FROM meta WHERE key LIKE 'embedder%'").fetchall())
-        return (rows["embedder"], int(rows["embedder_dimension"])) if len(rows) == 2 else None
+        return self.store.recorded_embedder(self.db)
 
     def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
              args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
@@ -217,7 +216,7 @@ class PostgresSide:
 
     def embedder(self) -> tuple[str, int] | None:
         with self._connection() as conn:
-            return self.store._read_embedder(conn)
+            return self.store.recorded_embedder(conn)
 
     def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
              args: Sequence[Any] = ()) -> Iterator[list[tuple]]:

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .._time import as_utc
+from ..errors import EmbedderMismatchError
 from ..models import Entity, Fact, Memory, Session, Stats, Usage
 from . import filters
 from .auth import AuthStore
@@ -744,6 +745,29 @@ class SQLStore(AuthStore, Store):
 
     def set_fact_weight(self, fact_id: str, weight: float) -> None:
         self._change("UPDATE facts SET weight = ? WHERE id = ?", [weight, fact_id])
+
+    # -- the embedder record -------------------------------------------------------------------
+    def recorded_embedder(self, conn: Any = None) -> tuple[str, int] | None:
+        """(name, dimension) of the embedder the stored vectors come from; None before the first."""
+        rows = {r["key"]: r["value"] for r in self._rows(
+            "SELECT key, value FROM meta WHERE key IN ('embedder', 'embedder_dimension')", (), conn)}
+        return (rows["embedder"], int(rows["embedder_dimension"])) if len(rows) == 2 else None
+
+    def _record_embedder(self, conn: Any, name: str, dimension: int, *, replace: bool) -> None:
+        """Record the embedder: a new one (``replace``) or the first (one recorded already is kept)."""
+        then = "DO UPDATE SET value = excluded.value" if replace else "DO NOTHING"
+        conn.execute(self.dialect.sql("INSERT INTO meta (key, value) VALUES ('embedder', ?), ('embedder_dimension', ?)"
+                                      f" ON CONFLICT (key) {then}"), [name, str(dimension)])
+
+    @staticmethod
+    def _same_embedder(stored: tuple[str, int], name: str, dimension: int, db: str) -> None:
+        if stored != (name, dimension):
+            raise EmbedderMismatchError(
+                f"this store's vectors come from embedder {stored[0]!r} ({stored[1]} dimensions), not"
+                f" {name!r} ({dimension}); open it with the embedder it was built with, or re-embed it"
+                f" with the new one: kenning --db {db} reembed",
+                stored=stored[0], requested=name,
+            )
 
     # -- embeddings and bookkeeping --------------------------------------------------------------
     def texts_to_embed(self, kind: str, after_id: str | None, limit: int, missing_only: bool = False) -> list[tuple[str, str]]:

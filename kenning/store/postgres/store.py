@@ -34,7 +34,7 @@ from psycopg.rows import dict_row
 from psycopg.types.string import StrDumperUnknown
 from psycopg_pool import ConnectionPool, PoolTimeout
 
-from ...errors import ConfigurationError, EmbedderMismatchError, StoreError
+from ...errors import ConfigurationError, StoreError
 from ...models import Memory
 from ..base import ClaimFilter, FactRow, Scored, Txn, retry_transient
 from ..sql import FACT_COLUMNS, KIND_TABLE, MEMORY_COLUMNS, SQLStore, SQLTxn
@@ -248,46 +248,23 @@ class PostgresStore(SQLStore):
 
     def check_embedder(self, name: str, dimension: int) -> None:
         with self._conn() as conn:
-            stored = self._read_embedder(conn)
+            stored = self.recorded_embedder(conn)
             if stored is None or not self._vectors_ready(conn, stored[1]):
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SCHEMA,))
-                    conn.execute(
-                        "INSERT INTO meta VALUES ('embedder', %s), ('embedder_dimension', %s)"
-                        " ON CONFLICT DO NOTHING",
-                        (name, str(dimension)),
-                    )
-                    stored = self._read_embedder(conn) or (name, dimension)  # both rows are there now
+                    self._record_embedder(conn, name, dimension, replace=False)
+                    stored = self.recorded_embedder(conn) or (name, dimension)  # both rows are there now
                     self._prepare_vectors(conn, stored[1])
-        if stored != (name, dimension):
-            raise EmbedderMismatchError(
-                f"this store's vectors come from embedder {stored[0]!r} ({stored[1]} dimensions), not"
-                f" {name!r} ({dimension}); open it with the embedder it was built with, or re-embed it"
-                f" with the new one: kenning --db {redact(self.url)} reembed",
-                stored=stored[0],
-                requested=name,
-            )
+        self._same_embedder(stored, name, dimension, redact(self.url))
         self._dimension = dimension
 
     def set_embedder(self, name: str, dimension: int) -> None:
         """Record a new embedder (used by re-embedding, which rewrites every vector)."""
         with self._write() as conn:
             conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SCHEMA,))
-            conn.execute(
-                "INSERT INTO meta VALUES ('embedder', %s), ('embedder_dimension', %s)"
-                " ON CONFLICT (key) DO UPDATE SET value = excluded.value",
-                (name, str(dimension)),
-            )
+            self._record_embedder(conn, name, dimension, replace=True)
             self._prepare_vectors(conn, dimension)
         self._dimension = dimension
-
-    @staticmethod
-    def _read_embedder(conn: _Conn) -> tuple[str, int] | None:
-        rows = {r["key"]: r["value"] for r in conn.execute(
-            "SELECT key, value FROM meta WHERE key IN ('embedder', 'embedder_dimension')")}
-        if len(rows) < 2:
-            return None
-        return rows["embedder"], int(rows["embedder_dimension"])
 
     @staticmethod
     def _vector_columns(conn: _Conn) -> dict[str, tuple[int, bool]]:
@@ -458,7 +435,8 @@ class PostgresStore(SQLStore):
             ).fetchall()
         return [(r["of_id"], r["id"], r["offset"]) for r in rows]
 
-    def record_access(self, dataset, memory_ids, entity_ids, fact_ids, at) -> None:
+    def record_access(self, dataset: str, memory_ids: Sequence[str], entity_ids: Sequence[str],
+                      fact_ids: Sequence[str], at: dt.datetime) -> None:
         # Writers of the dataset hold its advisory lock exclusively and take row locks in any
         # order; counting accesses under the shared lock never waits on a row a writer holds
         # while the writer waits for a row locked here (the deadlock forget and recall had).

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 
 from ..._time import to_text
-from ...errors import EmbedderMismatchError, StoreError
+from ...errors import StoreError
 from ...models import Memory
 from ..base import ClaimFilter, FactRow, Scored, Txn
 from ..sql import FACT_COLUMNS, KIND_TABLE, MEMORY_COLUMNS, SQLStore, SQLTxn, entity_text
@@ -217,28 +217,18 @@ class SQLiteStore(SQLStore):
 
     def check_embedder(self, name: str, dimension: int) -> None:
         with self._lock:
-            rows = dict(self._db.execute("SELECT key, value FROM meta WHERE key LIKE 'embedder%'").fetchall())
-            if not rows:
-                with self._write():
-                    self._db.execute("INSERT OR IGNORE INTO meta VALUES ('embedder', ?)", (name,))
-                    self._db.execute("INSERT OR IGNORE INTO meta VALUES ('embedder_dimension', ?)", (str(dimension),))
-                rows = {"embedder": name, "embedder_dimension": str(dimension)}
-            if rows["embedder"] != name or int(rows["embedder_dimension"]) != dimension:
-                raise EmbedderMismatchError(
-                    f"this store's vectors come from embedder {rows['embedder']!r} "
-                    f"({rows['embedder_dimension']} dimensions), not {name!r} ({dimension}); open it with "
-                    f"the embedder it was built with, or re-embed it with the new one: "
-                    f"kenning --db {self.path} reembed",
-                    stored=rows["embedder"],
-                    requested=name,
-                )
+            stored = self.recorded_embedder()
+            if stored is None:
+                with self._write() as db:
+                    self._record_embedder(db, name, dimension, replace=False)
+                stored = (name, dimension)
+            self._same_embedder(stored, name, dimension, self.path)
             self._dimension = dimension
 
     def set_embedder(self, name: str, dimension: int) -> None:
         """Record a new embedder (used by re-embedding, which rewrites every vector)."""
-        with self._write():
-            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (name,))
-            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dimension', ?)", (str(dimension),))
+        with self._write() as db:
+            self._record_embedder(db, name, dimension, replace=True)
         self.forget_vector_indexes()
 
     def close(self) -> None:
@@ -558,7 +548,8 @@ class SQLiteStore(SQLStore):
             rows = self._db.execute(sql, [window, window, *memory_ids]).fetchall()
         return [(r["of_id"], r["id"], r["offset"]) for r in rows]
 
-    def record_access(self, dataset, memory_ids, entity_ids, fact_ids, at) -> None:
+    def record_access(self, dataset: str, memory_ids: Sequence[str], entity_ids: Sequence[str],
+                      fact_ids: Sequence[str], at: dt.datetime) -> None:
         """Counted in memory and written every ``_ACCESS_FLUSH_CALLS`` recalls, every
         ``_ACCESS_FLUSH_SECONDS`` and on close: one write per recall cost 0.8 ms at 100k. Reads
         of memories in this process add the counts not yet written."""
