@@ -161,14 +161,8 @@ class Dialect:
         )
 
     def fact(self, row: Mapping[str, Any], memory_ids: list[str]) -> Fact:
-        t = self.time_out
-        return Fact(
-            id=row["id"], dataset=row["dataset"], source_id=row["source_id"], source=row["source_name"],
-            relation=row["relation"], target_id=row["target_id"], target=row["target_name"],
-            description=row["description"], valid_at=t(row["valid_at"]), invalid_at=t(row["invalid_at"]),
-            created_at=t(row["created_at"]), expired_at=t(row["expired_at"]),
-            superseded_by=row["superseded_by"], weight=row["weight"], memory_ids=memory_ids,
-        )
+        fields = {k: v for k, v in vars(self.fact_row(row)).items() if k not in ("memory_id", "embedding")}
+        return Fact(**fields, source=row["source_name"], target=row["target_name"], memory_ids=memory_ids)
 
     def entity_row(self, row: Mapping[str, Any]) -> EntityRow:
         return EntityRow(
@@ -178,11 +172,8 @@ class Dialect:
         )
 
     def entity(self, row: Mapping[str, Any], memory_ids: list[str]) -> Entity:
-        return Entity(
-            id=row["id"], dataset=row["dataset"], name=row["name"], type=row["type"],
-            description=row["description"], aliases=list(self.json_out(row["aliases"])),
-            created_at=self.time_out(row["created_at"]), memory_ids=memory_ids,
-        )
+        fields = {k: v for k, v in vars(self.entity_row(row)).items() if k not in ("normalized", "embedding")}
+        return Entity(**fields, memory_ids=memory_ids)
 
     @staticmethod
     def chunk_row(row: Mapping[str, Any]) -> ChunkRow:
