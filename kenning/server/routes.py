@@ -3,7 +3,7 @@
 # No `from __future__ import annotations`: FastAPI must see the local `Caller` alias.
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Path, Query, UploadFile
 
@@ -67,8 +67,12 @@ MemoryIdPath = Annotated[str, Path(min_length=1, max_length=ID_CHARS)]
 DatasetPath = Annotated[str, Path(pattern=DATASET_PATTERN)]
 UserPath = Annotated[str, Path(min_length=1, max_length=ID_CHARS)]
 _FIELDS = RememberRequest.model_fields
-PinBody = without(PinRequest, "memory_id")
-UpdateBody = without(UpdateRequest, "memory_id")
+if TYPE_CHECKING:  # built at import from the request models: the checker knows them as requests
+    PinBody = PinRequest
+    UpdateBody = UpdateRequest
+else:
+    PinBody = without(PinRequest, "memory_id")
+    UpdateBody = without(UpdateRequest, "memory_id")
 
 
 def build_router(service: Service, caller: Callable[..., Principal]) -> APIRouter:
