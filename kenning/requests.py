@@ -31,6 +31,7 @@ from .search.recall import SEARCH_TYPES
 __all__ = [
     "DATASET_PATTERN",
     "DEFAULT_DATASET",
+    "ID_CHARS",
     "ORDERS",
     "SEARCH_TYPES",
     "VERBS",
