@@ -39,7 +39,7 @@ def _build_engine(
     *,
     store: Store | None,
     embedder: Embedder | None,
-    chat: ChatModel | None,
+    llm: ChatModel | str | None,
     extractor: Extractor | None,
     clock: Callable[[], dt.datetime] | None,
     settings: dict[str, Any],
@@ -52,6 +52,8 @@ def _build_engine(
         settings["db"] = str(path_or_url)
     if isinstance(embedder, str):  # a spec such as "openai:text-embedding-3-small" is a setting
         settings["embedder"], embedder = embedder, None
+    if isinstance(llm, str):  # a model name is the ``llm`` setting
+        settings["llm"], llm = llm, None
     if isinstance(reranker, str):
         settings["reranker"], reranker = reranker, None
     config = Settings(**settings)
@@ -60,7 +62,7 @@ def _build_engine(
         config.db, pool_size=config.pool_size, hnsw_ef_search=config.hnsw_ef_search)
     try:
         embedder = embedder if embedder is not None else make_embedder(config)
-        chat = chat if chat is not None else make_chat(config)
+        chat = llm if llm is not None else make_chat(config)
         reranker = reranker if reranker is not None else make_reranker(config)
         if extractor is None:
             if chat is not None:
@@ -158,7 +160,8 @@ class Kenning:
     ``Kenning("postgresql://…")`` a PostgreSQL database; ``Kenning("http://host:8000",
     api_key="kn_…")`` a ``kenning serve`` (the same verbs over HTTP, see ``docs/server.md``).
     Other keyword arguments are settings
-    (see ``docs/settings.md``); ``store``, ``embedder``, ``chat``, ``extractor``, ``reranker``
+    (see ``docs/settings.md``); ``store``, ``embedder``, ``llm`` (the chat model: a
+    ``ChatModel``, or a model name, which is the ``llm`` setting), ``extractor``, ``reranker``
     and ``clock`` replace a collaborator.
 
     Every verb takes the parameters of its request model in ``kenning.requests``.
@@ -176,18 +179,20 @@ class Kenning:
         *,
         store: Store | None = None,
         embedder: Embedder | None = None,
-        chat: ChatModel | None = None,
+        llm: ChatModel | str | None = None,
         extractor: Extractor | None = None,
         clock: Callable[[], dt.datetime] | None = None,
         reranker: Reranker | None = None,
         **settings: Any,
     ) -> None:
-        self._remote = _remote(path_or_url, settings, store=store, embedder=embedder, chat=chat,
+        if isinstance(llm, str):  # the setting, given by its name
+            settings["llm"], llm = llm, None
+        self._remote = _remote(path_or_url, settings, store=store, embedder=embedder, llm=llm,
                                extractor=extractor, clock=clock, reranker=reranker)
         if self._remote is not None:
             return
         self._engine = _build_engine(
-            path_or_url, store=store, embedder=embedder, chat=chat, extractor=extractor,
+            path_or_url, store=store, embedder=embedder, llm=llm, extractor=extractor,
             clock=clock, settings=settings, reranker=reranker,
         )
 
@@ -209,7 +214,7 @@ class Kenning:
         ``Kenning.reembed("memory.db", embedder="local:all-MiniLM-L6-v2")``."""
         self = cls.__new__(cls)
         self._remote = None
-        known = {k: kwargs.pop(k, None) for k in ("store", "embedder", "chat", "extractor", "clock", "reranker")}
+        known = {k: kwargs.pop(k, None) for k in ("store", "embedder", "llm", "extractor", "clock", "reranker")}
         progress = kwargs.pop("progress", None)  # called with the number of texts just embedded
         if _server_settings(path_or_url, dict(kwargs)) is not None:
             raise ConfigurationError("re-embed where the store is: kenning --db STORE reembed, beside the server")
