@@ -25,8 +25,10 @@ from ..models import (
 )
 from ..requests import (
     DATASET_PATTERN,
+    DATE_CHARS,
     DEFAULT_DATASET,
     ID_CHARS,
+    KIND_CHARS,
     SOURCE_CHARS,
     AddRequest,
     CognifyRequest,
@@ -96,8 +98,8 @@ def build_router(service: Service, caller: Callable[..., Principal]) -> APIRoute
         file: Annotated[list[UploadFile], File(
             description="One or more files (repeat the part); a name may be a path (docs/a.pdf): the source.")],
         dataset: Annotated[str, Form(pattern=DATASET_PATTERN)] = DEFAULT_DATASET,
-        kind: Annotated[str, Form(min_length=1, max_length=64)] = "knowledge",
-        valid_at: Annotated[str | None, Form(max_length=100)] = None,
+        kind: Annotated[str, Form(min_length=1, max_length=KIND_CHARS)] = _FIELDS["kind"].default,
+        valid_at: Annotated[str | None, Form(max_length=DATE_CHARS)] = None,
         force: Annotated[bool, Form()] = False,
         include: Annotated[list[str] | None, Form(description=_FIELDS["include"].description)] = None,
         exclude: Annotated[list[str] | None, Form(description=_FIELDS["exclude"].description)] = None,
