@@ -80,7 +80,7 @@ def _build_engine(
             stored = str(exc.details.get("stored", ""))
             if asked or not stored.startswith(("local:", "openai:")):
                 raise
-            # DESIGN §2.6: the store knows its embedder; opening it uses that one unless asked
+            # docs/llm.md "Changing the embedder": the store knows its embedder; opening it uses that one unless asked
             # for another (a name it cannot be rebuilt from, e.g. an interrupted re-embedding,
             # stays an error).
             embedder.close()

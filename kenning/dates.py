@@ -12,7 +12,7 @@ Three entry points:
 - ``absolute_date(value)``: a date that names its year, as a model writes one; anything else
   (a phrase relative to a clock, junk) is None.
 
-Conventions (DESIGN §3):
+Conventions (docs/architecture.md, "Time"):
 
 - Partial dates take their earliest instant: "June 2024" is 2024-06-01T00:00Z, "2019" is
   2019-01-01T00:00Z, "last week" is the Monday that week began. "from 2019 to 2021" therefore
