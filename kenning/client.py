@@ -7,12 +7,13 @@ the two can never drift apart.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import datetime as dt
 import functools
 import inspect
 import os
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ._checks import nfc
@@ -220,7 +221,8 @@ class Kenning:
             raise ConfigurationError("re-embed where the store is: kenning --db STORE reembed, beside the server")
         self._engine = _build_engine(path_or_url, settings=kwargs, verify_embedder=False, **known)
         with self:
-            return self._engine.reembed(progress=progress)
+            counts: dict[str, int] = self._engine.reembed(progress=progress)
+            return counts
 
     def __enter__(self) -> Kenning:
         return self
@@ -255,7 +257,7 @@ class Kenning:
     sessions = _verb("sessions")
 
     # -- the verbs as tools for a model (kenning/tools.py, docs/integrations.md) ---------------
-    def tools(self, profile: str = "agent") -> list[dict[str, Any]]:
+    def tools(self, profile: str = "agent") -> builtins.list[dict[str, Any]]:
         """The verbs as OpenAI function-calling definitions (``{"type": "function", "function":
         {name, description, parameters}}``), from their request models: ``profile`` is
         ``"agent"`` (at most 8 tools for a conversation), ``"all"``, or verb names separated by
@@ -285,7 +287,7 @@ class Kenning:
         once complete. ``progress(n)`` is called as rows are written."""
         from .store.portable import export_file
 
-        return export_file(self.store, path, datasets=datasets, format=format, vectors=vectors,
+        return export_file(self.store, os.fspath(path), datasets=datasets, format=format, vectors=vectors,
                            progress=progress)
 
     def import_(self, path: str | os.PathLike[str], *, vectors: bool = True, accounts: bool = False,
@@ -299,7 +301,7 @@ class Kenning:
         they are counted in the result's ``ignored``."""
         from .store.portable import import_file
 
-        report = import_file(self.store, path, vectors=vectors, accounts=accounts, progress=progress)
+        report = import_file(self.store, os.fspath(path), vectors=vectors, accounts=accounts, progress=progress)
         if not report.vectors:
             self._engine.reembed(missing_only=True)
         return report
@@ -318,7 +320,6 @@ def _async(fn: Callable[..., Any]) -> Callable[..., Any]:
 class AsyncKenning:
     """The async facade: the same verbs as ``Kenning``, with the same parameters, awaited."""
 
-    @functools.wraps(Kenning.__init__)
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._sync = Kenning(*args, **kwargs)
 
@@ -326,9 +327,11 @@ class AsyncKenning:
     store = property(lambda self: self._sync.store, doc=Kenning.store.__doc__)
 
     @classmethod
-    @functools.wraps(Kenning.reembed.__func__)
     async def reembed(cls, *args: Any, **kwargs: Any) -> dict[str, int]:
         return await asyncio.to_thread(Kenning.reembed, *args, **kwargs)
+
+    #: set below, with the verbs (each the awaited twin of ``Kenning``'s)
+    close: Callable[[], Awaitable[None]]
 
     async def __aenter__(self) -> AsyncKenning:
         return self
@@ -337,6 +340,9 @@ class AsyncKenning:
         await self.close()
 
 
+# the constructor and reembed read as Kenning's (signature and docstring)
+functools.update_wrapper(AsyncKenning.__init__, Kenning.__init__)
+functools.update_wrapper(vars(AsyncKenning)["reembed"].__func__, vars(Kenning)["reembed"].__func__)
 # every verb of ``Kenning``, awaited: a verb added there is added here
 for _name in ("close", "export", "import_", "tools", "call_tool", *VERBS):
     setattr(AsyncKenning, _name, _async(getattr(Kenning, _name)))
