@@ -15,7 +15,8 @@ import click
 
 from ..models import Hit, Memory, Origin, RecallResult, RememberResult
 from ..requests import (
-    MAX_NEIGHBORS, MAX_PAGE, MAX_TOKENS, MIN_TOKENS, SEARCH_TYPES, ContextRequest, RecallRequest, SessionsRequest,
+    MAX_NEIGHBORS, MAX_PAGE, MAX_TOKENS, MIN_TOKENS, SEARCH_TYPES, ContextRequest, RecallRequest, RememberRequest,
+    SessionsRequest,
 )
 from .memories import KINDS
 from ._common import (
@@ -66,7 +67,7 @@ def _remember_options(fn: F, files_help: str = "Read a memory from a file (repea
         click.argument("texts", nargs=-1),
         click.option("--file", "-f", "files", multiple=True, type=click.Path(dir_okay=folders), help=files_help),
         dataset_option,
-        click.option("--kind", type=KINDS, default="knowledge", show_default=True),
+        click.option("--kind", type=KINDS, default=RememberRequest.model_fields["kind"].default, show_default=True),
         click.option("--source", default=None, help="Where the text came from."),
         click.option("--valid-at", default=None,
                      help="Reference time of the input (default: now): 2024-06-01, 2024-06, 'June 2024', 'last year'…"),
