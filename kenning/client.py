@@ -14,6 +14,7 @@ import inspect
 import os
 import typing
 from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._checks import nfc
@@ -287,7 +288,7 @@ class Kenning:
         once complete. ``progress(n)`` is called as rows are written."""
         from .store.portable import export_file
 
-        return export_file(self.store, os.fspath(path), datasets=datasets, format=format, vectors=vectors,
+        return export_file(self.store, _path(path), datasets=datasets, format=format, vectors=vectors,
                            progress=progress)
 
     def import_(self, path: str | os.PathLike[str], *, vectors: bool = True, accounts: bool = False,
@@ -301,10 +302,15 @@ class Kenning:
         they are counted in the result's ``ignored``."""
         from .store.portable import import_file
 
-        report = import_file(self.store, os.fspath(path), vectors=vectors, accounts=accounts, progress=progress)
+        report = import_file(self.store, _path(path), vectors=vectors, accounts=accounts, progress=progress)
         if not report.vectors:
             self._engine.reembed(missing_only=True)
         return report
+
+
+def _path(path: str | os.PathLike[str]) -> str | Path:
+    """A path as the export and import functions take it (anything else passed on, for them to refuse)."""
+    return Path(path) if isinstance(path, os.PathLike) else path
 
 
 def _async(fn: Callable[..., Any]) -> Callable[..., Any]:
