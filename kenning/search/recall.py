@@ -67,6 +67,8 @@ LANE_WEIGHTS: dict[str, float] = {
 _PAST = re.compile(r"\b(left|leave|leaving|quit|former(ly)?|previous(ly)?|used to|ex-|before|earlier|"
                    r"no longer|anymore|old)\b", re.IGNORECASE)
 _EXPANSION_DOCS = 3
+#: candidates beyond ``top_k`` that the memory ranking reads and re-ranks
+_MARGIN = 20
 #: a scoped query asks its lanes for this many times more candidates: those outside the scope
 #: are dropped after the lanes (``Store.in_scope``), before ranking
 _SCOPED_FETCH = 8
@@ -481,7 +483,9 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
         _neighbor_bonus(store, pool, q.top_k)
     if q.scope is not None:
         pool = {m: pool[m] for m in store.in_scope("memory", list(pool), q.scope)}
-    ranked = sorted(pool.values(), key=lambda e: -e.score)[: max(q.top_k * 2, 30)]
+    # The multipliers below (role, window, speaker, decay) read each memory: only the first
+    # ``top_k + _MARGIN`` by fused score are read and ranked on (each read grows with its text)
+    ranked = sorted(pool.values(), key=lambda e: -e.score)[: max(q.top_k + _MARGIN, 30)]
     ctx.load_memories(e.memory_id for e in ranked)
     ctx.load_memories(m for e in ranked for _, f in e.facts for m in f.memory_ids[:_MAX_PROVENANCE])
     window = query_window(q.text, ctx.now) if q.uses("window") else None
@@ -495,7 +499,7 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     if q.uses("session") and LANE_WEIGHTS["session"] > 0 and chat.gathers(q.text):
         hits = chat.diversify(hits, lambda h: _episode(ctx, h), LANE_WEIGHTS["session"])
     hits.sort(key=lambda h: (-h.score, h.id))
-    _settle(ctx, hits[: max(q.top_k * 2, 20)], window)
+    _settle(ctx, hits[: max(q.top_k + _MARGIN, 20)], window)
     hits.sort(key=lambda h: (-h.score, h.id))
     return _dedupe(hits)[: q.top_k]
 
