@@ -1,7 +1,7 @@
 """Recall's per-hit work does not grow with the text of the turns (issue "Fast at any size",
 item 1): a passage's flags are its memory's, found when it was written — the passage is not
-scanned again at recall — and the memory ranking reads only ``top_k`` plus a margin of
-memories. Timing itself is measured by benchmarks/profile_recall.py, not asserted here."""
+scanned again at recall. Timing itself is measured by benchmarks/profile_recall.py, not
+asserted here."""
 
 from __future__ import annotations
 
@@ -9,8 +9,6 @@ import datetime as dt
 
 from kenning import Kenning
 from kenning.pipeline import authority
-from kenning.search import recall as recall_module
-from kenning.store.sqlite.store import SQLiteStore
 
 NOW = dt.datetime(2024, 6, 1, tzinfo=dt.UTC)
 
@@ -54,21 +52,3 @@ def test_a_passage_is_within_its_memory_as_chunked() -> None:
     assert not authority._within("User: Here are a few tips", memory)
     assert not authority._within("tips for a short bike ride", memory)
 
-
-def test_the_memory_ranking_reads_top_k_and_a_margin(tmp_path) -> None:
-    # 120 turns all matching the question: the ranking reads top_k + margin memories, not 2 x top_k
-    kn = Kenning(str(tmp_path / "k.db"), clock=lambda: NOW)
-    kn.remember([{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} about the garden roses"}
-                 for i in range(120)], session="s1", valid_at="2024-05-01")
-    asked: list[int] = []
-    store = kn._engine.store
-    assert isinstance(store, SQLiteStore)
-    reads = store.get_memories
-
-    def counting(ids):
-        asked.append(len(ids))
-        return reads(ids)
-
-    store.get_memories = counting  # type: ignore[method-assign]
-    kn.recall("garden roses", top_k=50)
-    assert asked and asked[0] == 50 + recall_module._MARGIN <= 70  # was 2 x top_k = 100

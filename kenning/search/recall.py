@@ -3,7 +3,9 @@ time window, neighbouring turns and multipliers (validity at ``as_of``/``known_a
 feedback weight). No model call happens here.
 
 Lanes: lexical (BM25 over chunks, facts and entities), vector (one embedder, every kind) and
-graph (facts around the entities the question names). Each lane's scores are normalised to
+graph (facts around the entities the question names; in ``graph`` and ``temporal``, not in
+``hybrid``: there it measured worth nothing on every set, docs/benchmarks.md, "The graph
+lane"). Each lane's scores are normalised to
 [0, 1] within the lane (BM25 by the lane's best score, cosine by min-max over the lane's list,
 the graph lane by rank), so lanes are weighed by what they are worth, not by their scales.
 
@@ -67,8 +69,6 @@ LANE_WEIGHTS: dict[str, float] = {
 _PAST = re.compile(r"\b(left|leave|leaving|quit|former(ly)?|previous(ly)?|used to|ex-|before|earlier|"
                    r"no longer|anymore|old)\b", re.IGNORECASE)
 _EXPANSION_DOCS = 3
-#: candidates beyond ``top_k`` that the memory ranking reads and re-ranks
-_MARGIN = 20
 #: a scoped query asks its lanes for this many times more candidates: those outside the scope
 #: are dropped after the lanes (``Store.in_scope``), before ranking
 _SCOPED_FETCH = 8
@@ -124,7 +124,9 @@ class _Spec:
 
 
 _LANES: dict[str, _Spec] = {
-    "hybrid": _Spec(("chunk", "fact", "entity"), ("chunk", "fact", "entity"), True, True, True),
+    # hybrid without the graph lane: with it, LongMemEval dev, LoCoMo, MuSiQue and the synthetic
+    # fact questions scored the same to the decimal, at 2-10 ms a query (docs/benchmarks.md)
+    "hybrid": _Spec(("chunk", "fact", "entity"), ("chunk", "fact", "entity"), False, True, True),
     "chunks": _Spec(("chunk",), ("chunk",), False, True, True),
     "chunks_lexical": _Spec(("chunk",), (), False, True),
     "temporal": _Spec(("chunk", "fact", "entity"), ("chunk", "fact", "entity"), True, True, True),
@@ -446,6 +448,8 @@ class _Evidence:
     why: list[str] = field(default_factory=list)
     bonus: float = 0.0
     multiplier: float = 1.0
+    #: a multiplier of the memory's own evidence only (not of what its neighbours lend it)
+    own: float = 1.0
 
     @property
     def fused(self) -> float:
@@ -453,7 +457,7 @@ class _Evidence:
 
     @property
     def score(self) -> float:
-        return (self.fused + self.bonus) * self.multiplier
+        return (self.fused * self.own + self.bonus) * self.multiplier
 
     def vote(self, lane_scores: dict[str, float], fused: float, record: ChunkRow | Fact,
              why: list[str]) -> None:
@@ -483,9 +487,7 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
         _neighbor_bonus(store, pool, q.top_k)
     if q.scope is not None:
         pool = {m: pool[m] for m in store.in_scope("memory", list(pool), q.scope)}
-    # The multipliers below (role, window, speaker, decay) read each memory: only the first
-    # ``top_k + _MARGIN`` by fused score are read and ranked on (each read grows with its text)
-    ranked = sorted(pool.values(), key=lambda e: -e.score)[: max(q.top_k + _MARGIN, 30)]
+    ranked = sorted(pool.values(), key=lambda e: -e.score)[: max(q.top_k * 2, 30)]
     ctx.load_memories(e.memory_id for e in ranked)
     ctx.load_memories(m for e in ranked for _, f in e.facts for m in f.memory_ids[:_MAX_PROVENANCE])
     window = query_window(q.text, ctx.now) if q.uses("window") else None
@@ -499,7 +501,7 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     if q.uses("session") and LANE_WEIGHTS["session"] > 0 and chat.gathers(q.text):
         hits = chat.diversify(hits, lambda h: _episode(ctx, h), LANE_WEIGHTS["session"])
     hits.sort(key=lambda h: (-h.score, h.id))
-    _settle(ctx, hits[: max(q.top_k + _MARGIN, 20)], window)
+    _settle(ctx, hits[: max(q.top_k * 2, 20)], window)
     hits.sort(key=lambda h: (-h.score, h.id))
     return _dedupe(hits)[: q.top_k]
 
@@ -564,7 +566,10 @@ def _evidence_hit(ctx: _Context, ev: _Evidence, window: Window | None) -> Hit | 
         ev.multiplier *= 1.0 + LANE_WEIGHTS["speaker"]
         ev.why.append(f"speaker x{1 + LANE_WEIGHTS['speaker']:g}")
     if ctx.q.uses("role") and (role := chat.role_multiplier(ctx.q.text, memory, LANE_WEIGHTS["role"])) != 1.0:
-        ev.multiplier *= role
+        if chat.focus(ctx.q.text) == "assistant":  # chat.py, "Whose words answer the question"
+            ev.own *= role
+        else:
+            ev.multiplier *= role
         ev.why.append(f"role x{role:g}")
     fact = _best_fact(ctx, ev)
     # The window the question names: a fact shown is judged by when it was true, a passage by
