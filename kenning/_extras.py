@@ -3,7 +3,7 @@ installs, or raises ``ConfigurationError`` naming the extra (never a raw ``Modul
 
 Every optional import of kenning goes through it: the remote client (``remote``: httpx), the
 servers (``server``, ``mcp``), the stores and models (``postgres``, ``local``), documents
-(``files``) and the framework integrations (``langgraph``, ``openai-agents``, ``pydantic-ai``).
+(``files``) and the framework integrations (``langgraph``, ``openai-agents``, ``pydantic-ai``, ``crewai``).
 """
 
 from __future__ import annotations
@@ -26,6 +26,7 @@ EXTRAS: dict[str, str] = {
     "langgraph": "langgraph", "langmem": "langgraph",
     "agents": "openai-agents",
     "pydantic_ai": "pydantic-ai",
+    "crewai": "crewai",
 }
 
 
