@@ -98,3 +98,20 @@ def test_a_question_about_the_assistants_answer_lifts_the_reply_that_says_it_not
     # a question about the user still lets the user's turn take what its reply lends it
     hits = kn.recall("Which trails near Denver do I love?", top_k=5).hits
     assert hits[0].text.startswith("User: I'm visiting Denver")
+
+
+def test_longmemeval_format_assistant_question_finds_the_reply_that_answers_first() -> None:
+    # the same mechanism through the evaluation path: a LongMemEval-format question (fixture of
+    # our own), each session remembered as a chat, the engine clock at the question date
+    from pathlib import Path
+
+    from kenning.eval.datasets import load
+    from kenning.eval.run import DATASET, _ingest, ranked_keys
+
+    folder = Path(__file__).resolve().parent / "fixtures" / "longmemeval_assistant"
+    collection = load("longmemeval", folder)[0]
+    question = collection.questions[0]
+    with Kenning(":memory:", clock=lambda: collection.now) as kn:
+        keys = _ingest(kn, collection)
+        hits = kn.recall(question.text, dataset=DATASET, top_k=10).hits
+    assert ranked_keys(hits, keys)[0] in question.gold == ("answer_tiny_a:1",)
