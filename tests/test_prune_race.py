@@ -48,10 +48,11 @@ def _orders(ids: list[str]) -> list[list[str]]:
     return [*shuffled, newest[0::2], newest[1::2]]
 
 
-def race(url: str, memories: int) -> tuple[int, int, int]:
-    """(acknowledged pins, pins lost, memories pruned)."""
+def race(url: str, memories: int, dataset: str = "main") -> tuple[int, int, int]:
+    """(acknowledged pins, pins lost, memories pruned) of one race over ``dataset``."""
     with Kenning(url, clock=lambda: START) as kn:
-        ids = kn.remember([f"Note {i}: item {i} is stored in box {i % 97}." for i in range(memories)]).memory_ids
+        ids = kn.remember([f"Note {i}: item {i} is stored in box {i % 97}." for i in range(memories)],
+                          dataset=dataset).memory_ids
     assert len(ids) == memories
     ctx = multiprocessing.get_context("spawn")
     barrier, out = ctx.Barrier(PINNERS + 1), ctx.Queue()
@@ -60,7 +61,7 @@ def race(url: str, memories: int) -> tuple[int, int, int]:
         p.start()
     with Kenning(url, clock=_later) as kn:
         barrier.wait(timeout=120)
-        pruned = kn.prune(max_age_days=7, dry_run=False).pruned
+        pruned = kn.prune(dataset=dataset, max_age_days=7, dry_run=False).pruned
         results = [out.get(timeout=300) for _ in procs]
         for p in procs:
             p.join(60)
@@ -73,11 +74,16 @@ def race(url: str, memories: int) -> tuple[int, int, int]:
     return len(acknowledged), len(lost), pruned
 
 
-@pytest.mark.timeout(300)
+@pytest.mark.timeout(900)
 def test_no_acknowledged_pin_is_pruned(store_url: str) -> None:
-    acknowledged, lost, pruned = race(store_url, 600)
+    # a race where every pin landed first (or the prune finished first) proves nothing: a loaded
+    # machine can order them so, and then the race runs again on a new dataset, up to 3 times
+    for attempt in range(3):
+        acknowledged, lost, pruned = race(store_url, 600, dataset=f"race{attempt}")
+        assert lost == 0, f"{lost} of {acknowledged} acknowledged pins pruned"
+        if acknowledged > 0 and pruned > 0:
+            break
     assert acknowledged > 0 and pruned > 0  # the pins really raced the prune
-    assert lost == 0, f"{lost} of {acknowledged} acknowledged pins pruned"
 
 
 @pytest.mark.slow
