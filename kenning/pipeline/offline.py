@@ -51,6 +51,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
 from ..models import Usage
@@ -58,7 +59,7 @@ from ..dates import DateSpan, find_dates, parse_date
 from ..text import normalize_name
 from . import changes as _changes
 from .extract import ExtractedEntity, ExtractedFact, Extraction, Extractor
-from .literals import literals_in, required_literals
+from .literals import required_literals
 
 __all__ = ["OfflineExtractor"]
 
@@ -678,6 +679,20 @@ _RULES: list[_Rule] = [
 
 #: every string some rule needs (``_match`` looks for each once per clause)
 _LITERALS = frozenset().union(*(rule.needs for rule in _RULES if rule.needs))
+#: the rules (by position) to try whatever a clause holds: those that need nothing known
+_ALWAYS = frozenset(i for i, rule in enumerate(_RULES) if not rule.needs)
+#: for each needed string, the rules that need it (one of them): a clause is tried only on the
+#: rules of the strings it holds, in rule order, instead of testing every rule's needs
+_RULES_NEEDING: dict[str, frozenset[int]] = {
+    literal: frozenset(i for i, rule in enumerate(_RULES) if rule.needs and literal in rule.needs)
+    for literal in _LITERALS
+}
+#: the needed strings by their first three characters, and those shorter than that: a clause's
+#: three-letter windows name the few strings worth looking for (``literals_in`` looks for all)
+_SHORT_LITERALS = tuple(sorted(n for n in _LITERALS if len(n) < 3))
+_LITERALS_BY_PREFIX: dict[str, tuple[str, ...]] = {}
+for _literal in sorted(n for n in _LITERALS if len(n) >= 3):
+    _LITERALS_BY_PREFIX[_literal[:3]] = (*_LITERALS_BY_PREFIX.get(_literal[:3], ()), _literal)
 
 # -- text shapes
 
@@ -1269,11 +1284,27 @@ class _Reader:
             self.last_thing = entity.name
 
 
+def _present(text: str) -> set[str] | None:
+    """``literals_in(text, _LITERALS)``: the needed strings the text holds (lower-cased), None
+    when that test is not sound (the text is not ASCII), found by looking only for the strings
+    that begin with one of the text's three-letter windows."""
+    if not text.isascii():
+        return None
+    lowered = text.lower()
+    found = {n for n in _SHORT_LITERALS if n in lowered}
+    for window in {lowered[i : i + 3] for i in range(len(lowered) - 2)}.intersection(_LITERALS_BY_PREFIX):
+        found.update(n for n in _LITERALS_BY_PREFIX[window] if n in lowered)
+    return found
+
+
 def _match(text: str) -> _Found | None:
-    present = literals_in(text, _LITERALS)
-    for rule in _RULES:
-        if present is not None and rule.needs and rule.needs.isdisjoint(present):
-            continue  # it cannot match: no backtracking through the subject
+    present = _present(text)
+    if present is None:
+        candidates: Iterable[int] = range(len(_RULES))
+    else:  # a rule none of whose needed strings the clause holds cannot match: not tried
+        candidates = sorted(_ALWAYS.union(*(_RULES_NEEDING[n] for n in present)))
+    for index in candidates:
+        rule = _RULES[index]
         match = rule.pattern.fullmatch(text)
         if match:
             return rule, match.groupdict()
