@@ -22,6 +22,7 @@ import cProfile
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +42,15 @@ def _load() -> list[float]:
     return [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else []
 
 
+def embedder(args: argparse.Namespace) -> Any:
+    """One embedder for every store of the run (a local model loads once)."""
+    if args.runtime and args.embedder and args.embedder.startswith("local:"):
+        from kenning.providers.local import LocalEmbedder
+
+        return LocalEmbedder(args.embedder.removeprefix("local:"), runtime=args.runtime)
+    return _embedder(EvalConfig(embedder=args.embedder))
+
+
 def measure(collections: list[Collection], args: argparse.Namespace, profile: cProfile.Profile | None,
             questions_per_store: int | None = None) -> dict[str, Any]:
     """Ingest every collection into a fresh store and time recall and BM25 on its questions."""
@@ -50,10 +60,11 @@ def measure(collections: list[Collection], args: argparse.Namespace, profile: cP
     first_ms: list[float] = []
     bm25_ms: list[float] = []
     embedder_name = ""
+    model = embedder(args)
     for collection in collections:
         clock = (lambda now=collection.now: now) if collection.now is not None else None
-        with Kenning(":memory:", embedder=_embedder(EvalConfig(embedder=args.embedder)), clock=clock) as kn:
-            embedder_name = kn.stats().embedder
+        with Kenning(":memory:", embedder=model, clock=clock) as kn:
+            embedder_name = kn.stats().embedder + (f" ({model.runtime})" if hasattr(model, "runtime") else "")
             if profile is not None:
                 profile.enable()
             started, cpu = time.perf_counter(), time.process_time()
@@ -98,8 +109,12 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     if args.locomo:
         # one conversation's turns (LoCoMo's are ~100 characters): the short-turn baseline
         conversation = load_locomo(Path(args.locomo))[0]
+        if args.max_turns:
+            conversation = replace(conversation, units=conversation.units[: args.max_turns])
         sets["locomo (short turns)"] = measure([conversation], args, None, questions_per_store=args.locomo_questions)
     collections = load_longmemeval(Path(args.path))[args.skip : args.skip + args.questions]
+    if args.max_turns:  # a slow embedder: the first turns of each haystack (rates, not quality)
+        collections = [replace(c, units=c.units[: args.max_turns]) for c in collections]
     sets["longmemeval (long turns)"] = measure(collections, args, profile)
     out["sets"] = sets
     out["load_after"] = _load()
@@ -141,8 +156,11 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--repeats", type=int, default=5,
                         help="recalls per question: the first is reported apart, p50/p95 over the others")
     parser.add_argument("--locomo", help="locomo10.json: also measure its first conversation (short turns)")
+    parser.add_argument("--max-turns", type=int, help="ingest only the first N turns of each haystack")
     parser.add_argument("--locomo-questions", type=int, default=30, help="LoCoMo questions to time")
     parser.add_argument("--embedder", help="a KENNING_EMBEDDER value (default: the configured one)")
+    parser.add_argument("--runtime", choices=["auto", "onnx", "numpy"],
+                        help="with a local: embedder, the encoder's runtime (default auto)")
     parser.add_argument("--profile", help="write a cProfile of the LongMemEval ingest to this file")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     return parser.parse_args(argv)

@@ -53,6 +53,7 @@ import datetime as dt
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..models import Usage
 from ..dates import DateSpan, find_dates, parse_date
@@ -339,7 +340,7 @@ class _Rule:
     needs: frozenset[str] | None = None
 
 
-def _rule(template: str, relation: str, source: str, target: str, **flags: bool | str) -> _Rule:
+def _rule(template: str, relation: str, source: str, target: str, **flags: Any) -> _Rule:
     # what a clause needs is read from the template with its macros left out (an empty group
     # requires nothing): a tenth of the text to parse, and the macros hold names, not verbs
     needs = required_literals(_MACRO.sub("(?:)", template), re.DOTALL)
@@ -755,7 +756,8 @@ def _sentences(text: str) -> list[tuple[str | None, str]]:
         label = _LABEL.fullmatch(line)
         if label and not _is_speaker(label["label"]):
             line = label["text"]  # "Decision: Use X", "Big news: …": the label is not a speaker
-        line = line[_BULLET.match(line).end() :] if _BULLET.match(line) else line
+        bullet = _BULLET.match(line)
+        line = line[bullet.end() :] if bullet else line
         out.extend((speaker, sentence) for sentence in _split_sentences(line))
     return out
 
@@ -1122,7 +1124,7 @@ class _Reader:
             naming = rule.relation == "@named"
             rule, groups = self.specialize(rule, groups, subject)
             if naming and subject == (speaker or USER) and not self.named and groups.get("o"):
-                self.speaker, self.named = _clean_name(groups["o"]), True  # "I" is named now
+                self.speaker, self.named = _clean_name(groups["o"] or ""), True  # "I" is named now
         if rule.relation == "@nothing":
             return []
         if rule.relation == "@has_kin":  # "I have two brothers, Luke and Ben"
@@ -1135,6 +1137,8 @@ class _Reader:
             return []
         if rule.swap:
             subject, target = target, subject
+        if subject is None:  # a passive shape read without its object: nothing it states
+            return []
         if rule.relation == "@left_employer":
             target = self.employers.get(normalize_name(subject))
         source_type = self.type_of(subject, self.source_slot(rule, target))
