@@ -73,3 +73,29 @@ def test_a_question_asked_again_is_not_embedded_again(numpy_embedder):
     repeat[0] = 0.0  # the caller's copy: the cached vector is not changed
     assert np.array_equal(numpy_embedder.embed_query(["what does Bob drink?"]), vectors[1:2])
     assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_the_graph_is_cached_and_read_back_without_onnx(tmp_path, monkeypatch, numpy_embedder):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    built = LocalEmbedder("all-MiniLM-L6-v2", runtime="onnx")
+    cached = list((tmp_path / "kenning").glob("*.onnx"))
+    assert len(cached) == 1
+    monkeypatch.setitem(sys.modules, "onnx", None)  # the cached graph needs onnxruntime only
+    again = LocalEmbedder("all-MiniLM-L6-v2", runtime="onnx")
+    assert again.runtime == "onnxruntime"
+    assert np.abs(again.embed(TEXTS) - built.embed(TEXTS)).max() < 1e-6
+    cached[0].write_bytes(b"not a graph")  # a damaged cache: built again (onnx is needed for that)
+    monkeypatch.delitem(sys.modules, "onnx")
+    assert np.abs(LocalEmbedder("all-MiniLM-L6-v2", runtime="onnx").embed(TEXTS[:2])
+                  - numpy_embedder.embed(TEXTS[:2])).max() < 1e-5
+
+
+def test_without_onnx_and_no_cached_graph_auto_is_numpy(tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    assert LocalEmbedder("all-MiniLM-L6-v2").runtime == "numpy"
+    with pytest.raises(ConfigurationError, match=r"pip install 'kenning\[onnx\]'"):
+        LocalEmbedder("all-MiniLM-L6-v2", runtime="onnx")

@@ -38,7 +38,7 @@ import numpy as np
 from ..errors import ConfigurationError
 from ..models import Usage
 from .base import Embedder
-from .onnx_bert import OnnxEncoder
+from .onnx_bert import OnnxEncoder, cache_key
 from .onnx_bert import available as onnx_available
 
 __all__ = ["RUNTIMES", "BertRuntime", "LocalEmbedder", "find_model_dir", "model_prefixes"]
@@ -234,8 +234,14 @@ class BertRuntime:
         #: for; None: numpy matrix products
         self.onnx: OnnxEncoder | None = None
         if runtime == "onnx" or (runtime == "auto" and onnx_available()):
-            self.onnx = OnnxEncoder(self.weights, self.heads, self.eps)
-            self.group_tokens = self.onnx_group_tokens
+            key = cache_key(directory, "head" if head else "", self.heads, self.eps)
+            try:
+                self.onnx = OnnxEncoder(self.weights, self.heads, self.eps, key=key)
+            except ConfigurationError:
+                if runtime == "onnx":
+                    raise  # asked for: say which extra is missing
+            if self.onnx is not None:
+                self.group_tokens = self.onnx_group_tokens
         self.runtime = "onnxruntime" if self.onnx is not None else "numpy"
 
     def run(self, encodings: Sequence[Any], pool: Callable[[np.ndarray, np.ndarray], np.ndarray],

@@ -13,8 +13,10 @@ Install with ``pip install 'kenning[onnx]'`` (``onnxruntime`` and ``onnx``); wit
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -24,16 +26,15 @@ from .._extras import require
 if TYPE_CHECKING:
     from .local import _Weights
 
-__all__ = ["OnnxEncoder", "available", "threads"]
+__all__ = ["OnnxEncoder", "available", "cache_key", "threads"]
 
 _OPSET = 17  # LayerNormalization
 
 
 def available() -> bool:
-    """Whether onnxruntime and onnx import (the ``onnx`` extra is installed)."""
+    """Whether onnxruntime imports (the ``onnx`` extra is installed)."""
     try:
-        for module in ("onnxruntime", "onnx"):
-            importlib.import_module(module)
+        importlib.import_module("onnxruntime")
     except ImportError:
         return False
     return True
@@ -116,9 +117,15 @@ def _graph(weights: _Weights, heads: int, eps: float) -> bytes:
 
 
 class OnnxEncoder:
-    """``encode(x, bias) -> hidden`` through an onnxruntime session over the model's layers."""
+    """``encode(x, bias) -> hidden`` through an onnxruntime session over the model's layers.
 
-    def __init__(self, weights: _Weights, heads: int, eps: float) -> None:
+    The graph is written once per model and kept in ``cache_dir`` (``$XDG_CACHE_HOME/kenning``
+    or ``~/.cache/kenning``) under ``key``: later loads read it back with onnxruntime alone,
+    without importing the ``onnx`` package (several seconds). A cache that cannot be written
+    or read is rebuilt in memory."""
+
+    def __init__(self, weights: _Weights, heads: int, eps: float, *, key: str | None = None,
+                 cache_dir: Path | None = None) -> None:
         ort = require("onnxruntime", extra="onnx", purpose="the onnxruntime encoder needs onnxruntime")
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads()
@@ -128,8 +135,46 @@ class OnnxEncoder:
         # no busy-waiting between operators: on a machine other work shares, spinning threads
         # take the cores that work needs (and measured slower under load)
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        self.session = ort.InferenceSession(_graph(weights, heads, eps), options, providers=["CPUExecutionProvider"])
+        path = (cache_dir or _cache_dir()) / f"{key}-v{_VERSION}.onnx" if key else None
+        if path is not None and path.is_file():
+            try:
+                self.session = ort.InferenceSession(path.read_bytes(), options, providers=["CPUExecutionProvider"])
+                return
+            except Exception:  # noqa: BLE001 - a damaged or foreign file: build the graph again
+                pass
+        graph = _graph(weights, heads, eps)
+        self.session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        if path is not None:
+            _save(path, graph)
 
     def encode(self, x: np.ndarray, bias: np.ndarray) -> np.ndarray:
         (hidden,) = self.session.run(["hidden"], {"x": x, "bias": bias})
         return np.asarray(hidden)
+
+
+#: bumped when ``_graph`` writes another graph: older cached files are not read
+_VERSION = 1
+
+
+def _cache_dir() -> Path:
+    root = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(root) / "kenning"
+
+
+def _save(path: Path, graph: bytes) -> None:
+    """Write atomically (another process may load the same model); a read-only disk is fine."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        partial = path.with_name(f".{path.name}.{os.getpid()}")
+        partial.write_bytes(graph)
+        os.replace(partial, path)
+    except OSError:
+        pass
+
+
+def cache_key(directory: Path, *parts: object) -> str:
+    """A name for a model's graph: its weights file (path, size, change time) and ``parts``."""
+    weights = directory / "model.safetensors"
+    stat = weights.stat()
+    said = "|".join(map(str, (weights.resolve(), stat.st_size, stat.st_mtime_ns, *parts)))
+    return f"{directory.name}-{hashlib.sha256(said.encode()).hexdigest()[:16]}"
