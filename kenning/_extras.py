@@ -4,7 +4,7 @@ installs, or raises ``ConfigurationError`` naming the extra (never a raw ``Modul
 Every optional import of kenning goes through it: the remote client (``remote``: httpx), the
 servers (``server``, ``mcp``), the stores and models (``postgres``, ``local``, and ``onnx`` for the
 local encoder in onnxruntime), documents (``files``) and the framework integrations (``langgraph``,
-``openai-agents``, ``pydantic-ai``).
+``openai-agents``, ``pydantic-ai``, ``crewai``).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ EXTRAS: dict[str, str] = {
     "langgraph": "langgraph", "langmem": "langgraph",
     "agents": "openai-agents",
     "pydantic_ai": "pydantic-ai",
+    "crewai": "crewai",
 }
 
 

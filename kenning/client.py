@@ -7,12 +7,14 @@ the two can never drift apart.
 from __future__ import annotations
 
 import asyncio
+import builtins
 import datetime as dt
 import functools
 import inspect
 import os
 import typing
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ._checks import nfc
@@ -39,7 +41,7 @@ def _build_engine(
     *,
     store: Store | None,
     embedder: Embedder | None,
-    chat: ChatModel | None,
+    llm: ChatModel | str | None,
     extractor: Extractor | None,
     clock: Callable[[], dt.datetime] | None,
     settings: dict[str, Any],
@@ -52,6 +54,8 @@ def _build_engine(
         settings["db"] = str(path_or_url)
     if isinstance(embedder, str):  # a spec such as "openai:text-embedding-3-small" is a setting
         settings["embedder"], embedder = embedder, None
+    if isinstance(llm, str):  # a model name is the ``llm`` setting
+        settings["llm"], llm = llm, None
     if isinstance(reranker, str):
         settings["reranker"], reranker = reranker, None
     config = Settings(**settings)
@@ -60,7 +64,7 @@ def _build_engine(
         config.db, pool_size=config.pool_size, hnsw_ef_search=config.hnsw_ef_search)
     try:
         embedder = embedder if embedder is not None else make_embedder(config)
-        chat = chat if chat is not None else make_chat(config)
+        chat = llm if llm is not None else make_chat(config)
         reranker = reranker if reranker is not None else make_reranker(config)
         if extractor is None:
             if chat is not None:
@@ -78,7 +82,7 @@ def _build_engine(
             stored = str(exc.details.get("stored", ""))
             if asked or not stored.startswith(("local:", "openai:")):
                 raise
-            # DESIGN §2.6: the store knows its embedder; opening it uses that one unless asked
+            # docs/llm.md "Changing the embedder": the store knows its embedder; opening it uses that one unless asked
             # for another (a name it cannot be rebuilt from, e.g. an interrupted re-embedding,
             # stays an error).
             embedder.close()
@@ -158,7 +162,8 @@ class Kenning:
     ``Kenning("postgresql://…")`` a PostgreSQL database; ``Kenning("http://host:8000",
     api_key="kn_…")`` a ``kenning serve`` (the same verbs over HTTP, see ``docs/server.md``).
     Other keyword arguments are settings
-    (see ``docs/settings.md``); ``store``, ``embedder``, ``chat``, ``extractor``, ``reranker``
+    (see ``docs/settings.md``); ``store``, ``embedder``, ``llm`` (the chat model: a
+    ``ChatModel``, or a model name, which is the ``llm`` setting), ``extractor``, ``reranker``
     and ``clock`` replace a collaborator.
 
     Every verb takes the parameters of its request model in ``kenning.requests``.
@@ -176,18 +181,20 @@ class Kenning:
         *,
         store: Store | None = None,
         embedder: Embedder | None = None,
-        chat: ChatModel | None = None,
+        llm: ChatModel | str | None = None,
         extractor: Extractor | None = None,
         clock: Callable[[], dt.datetime] | None = None,
         reranker: Reranker | None = None,
         **settings: Any,
     ) -> None:
-        self._remote = _remote(path_or_url, settings, store=store, embedder=embedder, chat=chat,
+        if isinstance(llm, str):  # the setting, given by its name
+            settings["llm"], llm = llm, None
+        self._remote = _remote(path_or_url, settings, store=store, embedder=embedder, llm=llm,
                                extractor=extractor, clock=clock, reranker=reranker)
         if self._remote is not None:
             return
         self._engine = _build_engine(
-            path_or_url, store=store, embedder=embedder, chat=chat, extractor=extractor,
+            path_or_url, store=store, embedder=embedder, llm=llm, extractor=extractor,
             clock=clock, settings=settings, reranker=reranker,
         )
 
@@ -209,13 +216,14 @@ class Kenning:
         ``Kenning.reembed("memory.db", embedder="local:all-MiniLM-L6-v2")``."""
         self = cls.__new__(cls)
         self._remote = None
-        known = {k: kwargs.pop(k, None) for k in ("store", "embedder", "chat", "extractor", "clock", "reranker")}
+        known = {k: kwargs.pop(k, None) for k in ("store", "embedder", "llm", "extractor", "clock", "reranker")}
         progress = kwargs.pop("progress", None)  # called with the number of texts just embedded
         if _server_settings(path_or_url, dict(kwargs)) is not None:
             raise ConfigurationError("re-embed where the store is: kenning --db STORE reembed, beside the server")
         self._engine = _build_engine(path_or_url, settings=kwargs, verify_embedder=False, **known)
         with self:
-            return self._engine.reembed(progress=progress)
+            counts: dict[str, int] = self._engine.reembed(progress=progress)
+            return counts
 
     def __enter__(self) -> Kenning:
         return self
@@ -250,7 +258,7 @@ class Kenning:
     sessions = _verb("sessions")
 
     # -- the verbs as tools for a model (kenning/tools.py, docs/integrations.md) ---------------
-    def tools(self, profile: str = "agent") -> list[dict[str, Any]]:
+    def tools(self, profile: str = "agent") -> builtins.list[dict[str, Any]]:
         """The verbs as OpenAI function-calling definitions (``{"type": "function", "function":
         {name, description, parameters}}``), from their request models: ``profile`` is
         ``"agent"`` (at most 8 tools for a conversation), ``"all"``, or verb names separated by
@@ -280,7 +288,7 @@ class Kenning:
         once complete. ``progress(n)`` is called as rows are written."""
         from .store.portable import export_file
 
-        return export_file(self.store, path, datasets=datasets, format=format, vectors=vectors,
+        return export_file(self.store, _path(path), datasets=datasets, format=format, vectors=vectors,
                            progress=progress)
 
     def import_(self, path: str | os.PathLike[str], *, vectors: bool = True, accounts: bool = False,
@@ -294,10 +302,15 @@ class Kenning:
         they are counted in the result's ``ignored``."""
         from .store.portable import import_file
 
-        report = import_file(self.store, path, vectors=vectors, accounts=accounts, progress=progress)
+        report = import_file(self.store, _path(path), vectors=vectors, accounts=accounts, progress=progress)
         if not report.vectors:
             self._engine.reembed(missing_only=True)
         return report
+
+
+def _path(path: str | os.PathLike[str]) -> str | Path:
+    """A path as the export and import functions take it (anything else passed on, for them to refuse)."""
+    return Path(path) if isinstance(path, os.PathLike) else path
 
 
 def _async(fn: Callable[..., Any]) -> Callable[..., Any]:
@@ -313,7 +326,6 @@ def _async(fn: Callable[..., Any]) -> Callable[..., Any]:
 class AsyncKenning:
     """The async facade: the same verbs as ``Kenning``, with the same parameters, awaited."""
 
-    @functools.wraps(Kenning.__init__)
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         self._sync = Kenning(*args, **kwargs)
 
@@ -321,9 +333,11 @@ class AsyncKenning:
     store = property(lambda self: self._sync.store, doc=Kenning.store.__doc__)
 
     @classmethod
-    @functools.wraps(Kenning.reembed.__func__)
     async def reembed(cls, *args: Any, **kwargs: Any) -> dict[str, int]:
         return await asyncio.to_thread(Kenning.reembed, *args, **kwargs)
+
+    #: set below, with the verbs (each the awaited twin of ``Kenning``'s)
+    close: Callable[[], Awaitable[None]]
 
     async def __aenter__(self) -> AsyncKenning:
         return self
@@ -332,6 +346,9 @@ class AsyncKenning:
         await self.close()
 
 
+# the constructor and reembed read as Kenning's (signature and docstring)
+functools.update_wrapper(AsyncKenning.__init__, Kenning.__init__)
+functools.update_wrapper(vars(AsyncKenning)["reembed"].__func__, vars(Kenning)["reembed"].__func__)
 # every verb of ``Kenning``, awaited: a verb added there is added here
 for _name in ("close", "export", "import_", "tools", "call_tool", *VERBS):
     setattr(AsyncKenning, _name, _async(getattr(Kenning, _name)))

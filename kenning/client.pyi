@@ -29,7 +29,8 @@ class Kenning:
     ``Kenning("postgresql://…")`` a PostgreSQL database; ``Kenning("http://host:8000",
     api_key="kn_…")`` a ``kenning serve`` (the same verbs over HTTP, see ``docs/server.md``).
     Other keyword arguments are settings
-    (see ``docs/settings.md``); ``store``, ``embedder``, ``chat``, ``extractor``, ``reranker``
+    (see ``docs/settings.md``); ``store``, ``embedder``, ``llm`` (the chat model: a
+    ``ChatModel``, or a model name, which is the ``llm`` setting), ``extractor``, ``reranker``
     and ``clock`` replace a collaborator.
 
     Every verb takes the parameters of its request model in ``kenning.requests``.
@@ -41,7 +42,7 @@ class Kenning:
             print(kn.recall("Where does Alice work?").hits[0].text)
     """
 
-    def __init__(self, path_or_url: str | None = None, *, store: Store | None = None, embedder: Embedder | None = None, chat: ChatModel | None = None, extractor: Extractor | None = None, clock: Callable[[], datetime.datetime] | None = None, reranker: Reranker | None = None, **settings: Any) -> None:
+    def __init__(self, path_or_url: str | None = None, *, store: Store | None = None, embedder: Embedder | None = None, llm: ChatModel | str | None = None, extractor: Extractor | None = None, clock: Callable[[], datetime.datetime] | None = None, reranker: Reranker | None = None, **settings: Any) -> None:
         ...
 
     @property
@@ -227,7 +228,7 @@ class Kenning:
 class AsyncKenning:
     """The async facade: the same verbs as ``Kenning``, with the same parameters, awaited."""
 
-    def __init__(self, path_or_url: str | None = None, *, store: Store | None = None, embedder: Embedder | None = None, chat: ChatModel | None = None, extractor: Extractor | None = None, clock: Callable[[], datetime.datetime] | None = None, reranker: Reranker | None = None, **settings: Any) -> None:
+    def __init__(self, path_or_url: str | None = None, *, store: Store | None = None, embedder: Embedder | None = None, llm: ChatModel | str | None = None, extractor: Extractor | None = None, clock: Callable[[], datetime.datetime] | None = None, reranker: Reranker | None = None, **settings: Any) -> None:
         ...
 
     @property

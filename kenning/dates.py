@@ -12,7 +12,7 @@ Three entry points:
 - ``absolute_date(value)``: a date that names its year, as a model writes one; anything else
   (a phrase relative to a clock, junk) is None.
 
-Conventions (DESIGN §3):
+Conventions (docs/architecture.md, "Time"):
 
 - Partial dates take their earliest instant: "June 2024" is 2024-06-01T00:00Z, "2019" is
   2019-01-01T00:00Z, "last week" is the Monday that week began. "from 2019 to 2021" therefore
@@ -186,7 +186,8 @@ def parse_date(text: str, reference: dt.datetime) -> dt.datetime | None:
     return None
 
 
-def _resolve(groups: dict[str, str | None], reference: dt.datetime) -> dt.datetime:
+def _resolve(found: dict[str, str | None], reference: dt.datetime) -> dt.datetime:
+    groups = {name: text for name, text in found.items() if text}  # the groups that matched
     if groups.get("word"):
         offset = {"yesterday": -1, "today": 0, "tomorrow": 1}[groups["word"].lower()]
         return _midnight(reference.date() + dt.timedelta(days=offset))
@@ -201,7 +202,8 @@ def _resolve(groups: dict[str, str | None], reference: dt.datetime) -> dt.dateti
         month = _MONTH_NUMBERS[groups["mon"][:3].lower()]
     else:
         month = int(groups["m"]) if groups.get("m") else 1
-    day = int(re.match(r"\d+", groups["d"]).group()) if groups.get("d") else 1
+    digits = re.match(r"\d+", groups["d"]) if groups.get("d") else None
+    day = int(digits.group()) if digits else 1
     return dt.datetime(year, month, day, tzinfo=UTC)
 
 
@@ -314,9 +316,11 @@ def _user_datetime(value: object, now: dt.datetime | None) -> dt.datetime:
     if partial:
         return dt.datetime(int(partial["y"]), int(partial["m"] or 1), 1, tzinfo=UTC)
     try:
-        return as_utc(text)
+        iso = as_utc(text)
     except ValueError:
-        pass  # not ISO 8601: try the natural forms
+        iso = None  # not ISO 8601: try the natural forms
+    if iso is not None:
+        return iso
     parsed = parse_date(text, now or utcnow())
     if parsed is None:
         raise ValueError("not a date")

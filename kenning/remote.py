@@ -228,7 +228,8 @@ class Remote:
     def _upload(self, path: Path, parts: list[Any], arguments: dict[str, Any]) -> RememberResult:
         valid_at = arguments.get("valid_at")
         form = {name: str(arguments.get(name, False)).lower() for name in ("force", "dry_run")}
-        form |= {"dataset": arguments.get("dataset") or "main", "kind": arguments.get("kind") or "knowledge",
+        given = RememberRequest.defaults(**{k: v for k, v in arguments.items() if v is not None})
+        form |= {"dataset": given["dataset"], "kind": given["kind"],
                  "sync": str(bool(arguments.get("sync")) and path.is_dir()).lower(),  # a file alone: no sync
                  "folder": str((path if path.is_dir() else path.parent).resolve())}
         if valid_at is not None:

@@ -31,6 +31,7 @@ from .search.recall import SEARCH_TYPES
 __all__ = [
     "DATASET_PATTERN",
     "DEFAULT_DATASET",
+    "ID_CHARS",
     "ORDERS",
     "SEARCH_TYPES",
     "VERBS",
@@ -65,11 +66,13 @@ MAX_ITEMS = 1000
 KIND_CHARS, SOURCE_CHARS, NAME_CHARS, QUERY_CHARS = 64, 2000, 1000, 10_000
 MAX_TOP_K, MAX_DEPTH, MAX_NEIGHBORS, MAX_PAGE, MAX_OFFSET = 1000, 5, 10, 10_000, 10**9
 MIN_TOKENS, MAX_TOKENS = 50, 100_000
+#: the longest date text (``valid_at`` …) and the longest name of a choice (``search_type``) read
+DATE_CHARS, CHOICE_CHARS = 100, 64
 
 Dataset = Annotated[str, Field(pattern=DATASET_PATTERN, description="Dataset name.")]
 MemoryId = Annotated[str, Field(min_length=1, max_length=ID_CHARS, description="A memory id.")]
 #: a date as text in any form the date parser reads, or a datetime (never a number)
-When = Annotated[str, Field(max_length=100)] | Annotated[dt.datetime, Strict()]
+When = Annotated[str, Field(max_length=DATE_CHARS)] | Annotated[dt.datetime, Strict()]
 Content = str | MemoryInput | Message | FactInput
 Metadata = Annotated[dict[str, Any], Field(
     description="A JSON object: string keys, at most 16 levels deep, 1,000 keys and 64 KiB as "
@@ -123,6 +126,13 @@ class VerbRequest(BaseModel):
         """The keyword arguments of the verb's call (of a partial verb: only those given)."""
         names = self.model_fields_set if self.partial else type(self).model_fields
         return {name: getattr(self, name) for name in names}
+
+    @classmethod
+    def defaults(cls, **given: Any) -> dict[str, Any]:
+        """The keyword arguments of a call that gives only ``given``: the model's defaults
+        under them, for code that calls an engine verb itself (the engine declares no
+        default of its own; ``tests/test_parity.py``). Not validated: the callee checks."""
+        return {name: field.default for name, field in cls.model_fields.items() if not field.is_required()} | given
 
 
 _CONTENT = ("Text, a structured memory, chat messages, or a list of them (one list is one episode); or "

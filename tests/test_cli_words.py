@@ -152,18 +152,18 @@ def test_eval_on_a_bad_file_is_one_clean_error(tmp_path, content, kind):
 def test_an_unreachable_postgres_is_one_line_at_once():
     import subprocess
     import sys
-    import time
     from pathlib import Path
 
     pytest.importorskip("psycopg_pool")
     from tests.server_util import free_port
 
     root = str(Path(__file__).resolve().parents[1])
-    started = time.monotonic()
     done = subprocess.run([sys.executable, "-m", "kenning", "--db", f"postgresql://u:secret@127.0.0.1:{free_port()}/x",
                            "stats"], capture_output=True, text=True, timeout=60, env={"PYTHONPATH": root, "PATH": ""})
-    assert done.returncode == 1 and time.monotonic() - started < 8
+    assert done.returncode == 1
     assert done.stderr.count("\n") == 1 and done.stderr.startswith("error: cannot connect to PostgreSQL"), done.stderr
+    # the one direct probe answered (with the server's reason), not the pool after its retries
+    assert "refused" in done.stderr.lower(), done.stderr
     assert "secret" not in done.stderr
 
 

@@ -1,4 +1,4 @@
-"""The transports are leaves (DESIGN §8): ``server/``, ``mcp/`` and ``cli/`` import only the
+"""The transports are leaves (docs/architecture.md, the folder tree): ``server/``, ``mcp/`` and ``cli/`` import only the
 facade, the public models, the request models, the tools built from them, the errors, the
 optional-import helper and the access package — never the
 engine, the store, the pipeline or another transport's internals. Read from the source, so a new

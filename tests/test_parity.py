@@ -15,22 +15,15 @@ import pytest
 from kenning import AsyncKenning, Kenning
 from kenning.cli import cli
 from kenning.cli._common import ALIASES, CLI_ONLY
+from kenning.remote import ROUTES
 from kenning.requests import VERBS
 
 REQUIRED = object()  # the "default" of a parameter that has none
 ALIASED = object()  # the default of a CLI alias: its own (``--asc`` is false when descending)
 
-HTTP = {
-    "remember": ("post", "/v1/remember"), "add": ("post", "/v1/add"), "cognify": ("post", "/v1/cognify"),
-    "recall": ("post", "/v1/recall"), "timeline": ("get", "/v1/timeline"), "stats": ("get", "/v1/stats"),
-    "get": ("get", "/v1/memories/{memory_id}"), "list": ("get", "/v1/memories"),
-    "update": ("patch", "/v1/memories/{memory_id}"), "delete": ("delete", "/v1/memories/{memory_id}"),
-    "forget": ("post", "/v1/forget"), "provenance": ("get", "/v1/memories/{memory_id}/provenance"),
-    "pin": ("post", "/v1/memories/{memory_id}/pin"), "unpin": ("post", "/v1/memories/{memory_id}/unpin"),
-    "chain": ("get", "/v1/memories/{memory_id}/chain"), "prune": ("post", "/v1/prune"),
-    "datasets": ("get", "/v1/datasets"), "feedback": ("post", "/v1/feedback"),
-    "improve": ("post", "/v1/improve"), "context": ("post", "/v1/context"), "sessions": ("get", "/v1/sessions"),
-}
+#: each verb's method and path, from the remote client's table (the server serves each:
+#: tests/test_remote.py)
+HTTP = {verb: (ROUTES[model].method.lower(), ROUTES[model].path) for verb, model in VERBS.items()}
 CLI = {
     "remember": ["remember"], "add": ["add"], "cognify": ["cognify"], "recall": ["recall"],
     "timeline": ["timeline"], "stats": ["stats"], "improve": ["improve"], "feedback": ["feedback"],
@@ -189,3 +182,50 @@ def test_the_detector_catches_a_drifted_cli_option_and_openapi_schema(openapi):
     spec["components"]["schemas"]["RecallRequest"] = {
         **body, "properties": {**body["properties"], "depth": {**body["properties"]["depth"], "default": 2}}}
     assert drift(openapi_params(spec, *HTTP["recall"]), "recall") == ["recall: 'depth' defaults to 2, not 1"]
+
+
+def engine_functions(verb: str) -> list[Any]:
+    """The engine's functions a verb's call reaches (the dispatcher and the parts' methods)."""
+    from kenning.core.engine import Engine, _Verb
+    from kenning.core.files import Files
+    from kenning.core.writing import Writing
+
+    found = vars(Engine).get(verb)
+    if found is None or verb == "list":  # list is given the request's fields as one MemoryFilter
+        return []
+    if verb == "remember":
+        return [Engine.remember, Writing.remember, Files.remember]
+    return [found.fn if isinstance(found, _Verb) else found]
+
+
+#: engine arguments no request model has: internal callers' options (``lanes``: evaluation;
+#: ``status``: remember stores as processing) and the Python-only callback
+ENGINE_ONLY = {"lanes", "status", "progress"}
+
+
+def engine_redeclared(verb: str) -> list[str]:
+    """Parameters of the engine functions of ``verb`` that repeat a default of the model or are
+    not the model's: the engine is given the validated request's fields, it declares none."""
+    fields = VERBS[verb].model_fields
+    problems = []
+    for fn in engine_functions(verb):
+        for param in list(inspect.signature(fn).parameters.values())[1:]:
+            if param.kind in (param.VAR_KEYWORD, param.VAR_POSITIONAL) or param.name in ENGINE_ONLY:
+                continue
+            if param.name not in fields:
+                problems.append(f"{fn.__qualname__}: {param.name!r} is not a field of {VERBS[verb].__name__}")
+            elif param.default is not inspect.Parameter.empty:
+                problems.append(f"{fn.__qualname__}: {param.name!r} declares the default {param.default!r}")
+    return problems
+
+
+@pytest.mark.parametrize("verb", list(VERBS))
+def test_the_engine_declares_no_default_of_its_own(verb):
+    assert engine_redeclared(verb) == []
+
+
+
+def test_update_changes_the_fields_of_its_model():
+    from kenning.core.lifecycle import UPDATABLE_FIELDS
+
+    assert UPDATABLE_FIELDS == set(VERBS["update"].model_fields) - {"memory_id"}

@@ -288,7 +288,7 @@ def test_the_answer_prompt_names_file_and_page(tmp_path: Path, fake_openai) -> N
     folder.mkdir()
     (folder / "report.pdf").write_bytes(with_pypdf(make_pdf(REPORT_PAGES), outline=[("Results", 1)]))
     chat = OpenAIChat("test-model", fake_openai.base_url, "sk-test", max_retries=0)
-    with Kenning(str(tmp_path / "k.db"), chat=chat, extractor=OfflineExtractor()) as kn:
+    with Kenning(str(tmp_path / "k.db"), llm=chat, extractor=OfflineExtractor()) as kn:
         kn.remember(folder)
         fake_openai.enqueue_chat({"answer": "42 (report.pdf p. 2)", "citations": ["f1"]})
         result = kn.recall(QUESTION, search_type="chunks", answer=True, top_k=1)

@@ -328,10 +328,8 @@ def test_a_refused_connection_is_retried_until_the_server_is_up(tmp_path, clock)
     port = free_port()
     url = f"http://127.0.0.1:{port}"
     with Kenning(url, remote_retries=1) as client:
-        started = time.monotonic()
         with pytest.raises(StoreError, match="ConnectError.*after 2 attempts"):
             client.remember("Alice works at Acme.")  # nothing was sent: safe to retry any verb
-        assert time.monotonic() - started < 5
     with Kenning(str(tmp_path / "late.db"), clock=clock) as kn:
         server = uvicorn.Server(uvicorn.Config(create_app(kn, auth=False), host="127.0.0.1", port=port,
                                                log_level="warning"))
@@ -351,9 +349,8 @@ def test_a_silent_server_times_out_without_retrying() -> None:
     try:
         url = f"http://127.0.0.1:{sock.getsockname()[1]}"
         with Kenning(url, remote_timeout=0.3, remote_retries=3) as client:
-            started = time.monotonic()
             with pytest.raises(StoreError, match="no answer within 0.3 s") as caught:
                 client.get("mem_1")
-            assert caught.value.details["attempts"] == 1 and time.monotonic() - started < 2
+            assert caught.value.details["attempts"] == 1  # a timeout is not retried
     finally:
         sock.close()

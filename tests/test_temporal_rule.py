@@ -1,4 +1,4 @@
-"""The contradiction rule (DESIGN.md §3) branch by branch, as a pure function, and through the
+"""The contradiction rule (docs/architecture.md, "The contradiction rule") branch by branch, as a pure function, and through the
 write path with hand-made extractions so every boundary is exercised exactly."""
 
 from __future__ import annotations

@@ -75,3 +75,17 @@ def test_a_misspelt_setting_is_refused_with_the_name_it_meant() -> None:
 def test_a_setting_may_still_be_given_by_its_alias() -> None:
     with Kenning(":memory:", OPENAI_API_KEY="sk-test") as kn:
         assert kn.settings.llm_api_key is not None
+
+
+def test_the_chat_model_is_given_by_the_settings_name() -> None:
+    # one name: ``llm`` is the setting (a model name) and the collaborator (a ChatModel)
+    from kenning.providers.openai_compat import OpenAIChat
+
+    chat = OpenAIChat("test-model", "http://127.0.0.1:9/v1", "sk-test", max_retries=0)
+    with Kenning(":memory:", llm=chat) as kn:
+        assert kn._engine.chat is chat
+    with Kenning(":memory:", llm="some-model", llm_base_url="http://127.0.0.1:9/v1", llm_api_key="sk-test") as kn:
+        assert kn.settings.llm == "some-model"
+        assert kn._engine.chat is not None
+    with pytest.raises(ConfigurationError, match="'chat'"):
+        Kenning(":memory:", chat=chat)

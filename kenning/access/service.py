@@ -19,7 +19,7 @@ from .rules import Access, Principal
 from ..client import Kenning
 from ..errors import FileReadError, NotFoundError, PermissionDeniedError, ValidationError
 from ..dates import parse_user_datetime
-from ..files import Document, check_sync_folder, read_document
+from ..files import FileDocument, check_sync_folder, read_document
 from ..models import (
     AddResult,
     CognifyResult,
@@ -50,7 +50,7 @@ def _chars(content: Any) -> int:
         return len(content)
     if isinstance(content, MemoryInput):
         return len(content.model_dump_json())
-    if isinstance(content, Document):
+    if isinstance(content, FileDocument):
         return len(content.text)
     if isinstance(content, (list, tuple)):
         return sum(_chars(item) for item in content)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from pydantic import BaseModel
@@ -16,7 +16,11 @@ from pydantic import BaseModel
 from ..errors import KenningError, redact
 from ..requests import DEFAULT_DATASET
 
+if TYPE_CHECKING:
+    from ..client import Kenning
+
 T = TypeVar("T")
+F = TypeVar("F", bound=Callable[..., Any])
 
 __all__ = ["ALIASES", "CLI_ONLY", "check_path", "count", "dataset_option", "dump_json", "fail", "json_arg",
            "open_kenning", "read_json", "run", "scope_options", "short_time"]
@@ -31,13 +35,13 @@ CLI_ONLY = frozenset({"as_json", "yes"})
 dataset_option = click.option("--dataset", "-d", default=DEFAULT_DATASET, show_default=True)
 
 
-def scope_options(*names: str):
+def scope_options(*names: str) -> Callable[[F], F]:
     """``--user``, ``--agent``, ``--session`` (those named) and ``--filters`` when named."""
     helps = {"user": "Only this user's memories.", "agent": "Only this agent's memories.",
              "session": "Only this session's memories.",
              "filters": 'Metadata conditions as JSON: \'{"topic": "billing", "priority": {"gte": 2}}\'.'}
 
-    def decorate(fn):
+    def decorate(fn: F) -> F:
         for name in reversed(names):
             fn = click.option(f"--{name}", default=None, help=helps[name])(fn)
         return fn
@@ -81,7 +85,7 @@ def check_path(db: str | None, create: bool) -> None:
 
 
 @contextmanager
-def open_kenning(ctx: click.Context, *, create: bool = False, **settings: Any):
+def open_kenning(ctx: click.Context, *, create: bool = False, **settings: Any) -> Iterator[Kenning]:
     """The store ``--db`` names; ``create``: a command that writes may make the file."""
     from ..client import Kenning
 
@@ -95,7 +99,7 @@ def open_kenning(ctx: click.Context, *, create: bool = False, **settings: Any):
 
 
 @contextmanager
-def run():
+def run() -> Iterator[None]:
     """Map library errors to ``error: …`` on stderr and exit code 1."""
     try:
         yield

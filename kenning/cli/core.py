@@ -8,12 +8,16 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import get_args
+from collections.abc import Callable
+from typing import Any, TypeVar, get_args
 
 import click
 
-from ..models import Hit, Origin, RecallResult, RememberResult
-from ..requests import SEARCH_TYPES
+from ..models import Hit, Memory, Origin, RecallResult, RememberResult
+from ..requests import (
+    MAX_NEIGHBORS, MAX_PAGE, MAX_TOKENS, MIN_TOKENS, SEARCH_TYPES, ContextRequest, RecallRequest, RememberRequest,
+    SessionsRequest,
+)
 from .memories import KINDS
 from ._common import (
     call, check_path, count, dataset_option, dump_json, fail, json_arg, open_kenning, read_json, scope_options,
@@ -23,8 +27,11 @@ from ._progress import progress
 
 __all__ = ["register"]
 
+F = TypeVar("F", bound=Callable[..., Any])
+_RECALL, _CONTEXT, _SESSIONS = RecallRequest.model_fields, ContextRequest.model_fields, SessionsRequest.model_fields
+
 def _read_inputs(texts: tuple[str, ...], files: tuple[str, ...], messages: str | None = None,
-                 facts: str | None = None) -> list:
+                 facts: str | None = None) -> list[Any]:
     if facts is not None:
         if texts or files or messages:
             fail("give --facts alone: known facts are remembered as their records, not beside other inputs")
@@ -54,13 +61,13 @@ def _read_inputs(texts: tuple[str, ...], files: tuple[str, ...], messages: str |
     return items
 
 
-def _remember_options(fn, files_help: str = "Read a memory from a file (repeatable).",
-                      folders: bool = False):
+def _remember_options(fn: F, files_help: str = "Read a memory from a file (repeatable).",
+                      folders: bool = False) -> F:
     for option in reversed([
         click.argument("texts", nargs=-1),
         click.option("--file", "-f", "files", multiple=True, type=click.Path(dir_okay=folders), help=files_help),
         dataset_option,
-        click.option("--kind", type=KINDS, default="knowledge", show_default=True),
+        click.option("--kind", type=KINDS, default=RememberRequest.model_fields["kind"].default, show_default=True),
         click.option("--source", default=None, help="Where the text came from."),
         click.option("--valid-at", default=None,
                      help="Reference time of the input (default: now): 2024-06-01, 2024-06, 'June 2024', 'last year'…"),
@@ -95,8 +102,10 @@ def register(group: click.Group) -> None:
 @click.option("--exclude", multiple=True, help="Files: skip what this .gitignore-style pattern matches (repeatable).")
 @click.option("--sync", is_flag=True, help="Files: forget the memories of files deleted from the folder.")
 @click.pass_context
-def remember(ctx, texts, files, dataset, kind, source, valid_at, messages, facts, user, agent, session, origin,
-             as_json, force, include, exclude, sync) -> None:
+def remember(ctx: click.Context, texts: tuple[str, ...], files: tuple[str, ...], dataset: str, kind: str,
+             source: str | None, valid_at: str | None, messages: str | None, facts: str | None, user: str | None,
+             agent: str | None, session: str | None, origin: str | None, as_json: bool, force: bool,
+             include: tuple[str, ...], exclude: tuple[str, ...], sync: bool) -> None:
     """Store and process memories now: texts, files and folders with --file, a chat with
     --messages chat.json --user alice, or known facts with --facts facts.json.
 
@@ -174,7 +183,9 @@ def _remembered(result: RememberResult) -> str:
 @click.command()
 @_remember_options
 @click.pass_context
-def add(ctx, texts, files, dataset, kind, source, valid_at, messages, facts, user, agent, session, origin, as_json) -> None:
+def add(ctx: click.Context, texts: tuple[str, ...], files: tuple[str, ...], dataset: str, kind: str,
+        source: str | None, valid_at: str | None, messages: str | None, facts: str | None, user: str | None,
+        agent: str | None, session: str | None, origin: str | None, as_json: bool) -> None:
     """Store memories as pending, to be processed by `kenning cognify`.
 
     Example: kenning add -f notes.md && kenning cognify
@@ -195,7 +206,7 @@ def add(ctx, texts, files, dataset, kind, source, valid_at, messages, facts, use
 @click.option("--retry-failed", is_flag=True, help="Also retry memories that failed.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def cognify(ctx, dataset, force, retry_failed, as_json) -> None:
+def cognify(ctx: click.Context, dataset: str | None, force: bool, retry_failed: bool, as_json: bool) -> None:
     """Process pending memories.
 
     Example: kenning cognify --retry-failed
@@ -222,7 +233,7 @@ def _state(hit: Hit, at: dt.datetime) -> str:
     return " [not yet true]" if hit.valid_at is not None and hit.valid_at > at else " [history]"
 
 
-def print_hit(hit: Hit, rank: int, memories: dict, at: dt.datetime) -> None:
+def print_hit(hit: Hit, rank: int, memories: dict[str, Memory], at: dt.datetime) -> None:
     when = ""
     if hit.kind == "fact":
         state = _state(hit, at)
@@ -257,20 +268,23 @@ def print_result(result: RecallResult) -> None:
 @click.command()
 @click.argument("query")
 @dataset_option
-@click.option("--top-k", "-k", default=10, show_default=True, type=int)
-@click.option("--type", "search_type", default="hybrid", show_default=True, type=click.Choice(SEARCH_TYPES))
-@click.option("--depth", default=1, show_default=True, type=int, help="Graph expansion hops.")
+@click.option("--top-k", "-k", default=_RECALL["top_k"].default, show_default=True, type=int)
+@click.option("--type", "search_type", default=_RECALL["search_type"].default, show_default=True,
+              type=click.Choice(SEARCH_TYPES))
+@click.option("--depth", default=_RECALL["depth"].default, show_default=True, type=int, help="Graph expansion hops.")
 @click.option("--as-of", default=None, help="Answer about this valid time: 2023-06-01, 2023-06, 'June 2023', 'last year'…")
 @click.option("--known-at", default=None, help="Answer with what was believed at this time (same forms as --as-of).")
 @click.option("--answer", is_flag=True, help="Ask the configured model for an answer (one call).")
 @click.option("--explain", is_flag=True, help="Show which lanes ranked each hit where.")
-@click.option("--neighbors", default=0, show_default=True, type=click.IntRange(0, 10),
+@click.option("--neighbors", default=_RECALL["neighbors"].default, show_default=True,
+              type=click.IntRange(0, MAX_NEIGHBORS),
               help="Show this many turns before and after each hit (same episode).")
 @scope_options("user", "agent", "session", "filters")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def recall(ctx, query, dataset, top_k, search_type, depth, as_of, known_at, answer, explain, neighbors,
-           user, agent, session, filters, as_json) -> None:
+def recall(ctx: click.Context, query: str, dataset: str, top_k: int, search_type: str, depth: int,
+           as_of: str | None, known_at: str | None, answer: bool, explain: bool, neighbors: int, user: str | None,
+           agent: str | None, session: str | None, filters: str | None, as_json: bool) -> None:
     """Search memory: full-text, vector and graph lanes, fused.
 
     Example: kenning recall "Where does Alice work?" --as-of 2023-06-01
@@ -295,12 +309,14 @@ def recall(ctx, query, dataset, top_k, search_type, depth, as_of, known_at, answ
 @click.argument("query", required=False)
 @dataset_option
 @scope_options("user", "agent", "session")
-@click.option("--max-tokens", default=1500, show_default=True, type=click.IntRange(50, 100_000))
+@click.option("--max-tokens", default=_CONTEXT["max_tokens"].default, show_default=True,
+              type=click.IntRange(MIN_TOKENS, MAX_TOKENS))
 @click.option("--exclude-flagged/--include-flagged", default=True, show_default=True,
               help="Leave out instruction-shaped memories (docs/security.md).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def context(ctx, query, dataset, user, agent, session, max_tokens, exclude_flagged, as_json) -> None:
+def context(ctx: click.Context, query: str | None, dataset: str, user: str | None, agent: str | None,
+            session: str | None, max_tokens: int, exclude_flagged: bool, as_json: bool) -> None:
     """Print the context block for an agent's prompt: current facts, entities, the session's
     latest messages and (with QUERY) what recall finds.
 
@@ -318,11 +334,12 @@ def context(ctx, query, dataset, user, agent, session, max_tokens, exclude_flagg
 @click.command()
 @dataset_option
 @scope_options("user", "agent")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(1, MAX_PAGE), default=_SESSIONS["limit"].default, show_default=True)
 @click.option("--offset", type=click.IntRange(0), default=0)
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def sessions(ctx, dataset, user, agent, limit, offset, as_json) -> None:
+def sessions(ctx: click.Context, dataset: str, user: str | None, agent: str | None, limit: int, offset: int,
+             as_json: bool) -> None:
     """List conversations, latest first.
 
     Example: kenning sessions --user alice
@@ -344,7 +361,7 @@ def sessions(ctx, dataset, user, agent, limit, offset, as_json) -> None:
 @click.option("--relation", default=None, help="Only facts with this relation.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def timeline(ctx, entity, dataset, relation, as_json) -> None:
+def timeline(ctx: click.Context, entity: str, dataset: str, relation: str | None, as_json: bool) -> None:
     """An entity's facts in time order, with what superseded what.
 
     Example: kenning timeline "Alice Novak"
@@ -367,7 +384,7 @@ def timeline(ctx, entity, dataset, relation, as_json) -> None:
 @click.option("--dataset", "-d", default=None, help="Only this dataset (default: all).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def stats(ctx, dataset, as_json) -> None:
+def stats(ctx: click.Context, dataset: str | None, as_json: bool) -> None:
     """Counts of memories, chunks, entities and facts.
 
     Example: kenning stats --dataset main
@@ -395,7 +412,7 @@ def stats(ctx, dataset, as_json) -> None:
 @click.option("--session", default=None, help="Process only this session's pending messages.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def improve(ctx, dataset, session, as_json) -> None:
+def improve(ctx: click.Context, dataset: str, session: str | None, as_json: bool) -> None:
     """Process pending memories, merge duplicate entities, fill missing embeddings.
 
     Example: kenning improve --dataset main
@@ -414,7 +431,7 @@ def improve(ctx, dataset, session, as_json) -> None:
 @click.option("--helpful/--unhelpful", default=True, help="Whether the fact helped.")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def feedback(ctx, fact_id, helpful, as_json) -> None:
+def feedback(ctx: click.Context, fact_id: str, helpful: bool, as_json: bool) -> None:
     """Mark a recalled fact helpful (it ranks higher from now on) or unhelpful.
 
     Example: kenning feedback fct_0123abcd --unhelpful
@@ -431,7 +448,7 @@ def feedback(ctx, fact_id, helpful, as_json) -> None:
 @click.option("--embedder", default=None, help="The new embedder (default: KENNING_EMBEDDER).")
 @click.option("--json", "as_json", is_flag=True)
 @click.pass_context
-def reembed(ctx, embedder, as_json) -> None:
+def reembed(ctx: click.Context, embedder: str | None, as_json: bool) -> None:
     """Rewrite every stored vector with a new embedder and record it in the store.
 
     Example: KENNING_EMBEDDER=local:all-MiniLM-L6-v2 kenning --db memory.db reembed
@@ -451,7 +468,7 @@ def reembed(ctx, embedder, as_json) -> None:
 @click.command()
 @click.option("--keep", is_flag=True, help="Keep the demo store and print its path.")
 @click.pass_context
-def demo(ctx, keep) -> None:
+def demo(ctx: click.Context, keep: bool) -> None:
     """Remember a bundled sample corpus and answer a few questions, offline.
 
     Uses --db when given, else a fresh temporary store.

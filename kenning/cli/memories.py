@@ -11,7 +11,7 @@ from typing import Any, get_args
 import click
 
 from ..models import ForgetResult, Memory, MemoryKind, MemoryStatus, PruneResult, Retention
-from ..requests import ORDERS
+from ..requests import MAX_PAGE, ORDERS, ListRequest
 from ._common import call, count, dataset_option, dump_json, fail, json_arg, open_kenning, scope_options, short_time
 
 __all__ = ["register"]
@@ -70,7 +70,8 @@ def memories() -> None:
 @click.option("--pinned/--unpinned", default=None, help="Only pinned (or unpinned) memories.")
 @click.option("--order-by", type=_ORDER, default="created_at", show_default=True)
 @click.option("--asc", is_flag=True, help="Oldest (smallest) first.")
-@click.option("--limit", type=click.IntRange(1, 10_000), default=50, show_default=True)
+@click.option("--limit", type=click.IntRange(1, MAX_PAGE), default=ListRequest.model_fields["limit"].default,
+              show_default=True)
 @click.option("--offset", type=click.IntRange(0), default=0)
 @scope_options("user", "agent", "session", "filters")
 @_json_option

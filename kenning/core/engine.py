@@ -75,8 +75,7 @@ class Engine:
                 part.close()
         self.store.close()
 
-    def remember(self, content: Any, *, include: Any = None, exclude: Any = None, sync: bool = False,
-                 **kwargs: Any) -> Any:
+    def remember(self, content: Any, *, include: Any, exclude: Any, sync: bool, **kwargs: Any) -> Any:
         """``Writing.remember`` for text; ``Files.remember`` for files and folders (Paths)."""
         if is_files(content):
             scoped = [name for name in ("user", "agent", "session") if kwargs.pop(name, None) is not None]

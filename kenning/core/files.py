@@ -25,7 +25,7 @@ from ..dates import parse_when
 from ..pipeline.authority import check_origin, lowest
 from ..errors import KenningError, NotFoundError, ValidationError
 from ..requests import KIND_CHARS
-from ..files import Document, Matcher, SyncPlan, check_file_options, plan_sync, read_paths
+from ..files import FileDocument, Matcher, SyncPlan, check_file_options, plan_sync, read_paths
 from ..models import FileFailure, FilesSummary, RememberResult
 from ..store.base import Store
 from .lifecycle import Lifecycle
@@ -44,7 +44,7 @@ class _Group:
     a file given alone, or the uploads of one folder (``whole``; ``folder`` None when unnamed)."""
 
     folder: str | None
-    documents: list[Document]
+    documents: list[FileDocument]
     failed: list[FileFailure]
     whole: bool
 
@@ -74,18 +74,18 @@ class Files:
         self,
         content: Any,
         *,
-        dataset: str = "main",
-        kind: str = "knowledge",
-        source: str | None = None,
-        valid_at: dt.datetime | str | None = None,
-        metadata: dict[str, Any] | None = None,
-        force: bool = False,
-        dry_run: bool = False,
-        include: Sequence[str] | None = None,
-        exclude: Sequence[str] | None = None,
-        sync: bool = False,
+        dataset: str,
+        kind: str,
+        source: str | None,
+        valid_at: dt.datetime | str | None,
+        metadata: dict[str, Any] | None,
+        force: bool,
+        dry_run: bool,
+        include: Sequence[str] | None,
+        exclude: Sequence[str] | None,
+        sync: bool,
+        origin: str | None,
         progress: Callable[[int], None] | None = None,
-        origin: str | None = None,
     ) -> RememberResult:
         """Remember files and folders (``content``: Paths or Documents); see the module doc."""
         if source is not None:
@@ -146,7 +146,7 @@ class Files:
                 self.writing.supersede(memory_id, job.dataset, old)
             job.progress(1)
 
-    def _unfinished(self, documents: list[Document], unchanged: list[str],
+    def _unfinished(self, documents: list[FileDocument], unchanged: list[str],
                     current: dict[tuple[str, str], str]) -> set[str]:
         """The unchanged files whose memory was never finished: still ``pending``, or
         ``processing`` under a claim (a run killed mid-file strands one so). Remembering them
@@ -159,7 +159,7 @@ class Files:
             return set()
         return {ids[m.id] for m in self.store.get_memories(list(ids)) if m.status in ("pending", "processing")}
 
-    def _one(self, doc: Document, folder: str | None, job: _Job) -> str | None:
+    def _one(self, doc: FileDocument, folder: str | None, job: _Job) -> str | None:
         """Remember one file; its memory id, or None (reported as failed)."""
         summary = job.out.files
         assert summary is not None
@@ -195,13 +195,13 @@ class Files:
 def _read(content: Any, include: Sequence[str], exclude: Sequence[str]) -> list[_Group]:
     """Read every path given (a missing one is a ValidationError before anything is stored)."""
     items = list(content) if isinstance(content, (list, tuple)) else [content]
-    paths = [Path(item) for item in items if not isinstance(item, Document)]
+    paths = [Path(item) for item in items if not isinstance(item, FileDocument)]
     for path in paths:
         if not path.exists():
             raise ValidationError(f"no such file or folder: {path}", path=str(path))
     groups = []
     matcher = Matcher(exclude, include)
-    uploads = [item for item in items if isinstance(item, Document) and matcher.selected(item.source)]
+    uploads = [item for item in items if isinstance(item, FileDocument) and matcher.selected(item.source)]
     for folder in dict.fromkeys(d.folder for d in uploads):  # uploads: one group per folder named
         groups.append(_Group(folder, [d for d in uploads if d.folder == folder], [], whole=True))
     for path in paths:

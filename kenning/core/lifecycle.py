@@ -17,7 +17,7 @@ from typing import Any, get_args
 
 from ..pipeline.authority import annotate
 from .._checks import check_choice, check_flag, check_metadata, check_number, check_scope, check_text
-from ..requests import ID_CHARS, KIND_CHARS, SOURCE_CHARS
+from ..requests import ID_CHARS, KIND_CHARS, SOURCE_CHARS, UpdateRequest
 from .._identity import DEFAULT_DATASET, check_dataset, memory_identity
 from ..dates import parse_user_datetime
 from ..errors import ConflictError, NotFoundError, ValidationError
@@ -36,10 +36,8 @@ __all__ = ["UPDATABLE_FIELDS", "Lifecycle"]
 log = logging.getLogger(__name__)
 
 #: the fields ``update`` accepts
-UPDATABLE_FIELDS = frozenset({
-    "content", "topic", "context", "decisions", "rationale", "metadata", "source", "retention",
-    "retention_until", "kind", "valid_at",
-})
+#: what ``update`` may change: the fields of its request model (less the memory it names)
+UPDATABLE_FIELDS = frozenset(UpdateRequest.model_fields) - {"memory_id"}
 _STRUCTURED = ("topic", "context", "decisions", "rationale")
 _PAGE = 500
 _CHAIN_LIMIT = 10_000
@@ -137,8 +135,7 @@ class Lifecycle:
         return ForgetResult(memory_ids=[memory_id], entity_ids=entity_ids, fact_ids=fact_ids)
 
     def forget(
-        self, memory_id: str | None = None, *, dataset: str | None = None, everything: bool = False,
-        user: str | None = None,
+        self, memory_id: str | None, *, dataset: str | None, everything: bool, user: str | None,
     ) -> ForgetResult:
         """Hard-delete one memory, a dataset, everything, or one user's memories in a dataset
         (default ``main``): exactly one selector (``dataset`` goes with ``user``)."""
@@ -185,7 +182,7 @@ class Lifecycle:
         annotate(self.store, out.facts, out.entities)  # their origins and flags (pipeline/authority.py)
         return out
 
-    def pin(self, memory_id: str, reason: str | None = None) -> Memory:
+    def pin(self, memory_id: str, reason: str | None) -> Memory:
         check_text(reason, "pin reason", optional=True, empty=True, max_chars=SOURCE_CHARS)
         get_memory(self.store, memory_id)
         self.store.update_memory(memory_id, {"pinned": True, "pin_reason": reason or None,
@@ -203,11 +200,11 @@ class Lifecycle:
     def prune(
         self,
         *,
-        dataset: str = DEFAULT_DATASET,
-        max_age_days: float | None = None,
-        min_score: float | None = None,
-        superseded_older_than_days: float | None = None,
-        dry_run: bool = True,
+        dataset: str,
+        max_age_days: float | None,
+        min_score: float | None,
+        superseded_older_than_days: float | None,
+        dry_run: bool,
     ) -> PruneResult:
         """Remove what has decayed, aged out or been superseded. A dry run only reads, and
         reports exactly what a real run would remove."""

@@ -15,7 +15,7 @@ from typing import Any, cast, get_args
 
 from .._checks import check_choice, check_flag, check_int, check_scope, check_text
 from ..requests import ID_CHARS, MAX_DEPTH, MAX_NEIGHBORS, MAX_OFFSET, MAX_PAGE, MAX_TOKENS, MAX_TOP_K, MIN_TOKENS, NAME_CHARS
-from ..requests import QUERY_CHARS
+from ..requests import CHOICE_CHARS, QUERY_CHARS, RecallRequest
 from .._identity import DEFAULT_DATASET, check_dataset
 from ..dates import find_dates, parse_when
 from ..errors import KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
@@ -78,7 +78,7 @@ class Reading:
             return
         raise NotFoundError(f"no dataset {dataset!r}; datasets: {', '.join(existing) or 'none yet'}")
 
-    def stats(self, dataset: str | None = None) -> Stats:
+    def stats(self, dataset: str | None) -> Stats:
         if dataset is not None:
             self._readable(dataset)
         return self.store.stats(dataset)
@@ -101,17 +101,16 @@ class Reading:
             check_scope(getattr(flt, name), name)
         return self.store.list_memories(flt)
 
-    def sessions(self, *, dataset: str = DEFAULT_DATASET, user: str | None = None, agent: str | None = None,
-                 limit: int = 50, offset: int = 0) -> builtins.list[Session]:
+    def sessions(self, *, dataset: str, user: str | None, agent: str | None, limit: int,
+                 offset: int) -> builtins.list[Session]:
         self._readable(dataset)
         check_int(limit, "limit", 1, MAX_PAGE)
         check_int(offset, "offset", 0, MAX_OFFSET)
         return self.store.sessions(MemoryFilter(dataset=dataset, user=check_scope(user, "user"),
                                                 agent=check_scope(agent, "agent"), limit=limit, offset=offset))
 
-    def context(self, query: str | None = None, *, dataset: str = DEFAULT_DATASET, user: str | None = None,
-                agent: str | None = None, session: str | None = None, max_tokens: int = 1500,
-                exclude_flagged: bool = True) -> Context:
+    def context(self, query: str | None, *, dataset: str, user: str | None, agent: str | None,
+                session: str | None, max_tokens: int, exclude_flagged: bool) -> Context:
         """The prompt block of a scope (``search/context.py``): the knowledge of the memories
         ``user`` and ``agent`` select in the dataset (all of them when neither is given), with a
         ``query`` the evidence recall finds among them, and ``session``'s latest turns. The
@@ -122,7 +121,7 @@ class Reading:
                              session=check_scope(session, "session"))
         evidence: list[Hit] = []
         if query is not None:
-            evidence = self.recall(query, dataset=dataset, user=user, agent=agent).hits
+            evidence = self.recall(**RecallRequest.defaults(query=query, dataset=dataset, user=user, agent=agent)).hits
         return build_context(self.store, scope, as_of=self.now(), max_tokens=max_tokens, evidence=evidence,
                              exclude_flagged=check_flag(exclude_flagged, "exclude_flagged"), rules=self.rules)
 
@@ -135,7 +134,7 @@ class Reading:
             return None
         return MemoryFilter(dataset=dataset, filters=filters, **scope)
 
-    def timeline(self, entity: str, *, dataset: str = DEFAULT_DATASET, relation: str | None = None) -> Timeline:
+    def timeline(self, entity: str, *, dataset: str, relation: str | None) -> Timeline:
         self._readable(dataset)
         check_text(entity, "entity", max_chars=NAME_CHARS)
         check_text(relation, "relation", optional=True, max_chars=ID_CHARS)
@@ -173,19 +172,19 @@ class Reading:
         self,
         query: str,
         *,
-        dataset: str = DEFAULT_DATASET,
-        search_type: str | None = "hybrid",
-        top_k: int = 10,
-        depth: int = 1,
-        as_of: dt.datetime | str | None = None,
-        known_at: dt.datetime | str | None = None,
-        answer: bool = False,
-        explain: bool = False,
-        neighbors: int = 0,
-        user: str | None = None,
-        agent: str | None = None,
-        session: str | None = None,
-        filters: dict[str, Any] | None = None,
+        dataset: str,
+        search_type: str | None,
+        top_k: int,
+        depth: int,
+        as_of: dt.datetime | str | None,
+        known_at: dt.datetime | str | None,
+        answer: bool,
+        explain: bool,
+        neighbors: int,
+        user: str | None,
+        agent: str | None,
+        session: str | None,
+        filters: dict[str, Any] | None,
         lanes: frozenset[str] | None = None,
     ) -> RecallResult:
         """``neighbors`` attaches that many turns on each side of every hit; ``lanes``
@@ -193,7 +192,7 @@ class Reading:
         latest messages come back in ``messages`` whether extraction has run on them or not."""
         self._readable(dataset)
         check_text(query, "query", max_chars=QUERY_CHARS)
-        check_text(search_type, "search_type", optional=True, max_chars=64)
+        check_text(search_type, "search_type", optional=True, max_chars=CHOICE_CHARS)
         check_int(top_k, "top_k", 1, MAX_TOP_K)
         check_int(depth, "depth", 0, MAX_DEPTH)
         check_flag(answer, "answer")

@@ -20,7 +20,7 @@ from typing import Any, cast, get_args
 import numpy as np
 
 from .._checks import check_choice, check_flag, check_metadata, check_scope, check_text
-from ..requests import ID_CHARS, KIND_CHARS, SOURCE_CHARS
+from ..requests import ID_CHARS, KIND_CHARS, SOURCE_CHARS, CognifyRequest
 from .._identity import DEFAULT_DATASET, check_dataset, episode_key, memory_identity
 from .._lease import Heartbeat, dead_owners, new_owner
 from ..dates import parse_when
@@ -205,8 +205,8 @@ class Writing:
         log.info("memories added", extra={"dataset": dataset, "count": len(out), "new": sum(1 for _, c in out if c)})
         return out, memories
 
-    def remember(self, content: ContentInput | Sequence[ContentInput], *, force: bool = False,
-                 dry_run: bool = False, progress: Callable[[int], None] | None = None,
+    def remember(self, content: ContentInput | Sequence[ContentInput], *, force: bool,
+                 dry_run: bool, progress: Callable[[int], None] | None = None,
                  **inputs: Any) -> RememberResult:
         """Store and process now (``inputs``: the write fields, as for ``add``)."""
         check_flag(force, "force")
@@ -327,7 +327,7 @@ class Writing:
         return RememberResult(dry_run=True, memory_ids=[], usage=usage)
 
     def cognify(
-        self, *, dataset: str | None = None, force: bool = False, retry_failed: bool = False,
+        self, *, dataset: str | None, force: bool, retry_failed: bool,
         progress: Callable[[int], None] | None = None,
     ) -> CognifyResult:
         """Process every pending memory (and failed ones on request; everything with force)."""
@@ -614,12 +614,13 @@ class Writing:
 
 
     # -- improve -----------------------------------------------------------------------------
-    def improve(self, *, dataset: str = DEFAULT_DATASET, session: str | None = None) -> ImproveResult:
+    def improve(self, *, dataset: str, session: str | None) -> ImproveResult:
         """Process what is pending (of one ``session`` when given), merge duplicate entities,
         fill missing embeddings."""
         check_dataset(dataset)
         result = ImproveResult()
-        cognified = self.cognify(dataset=dataset) if session is None else self._cognify_session(dataset, session)
+        cognified = (self.cognify(**CognifyRequest.defaults(dataset=dataset)) if session is None
+                     else self._cognify_session(dataset, session))
         result.processed, result.failed = cognified.processed, cognified.failed
         for drop, keep in self._duplicates(dataset):
             result.facts_merged += self.store.atomic(

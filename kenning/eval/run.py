@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from ..requests import RecallRequest
 from ..search.recall import LANES
 from .bm25 import BM25
 from .datasets import Collection, Question, session_of
@@ -116,7 +117,8 @@ def _ask(kn: Any, q: Question, system: str, top_k: int, keys: dict[str, list[str
     if lanes is None:
         result = kn.recall(q.text, dataset=DATASET, search_type=system, top_k=top_k)
     else:  # an evaluation-only restriction of hybrid, below the public API
-        result = kn._engine.recall(q.text, dataset=DATASET, search_type="hybrid", top_k=top_k, lanes=lanes)
+        result = kn._engine.recall(**RecallRequest.defaults(query=q.text, dataset=DATASET, search_type="hybrid",
+                                                            top_k=top_k), lanes=lanes)
     ms = (time.perf_counter() - started) * 1000
     return Outcome(system, q.category, ranked_keys(result.hits, keys), q.gold, ms, q.sessions)
 

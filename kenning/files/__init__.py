@@ -3,13 +3,13 @@ XLSX/CSV and JSON into Markdown-shaped text the chunker cuts by structure, and p
 sync against what the store holds."""
 
 from ._convert import FORMATS, format_of
-from ._read import DEFAULT_EXCLUDE, Document, Matcher, ReadResult, find_files, is_files, read_document, read_paths
+from ._read import DEFAULT_EXCLUDE, FileDocument, Matcher, ReadResult, find_files, is_files, read_document, read_paths
 from ._sync import SyncPlan, check_file_options, check_sync_folder, plan_sync
 
 __all__ = [
     "DEFAULT_EXCLUDE",
     "FORMATS",
-    "Document",
+    "FileDocument",
     "Matcher",
     "ReadResult",
     "SyncPlan",

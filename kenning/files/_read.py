@@ -14,7 +14,7 @@ from .._identity import content_hash
 from ..errors import FileReadError, ValidationError
 from ._convert import convert, format_of
 
-__all__ = ["DEFAULT_EXCLUDE", "Document", "ReadResult", "Matcher", "find_files", "is_files", "read_document",
+__all__ = ["DEFAULT_EXCLUDE", "FileDocument", "ReadResult", "Matcher", "find_files", "is_files", "read_document",
            "read_paths"]
 
 #: skipped unless an include or ``!pattern`` names them: hidden files and folders (.git, .venv …)
@@ -24,7 +24,7 @@ MAX_FILE_BYTES = 64 * 1024 * 1024
 
 
 @dataclass(frozen=True)
-class Document:
+class FileDocument:
     """A file as a memory-to-be: ``source`` is its path relative to the folder given (the file
     name for a single file), ``text`` what the chunker reads, ``content_hash`` the memory's
     content identity (kenning._identity.content_hash of ``text``)."""
@@ -40,18 +40,18 @@ class Document:
 
 @dataclass
 class ReadResult:
-    documents: list[Document] = field(default_factory=list)
+    documents: list[FileDocument] = field(default_factory=list)
     errors: list[FileReadError] = field(default_factory=list)
 
 
-def read_document(data: bytes, name: str, format: str | None = None) -> Document:
+def read_document(data: bytes, name: str, format: str | None = None) -> FileDocument:
     """One file's bytes (an upload) as a document; ``format`` defaults to what the name says.
     Raises FileReadError when the file cannot be read, ValidationError when it holds no text."""
     format = format or format_of(name)
     text = nfc(convert(data, name, format).strip())  # composed Unicode, as every text kenning takes
     if not text:
         raise FileReadError(f"{name}: no text in the file", path=name)
-    return Document(source=name, text=text, content_hash=content_hash(text), format=format)
+    return FileDocument(source=name, text=text, content_hash=content_hash(text), format=format)
 
 
 def read_paths(
@@ -90,16 +90,16 @@ def find_files(
 
 
 def is_files(content: object) -> bool:
-    """Whether ``content`` names files (``Path``s, or ``Document``s read from uploads) rather
+    """Whether ``content`` names files (``Path``s, or ``FileDocument``s read from uploads) rather
     than text; a list that mixes them with text is a ValidationError."""
     items = content if isinstance(content, (list, tuple)) else [content]
-    files = [isinstance(item, (os.PathLike, Document)) for item in items]
+    files = [isinstance(item, (os.PathLike, FileDocument)) for item in items]
     if any(files) and not all(files):
         raise ValidationError("content mixes files (Path) with text: remember them in separate calls")
     return bool(files) and all(files)
 
 
-def _read(file: Path, source: str) -> Document:
+def _read(file: Path, source: str) -> FileDocument:
     try:
         if file.stat().st_size > MAX_FILE_BYTES:
             raise FileReadError(f"{source}: larger than {MAX_FILE_BYTES // 2**20} MiB", path=source)

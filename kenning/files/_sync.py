@@ -7,7 +7,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from ..errors import ValidationError
-from ._read import Document
+from ._read import FileDocument
 
 __all__ = ["SyncPlan", "check_file_options", "check_sync_folder", "plan_sync"]
 
@@ -19,8 +19,8 @@ class SyncPlan:
     do); ``removed``: sources stored but no longer in the folder. ``stale`` maps each changed or
     removed source to the ids of its outdated memories (what a sync forgets or supersedes)."""
 
-    added: list[Document] = field(default_factory=list)
-    changed: list[Document] = field(default_factory=list)
+    added: list[FileDocument] = field(default_factory=list)
+    changed: list[FileDocument] = field(default_factory=list)
     unchanged: list[str] = field(default_factory=list)
     removed: list[str] = field(default_factory=list)
     stale: dict[str, list[str]] = field(default_factory=dict)
@@ -37,7 +37,7 @@ def check_file_options(content: object, *, sync: bool) -> None:
     before anything is read or forgotten."""
     items = content if isinstance(content, (list, tuple)) else [content]
     for item in items:
-        if isinstance(item, Document):
+        if isinstance(item, FileDocument):
             check_sync_folder(item.folder, sync=sync)
 
 
@@ -48,7 +48,7 @@ def check_sync_folder(folder: str | None, *, sync: bool) -> None:
                               " or leave sync out; without one it cannot tell which earlier files were deleted")
 
 
-def plan_sync(documents: Iterable[Document], stored: Iterable[tuple[str, str, str]]) -> SyncPlan:
+def plan_sync(documents: Iterable[FileDocument], stored: Iterable[tuple[str, str, str]]) -> SyncPlan:
     """Compare the documents read from a folder with the stored (source, memory id, content
     hash) of that folder (``Store.file_memories``). Pure: no store access, nothing written."""
     by_source: dict[str, dict[str, str]] = defaultdict(dict)  # source -> content hash -> memory id

@@ -7,6 +7,9 @@ framework's package (an extra of kenning, named in the ``ConfigurationError`` wh
   OpenAI Agents SDK — ``pip install 'kenning[openai-agents]'``
 - ``kenning.integrations.pydantic_ai``: ``memory_toolset`` for Pydantic AI —
   ``pip install 'kenning[pydantic-ai]'``
+- ``kenning.integrations.crewai``: ``KenningStorage`` and ``memory``, CrewAI's unified
+  ``Memory`` stored in kenning — ``pip install 'kenning[crewai]'`` (an environment of its own:
+  crewai pins ``mcp<2``)
 - ``kenning.integrations.agent``: ``with_memory``, a decorator giving any agent function the
   user's context and recording its turns (no extra)
 

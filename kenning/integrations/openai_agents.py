@@ -91,12 +91,12 @@ class KenningSession(SessionABC):
             metadata = {META: {"item": item, "seq": seq}}
             seq += 1
             message = {"role": role, "content": text or "(empty)"}
-            scope = {"dataset": self.dataset, "user": self.user, "agent": self.agent, "session": self.session_id,
-                     "metadata": metadata}
             if role in ("user", "assistant"):
-                self.kn.remember([message], **scope)
+                self.kn.remember([message], dataset=self.dataset, user=self.user, agent=self.agent,
+                                 session=self.session_id, metadata=metadata)
             else:  # tool traffic and instructions: kept in the history, not read for facts
-                self.kn.add([message], **scope)
+                self.kn.add([message], dataset=self.dataset, user=self.user, agent=self.agent,
+                            session=self.session_id, metadata=metadata)
 
     def _pop(self) -> Any:
         memories = self._memories()

@@ -18,7 +18,7 @@ its provenance, so a summary, a merge or ``improve`` never raises it above its s
 Standing instructions are kept only from :data:`TRUSTED` origins and only when the text is not
 instruction-shaped (``instructions.detect``).
 
-Supersession (DESIGN.md §3) respects authority and scope (:func:`may_close`): a fact is closed
+Supersession (docs/architecture.md, "The contradiction rule") respects authority and scope (:func:`may_close`): a fact is closed
 only by a statement whose best source ranks at least as high as the best source of the fact,
 and a user's memories never close a fact that only other users' memories state. A close that
 is refused leaves both facts open: competing claims, each listing the other in ``competing``
@@ -162,7 +162,7 @@ class _GuardedTxn:
 
 def guard_supersession(txn: Any, memory_id: str) -> Any:
     """``txn`` as the commit of ``memory_id`` sees it: closes that :func:`may_close` refuses
-    are not made (DESIGN.md §3: a lower authority or another user never closes a fact)."""
+    are not made (docs/security.md: a lower authority or another user never closes a fact)."""
     return _GuardedTxn(txn, memory_id)
 
 

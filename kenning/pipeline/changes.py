@@ -1,4 +1,4 @@
-"""Change statements: a value that changed ends the open value of that relation (DESIGN.md §3).
+"""Change statements: a value that changed ends the open value of that relation (docs/architecture.md, "Time").
 
 "I switched to coffee", "we moved from Graz to Vienna", "I no longer play tennis", "I sold the
 Civic and bought a Tesla": each says that what held for a subject stopped holding and (mostly)

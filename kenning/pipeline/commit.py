@@ -88,7 +88,8 @@ class CommitOutcome:
 
 def apply_plan(txn: Txn, plan: WritePlan, rules: RelationRules) -> CommitOutcome:
     out = CommitOutcome()
-    txn = guard_supersession(txn, plan.memory_id)  # closes respect authority and scope (authority.py)
+    guarded = guard_supersession(txn, plan.memory_id)  # closes respect authority and scope (authority.py)
+    txn = guarded
     if plan.replace:
         out.entities_removed, out.facts_removed = txn.unlink_memory(plan.memory_id)
         txn.delete_chunks(plan.memory_id)
@@ -97,7 +98,7 @@ def apply_plan(txn: Txn, plan: WritePlan, rules: RelationRules) -> CommitOutcome
     for draft in plan.facts:
         _write_fact(txn, plan, draft, ids, rules, out)
     txn.update_memory(plan.memory_id, plan.memory_fields)
-    out.facts_invalidated = [i for i in out.facts_invalidated if i not in txn.refused]
+    out.facts_invalidated = [i for i in out.facts_invalidated if i not in guarded.refused]
     return out
 
 
@@ -191,9 +192,11 @@ def _write_fact(
         if decision is None:
             continue
         if decision.fact_id == fact.id:
-            # An older fact arrived late: it is stored already closed at the newer one's start.
-            if fact.invalid_at is None or decision.invalid_at < fact.invalid_at:
-                fact.invalid_at = decision.invalid_at
+            # An older fact arrived late: it is stored already closed at the newer one's start
+            # (a close of the new fact always has an end: the older one's start).
+            end = decision.invalid_at
+            if end is not None and (fact.invalid_at is None or end < fact.invalid_at):
+                fact.invalid_at = end
                 fact.superseded_by = decision.superseded_by
             fact.expired_at = plan.now
         else:

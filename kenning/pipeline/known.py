@@ -27,7 +27,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .._checks import check_text
-from .._identity import content_hash
+from .._identity import memory_identity
 from ..dates import parse_user_datetime
 from ..errors import ValidationError
 from ..models import FactInput, Memory, MemoryStatus, Usage
@@ -125,7 +125,7 @@ def known_memory(items: Sequence[Any], *, dataset: str, now: dt.datetime, valid_
     content = "\n".join(json.dumps(r, ensure_ascii=False, sort_keys=True) for r in records)
     return Memory(
         id=new_id("mem"), dataset=dataset, kind=KIND, content=content, source=source, metadata=metadata,
-        content_hash=content_hash(content, user, agent, session), valid_at=valid_at or now,
+        content_hash=memory_identity(content, kind=KIND, user=user, agent=agent, session=session), valid_at=valid_at or now,
         status=status, created_at=now, updated_at=now, user=user, agent=agent, session=session,
     )
 

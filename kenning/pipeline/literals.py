@@ -14,12 +14,19 @@ never a wrong one.
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Iterable
+from types import ModuleType
+from typing import Any
 
 __all__ = ["literals_in", "required_literals"]
 
-try:  # the parser behind ``re.compile``: private, so anything unexpected means "no requirement"
-    from re import _constants as _c, _parser
+# the parser behind ``re.compile``: private (no type information, its tree is nested tuples and
+# lists), so anything unexpected means "no requirement"
+_parser: ModuleType | None
+try:
+    _c = importlib.import_module("re._constants")
+    _parser = importlib.import_module("re._parser")
 except ImportError:  # pragma: no cover - a Python without them
     _parser = None
 
@@ -48,7 +55,7 @@ def literals_in(text: str, literals: frozenset[str]) -> frozenset[str] | None:
     return frozenset(n for n in literals if n in lowered)
 
 
-def _needs(items: Iterable[tuple[object, object]]) -> Needs:
+def _needs(items: Iterable[tuple[Any, Any]]) -> Needs:
     """Of a sequence: the most selective requirement of its parts (a run of literals, a group,
     a repeat done at least once, an alternation whose every branch requires something)."""
     best: Needs = None
@@ -60,8 +67,8 @@ def _needs(items: Iterable[tuple[object, object]]) -> Needs:
             best = found
 
     for op, av in items:
-        if op is _c.LITERAL and av < 128:  # type: ignore[operator]
-            run.append(chr(av).lower())  # type: ignore[arg-type]
+        if op is _c.LITERAL and av < 128:
+            run.append(chr(av).lower())
             continue
         keep(frozenset({"".join(run)}) if run else None)
         run = []
@@ -70,19 +77,21 @@ def _needs(items: Iterable[tuple[object, object]]) -> Needs:
     return best
 
 
-def _part(op: object, av: object) -> Needs:
+def _part(op: Any, av: Any) -> Needs:
     if op is _c.SUBPATTERN:
-        return _needs(av[-1])  # type: ignore[index]
+        return _needs(av[-1])
     if op is _c.ATOMIC_GROUP:
-        return _needs(av)  # type: ignore[arg-type]
+        return _needs(av)
     if op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT):
-        low, _, body = av  # type: ignore[misc]
+        low, _, body = av
         return _needs(body) if low >= 1 else None
     if op is _c.BRANCH:
-        branches = [_needs(b) for b in av[1]]  # type: ignore[index]
-        return None if any(b is None for b in branches) else frozenset().union(*branches)  # type: ignore[arg-type]
-    if op is _c.IN and all(o is _c.LITERAL and v < 128 for o, v in av):  # type: ignore[union-attr]
-        return frozenset(chr(v).lower() for _, v in av)  # type: ignore[union-attr]
+        branches = [_needs(b) for b in av[1]]
+        if any(b is None for b in branches):
+            return None
+        return frozenset[str]().union(*(b for b in branches if b is not None))
+    if op is _c.IN and all(o is _c.LITERAL and v < 128 for o, v in av):
+        return frozenset(chr(v).lower() for _, v in av)
     return None
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import re
+from collections.abc import Sequence
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -227,7 +228,7 @@ class LLMExtractor(Extractor):
         *,
         reference_time: dt.datetime,
         usage: Usage,
-        known: list[CandidateFact] | tuple[CandidateFact, ...] = (),
+        known: Sequence[CandidateFact] = (),
         speaker: str | None = None,
         addressee: str | None = None,
         context: str | None = None,
@@ -246,7 +247,7 @@ class LLMExtractor(Extractor):
         documents: list[Document],
         *,
         usage: Usage,
-        known: list[CandidateFact] | tuple[CandidateFact, ...] = (),
+        known: Sequence[CandidateFact] = (),
     ) -> list[Extraction | ModelResponseError]:
         """Several short memories in one call; one result per document, in order.
 
@@ -264,7 +265,7 @@ class LLMExtractor(Extractor):
         return _by_document(raw.documents, len(documents), self.entity_types, labels)
 
     def _alone(
-        self, document: Document, usage: Usage, known: list[CandidateFact] | tuple[CandidateFact, ...]
+        self, document: Document, usage: Usage, known: Sequence[CandidateFact]
     ) -> Extraction | ModelResponseError:
         try:
             return self.extract(document.chunks, reference_time=document.reference_time, usage=usage,
@@ -291,7 +292,7 @@ class LLMExtractor(Extractor):
         return texts
 
     def messages(
-        self, text: str, reference_time: dt.datetime, known: list[CandidateFact] | tuple[CandidateFact, ...] = (),
+        self, text: str, reference_time: dt.datetime, known: Sequence[CandidateFact] | _KnownLabels = (),
         voices: str = "",
         context: str | None = None,
     ) -> list[dict[str, str]]:
@@ -322,7 +323,7 @@ class LLMExtractor(Extractor):
         self,
         chunks: list[str],
         reference_time: dt.datetime | None = None,
-        known: list[CandidateFact] | tuple[CandidateFact, ...] = (),
+        known: Sequence[CandidateFact] = (),
         voices: str = "",
         context: str | None = None,
     ) -> Usage:
@@ -339,7 +340,7 @@ class LLMExtractor(Extractor):
         return usage
 
     def estimate_many(
-        self, documents: list[Document], known: list[CandidateFact] | tuple[CandidateFact, ...] = ()
+        self, documents: list[Document], known: Sequence[CandidateFact] = ()
     ) -> Usage:
         """What one ``extract_many`` call would spend (no call is made)."""
         if len(documents) == 1:
@@ -506,8 +507,8 @@ def _clean(raw: _RawExtraction, entity_types: list[str], labels: _KnownLabels | 
         elif not known.description and description:
             known.description = description
     facts: list[ExtractedFact] = []
-    for item in raw.facts:
-        fact = _clean_fact(item, labels)
+    for raw_fact in raw.facts:
+        fact = _clean_fact(raw_fact, labels)
         if fact is None:
             continue
         facts.append(fact)

@@ -23,18 +23,22 @@ import datetime as dt
 import logging
 import re
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from ..errors import KenningError, ValidationError
 from .authority import keep_trusted_instructions
 from .messages import addressee, memory_text, transcript
 from ..models import Memory, Usage
 from ..providers.base import ChatModel, Embedder
-from ..store.base import ChunkRow, Store
+from ..store.base import ChunkRow, FactRow, Store
 from .chunk import Chunk, chunk_text
 from .commit import EntityDraft, FactDraft, WritePlan, new_id
 from ..text import normalize_name, normalize_relation
 from .extract import Document, Extraction, Extractor
 from .names import same_people
+
+if TYPE_CHECKING:
+    from .llm_resolve import CandidateFact
 
 __all__ = [
     "BATCH_MEMORIES", "Drafted", "PipelineConfig", "build_plan", "draft_group", "drafts_from_extraction",
@@ -112,7 +116,7 @@ class Prepared:
     memory: Memory
     chunks: list[Chunk]
     #: live stored facts about entities the text names, shown to the extractor
-    known: list[object] = field(default_factory=list)
+    known: list[CandidateFact] = field(default_factory=list)
     #: entity ids whose stored facts were looked at (the model judged against them)
     scanned: set[str] = field(default_factory=set)
 
@@ -279,7 +283,7 @@ def estimate_usage(
         prepared = [_prepare(m, config, store, scan=judged) for m in group]
         texts = [[c.text for c in p.chunks] for p in prepared]
         if chat is not None:  # an extractor shown nothing is given no known facts
-            known = list({f.id: f for p in prepared for f in p.known}.values())  # type: ignore[attr-defined]
+            known = list({f.id: f for p in prepared for f in p.known}.values())
             documents = [Document(chunks=t, reference_time=p.memory.valid_at, **speakers_of(p.memory))
                          for t, p in zip(texts, prepared)]
             documents[0].context = earlier_turns(group[0], store)
@@ -304,7 +308,7 @@ def _chunks(memory: Memory, config: PipelineConfig) -> list[Chunk]:
     return chunk_text(memory_text(memory), config.chunk_size, config.chunk_overlap, fmt if isinstance(fmt, str) else None)
 
 
-def _known_facts(memory: Memory, store: Store) -> tuple[list[object], set[str]]:
+def _known_facts(memory: Memory, store: Store) -> tuple[list[CandidateFact], set[str]]:
     """Live stored facts about the entities the text names, most relevant first: no model call,
     only name lookups (every run of up to four words is a possible name) and one fact query."""
     from .llm_resolve import CandidateFact
@@ -375,7 +379,7 @@ def _extract(prepared: list[Prepared], extractor: Extractor, usage: Usage,
              context: str | None = None) -> list[Extraction | KenningError]:
     """One extraction per memory; only an extractor that judges was given known facts; the
     first document gets the turns before it (``context``)."""
-    known = list({fact.id: fact for p in prepared for fact in p.known}.values())  # type: ignore[attr-defined]
+    known = list({fact.id: fact for p in prepared for fact in p.known}.values())
     try:
         documents = [Document(chunks=[c.text for c in p.chunks], reference_time=p.memory.valid_at,
                               **speakers_of(p.memory)) for p in prepared]
@@ -409,6 +413,8 @@ def _resolve_by_similarity(
     close enough; return the near misses for the model to decide."""
     ambiguous = []
     for draft in fresh:
+        if draft.embedding is None:  # embedded by embed_drafts before it is resolved
+            continue
         hits = store.vector(dataset, "entity", draft.embedding, 3)
         if not hits:
             continue
@@ -448,7 +454,7 @@ def _resolve_with_model(
 
     ids = {k: row.id for k, row in known.items()}
     ids.update({e.key: e.resolved_id for e in entities if e.resolved_id})
-    candidates: dict[str, object] = {}
+    candidates: dict[str, FactRow] = {}
     for draft in facts:
         source, target = ids.get(draft.source_key), ids.get(draft.target_key)
         if source is None or (scanned is not None and source in scanned):

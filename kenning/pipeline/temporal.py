@@ -1,4 +1,4 @@
-"""The bi-temporal contradiction rule (DESIGN.md §3), as pure functions.
+"""The bi-temporal contradiction rule (docs/architecture.md, "The contradiction rule"), as pure functions.
 
 Valid time is the half-open interval ``[valid_at, invalid_at)``; ``None`` as an end is open.
 A new fact N that contradicts a live fact O:

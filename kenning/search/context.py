@@ -25,6 +25,7 @@ from __future__ import annotations
 import datetime as dt
 import re
 from collections.abc import Mapping, Sequence
+from typing import TypeVar
 
 from ..models import Context, Entity, Fact, Hit, Memory
 from ..pipeline.authority import annotate, may_change, note, screen
@@ -50,6 +51,7 @@ _HEADINGS = {
 }
 _PERSONAL = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|we|our|us|you|your|yours)\b", re.IGNORECASE)
 _PRIORITY = ("facts", "messages", "evidence", "entities", "history")
+_T = TypeVar("_T")
 
 
 def build_context(
@@ -68,8 +70,12 @@ def build_context(
     ``session``'s: the session narrows the messages, not the knowledge —, the entities those
     facts concern, the last messages of its ``session`` (stored ones, processed or not) and
     ``evidence`` the caller recalled, rendered."""
-    facts = store.facts_stated(MemoryFilter(**{**_scope_of(scope), "limit": FACTS}))
-    messages = store.session_messages(scope.dataset, scope.session, last_messages) if scope.session else []
+    dataset = _dataset_of(scope)
+    # the session narrows the messages only
+    knowledge = MemoryFilter(dataset=dataset, kind=scope.kind, user=scope.user, agent=scope.agent,
+                             filters=scope.filters, limit=FACTS)
+    facts = store.facts_stated(knowledge)
+    messages = store.session_messages(dataset, scope.session, last_messages) if scope.session else []
     said = {m.id: m for m in store.get_memories(list(dict.fromkeys(h.memory_ids[0] for h in evidence
                                                                    if h.memory_ids)))}
     annotate(store, facts, (), rules or RelationRules())  # origins, flags, competing claims
@@ -90,11 +96,10 @@ def build_context(
     return context
 
 
-def _scope_of(flt: MemoryFilter) -> dict[str, object]:
+def _dataset_of(flt: MemoryFilter) -> str:
     if flt.dataset is None:
         raise ValueError("a context is built inside one dataset")
-    names = ("dataset", "kind", "user", "agent", "filters")  # the session narrows messages only
-    return {name: getattr(flt, name) for name in names}
+    return flt.dataset
 
 
 def fact_is_current(fact: Fact, as_of: dt.datetime) -> bool:
@@ -136,14 +141,19 @@ def render_context(
         "\n".join([_HEADINGS[name], *(line for line, _ in chosen[name])])
         for name in _HEADINGS if chosen[name]
     ]
-    parts = {name: [item for _, item in chosen[name]] for name in _HEADINGS}
     blocks = [HEADER, *blocks] if blocks else blocks  # what follows is data (pipeline/instructions.py)
     return Context(
         text="\n\n".join(blocks), tokens=used + (count_tokens(HEADER) if blocks else 0), max_tokens=max_tokens,
         as_of=as_of, omitted=omitted,
-        facts=parts["facts"], history=parts["history"], entities=parts["entities"],
-        messages=parts["messages"], evidence=parts["evidence"],
+        facts=_chosen(chosen["facts"], Fact), history=_chosen(chosen["history"], Fact),
+        entities=_chosen(chosen["entities"], Entity), messages=_chosen(chosen["messages"], Memory),
+        evidence=_chosen(chosen["evidence"], Hit),
     )
+
+
+def _chosen(lines: list[tuple[str, object]], kind: type[_T]) -> list[_T]:
+    """The items behind the lines a section kept (each section holds one kind)."""
+    return [item for _, item in lines if isinstance(item, kind)]
 
 
 def _fit(

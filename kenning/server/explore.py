@@ -18,7 +18,7 @@ from pydantic import BaseModel, Field
 
 from ..access import Principal
 from ..models import Entity, Fact
-from ..requests import DATASET_PATTERN, DEFAULT_DATASET
+from ..requests import DATASET_PATTERN, DEFAULT_DATASET, NAME_CHARS
 from .schemas import ErrorResponse
 from ..access.service import Service
 
@@ -92,7 +92,7 @@ def build_graph_router(service: Service, caller: Callable[..., Principal]) -> AP
     @router.get("/graph", tags=["memory"], summary="An entity's neighbourhood: 1-2 hops, capped.")
     def graph(
         who: Caller,
-        entity: Annotated[str, Query(min_length=1, max_length=1000, description="A name or an id.")],
+        entity: Annotated[str, Query(min_length=1, max_length=NAME_CHARS, description="A name or an id.")],
         dataset: Annotated[str, Query(pattern=DATASET_PATTERN)] = DEFAULT_DATASET,
         depth: Annotated[int, Query(ge=1, le=2)] = 1,
         limit: Annotated[int, Query(ge=1, le=500, description="At most this many facts.")] = 100,

@@ -3,7 +3,7 @@
 # No `from __future__ import annotations`: FastAPI must see the local `Caller` alias.
 
 from collections.abc import Callable
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, File, Form, Path, Query, UploadFile
 
@@ -25,8 +25,10 @@ from ..models import (
 )
 from ..requests import (
     DATASET_PATTERN,
+    DATE_CHARS,
     DEFAULT_DATASET,
     ID_CHARS,
+    KIND_CHARS,
     SOURCE_CHARS,
     AddRequest,
     CognifyRequest,
@@ -67,8 +69,12 @@ MemoryIdPath = Annotated[str, Path(min_length=1, max_length=ID_CHARS)]
 DatasetPath = Annotated[str, Path(pattern=DATASET_PATTERN)]
 UserPath = Annotated[str, Path(min_length=1, max_length=ID_CHARS)]
 _FIELDS = RememberRequest.model_fields
-PinBody = without(PinRequest, "memory_id")
-UpdateBody = without(UpdateRequest, "memory_id")
+if TYPE_CHECKING:  # built at import from the request models: the checker knows them as requests
+    PinBody = PinRequest
+    UpdateBody = UpdateRequest
+else:
+    PinBody = without(PinRequest, "memory_id")
+    UpdateBody = without(UpdateRequest, "memory_id")
 
 
 def build_router(service: Service, caller: Callable[..., Principal]) -> APIRouter:
@@ -92,8 +98,8 @@ def build_router(service: Service, caller: Callable[..., Principal]) -> APIRoute
         file: Annotated[list[UploadFile], File(
             description="One or more files (repeat the part); a name may be a path (docs/a.pdf): the source.")],
         dataset: Annotated[str, Form(pattern=DATASET_PATTERN)] = DEFAULT_DATASET,
-        kind: Annotated[str, Form(min_length=1, max_length=64)] = "knowledge",
-        valid_at: Annotated[str | None, Form(max_length=100)] = None,
+        kind: Annotated[str, Form(min_length=1, max_length=KIND_CHARS)] = _FIELDS["kind"].default,
+        valid_at: Annotated[str | None, Form(max_length=DATE_CHARS)] = None,
         force: Annotated[bool, Form()] = False,
         include: Annotated[list[str] | None, Form(description=_FIELDS["include"].description)] = None,
         exclude: Annotated[list[str] | None, Form(description=_FIELDS["exclude"].description)] = None,
