@@ -69,7 +69,17 @@ class HashingEmbedder(Embedder):
             self._words[word] = known
         return known
 
-    def _features(self, text: str, slots: list[int], values: list[float]) -> None:
+    def _features(self, text: str) -> dict[int, float]:
+        """``text``'s features: slot -> summed weight (what ``embed_batch`` counts)."""
+        slots: list[int] = []
+        values: list[float] = []
+        self._add_features(text, slots, values)
+        feats: dict[int, float] = {}
+        for index, value in zip(slots, values):
+            feats[index] = feats.get(index, 0.0) + value
+        return feats
+
+    def _add_features(self, text: str, slots: list[int], values: list[float]) -> None:
         """Append the slots and values of ``text``'s features: its words' (stem and character
         trigrams) and its word pairs'."""
         content = [self._word(w) for w in _WORD.findall(text.casefold()) if w not in _STOP]
@@ -94,7 +104,7 @@ class HashingEmbedder(Embedder):
         values: list[float] = []
         sizes = np.zeros(len(texts), dtype=np.int64)
         for row, text in enumerate(texts):
-            self._features(text, slots, values)
+            self._add_features(text, slots, values)
             sizes[row] = len(slots)
         rows = np.repeat(np.arange(len(texts), dtype=np.int64) * self.dimension, np.diff(sizes, prepend=0))
         counts = np.bincount(np.asarray(slots, dtype=np.int64) + rows, weights=np.asarray(values, dtype=np.float64),
