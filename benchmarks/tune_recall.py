@@ -67,6 +67,7 @@ def main() -> None:
     parser.add_argument("--grid", action="append", default=[], help="name=v1,v2,… (repeatable)")
     parser.add_argument("--set", action="append", default=[], help="name=value: a base weight (repeatable)")
     parser.add_argument("--search-type", default="hybrid")
+    parser.add_argument("--types", action="store_true", help="also R@5 / R@10 by question type")
     args = parser.parse_args()
     collections = load(args.kind, args.path, args.split)[: args.limit]
     stores = [_store(collection, args) for collection in collections]
@@ -82,7 +83,7 @@ def main() -> None:
         for collection in collections:
             index, units = BM25([u.text for u in collection.units]), [u.key for u in collection.units]
             rows += [([units[i] for i in index.rank(q.text, 50)], q) for q in collection.questions]
-        _print("bm25", rows, [0.0], sessions)
+        _print("bm25", rows, [0.0], sessions, args.types)
     for label, change in settings:
         recall_module.LANE_WEIGHTS.clear()
         recall_module.LANE_WEIGHTS.update({**base, **change})
@@ -93,12 +94,12 @@ def main() -> None:
                 hits = kn.recall(q.text, dataset=DATASET, search_type=args.search_type, top_k=50).hits
                 ms.append((time.perf_counter() - started) * 1000)
                 rows.append((ranked_keys(hits, keys), q))
-        _print(label, rows, ms, sessions)
+        _print(label, rows, ms, sessions, args.types)
     recall_module.LANE_WEIGHTS.clear()
     recall_module.LANE_WEIGHTS.update(base)
 
 
-def _print(label: str, rows: list, ms: list[float], sessions: bool) -> None:
+def _print(label: str, rows: list, ms: list[float], sessions: bool, types: bool = False) -> None:
     scores = {k: [recall_at_k(ranked, q.gold, k) for ranked, q in rows] for k in (5, 10, 25)}
     rr = [reciprocal_rank(ranked, q.gold) for ranked, q in rows]
     figures = " ".join(f"{100 * statistics.mean(v):5.1f}" for v in scores.values())
@@ -107,6 +108,10 @@ def _print(label: str, rows: list, ms: list[float], sessions: bool) -> None:
         every = [all_at_k(list(dict.fromkeys(session_of(k) for k in ranked)), q.sessions, 5) for ranked, q in rows]
         line += f" {100 * statistics.mean(every):6.1f}"
     print(line, flush=True)
+    for category in sorted({q.category for _, q in rows}) if types else ():
+        mine = [(ranked, q) for ranked, q in rows if q.category == category]
+        figures = " ".join(f"{100 * statistics.mean(recall_at_k(r, q.gold, k) for r, q in mine):5.1f}" for k in (5, 10))
+        print(f"  {category[:26]:<26} {figures}  (n={len(mine)})", flush=True)
 
 
 def _store(collection, args) -> tuple:

@@ -79,7 +79,7 @@ def test_serve_answers_with_a_cli_key(tmp_path):
         deadline = time.monotonic() + 90  # a loaded machine imports slowly; never a hang
         while True:
             try:
-                httpx.get(f"{base}/v1/health").raise_for_status()
+                httpx.get(f"{base}/v1/health", timeout=60).raise_for_status()
                 break
             except httpx.TransportError:
                 if proc.poll() is not None or time.monotonic() > deadline:

@@ -136,9 +136,9 @@ def test_failed_processing_is_visible_and_writes_nothing(store_url: str) -> None
 
 
 def test_a_crash_inside_the_write_transaction_leaves_no_partial_graph(db_path: str) -> None:
-    from kenning.store.sqlite.store import SQLiteStore, _SQLiteTxn
+    from kenning.store.sqlite.store import SQLiteStore, SQLiteTxn
 
-    class FailingTxn(_SQLiteTxn):
+    class FailingTxn(SQLiteTxn):
         def insert_fact(self, row) -> None:  # noqa: ANN001
             super().insert_fact(row)
             raise OSError("disk vanished")
@@ -149,10 +149,8 @@ def test_a_crash_inside_the_write_transaction_leaves_no_partial_graph(db_path: s
 
             @contextmanager
             def txn():
-                with self._lock:
-                    t = FailingTxn(self)
-                    with self._write():
-                        yield t
+                with self._write() as db:
+                    yield FailingTxn(self, db)
 
             return txn()
 
@@ -171,7 +169,7 @@ def test_a_crash_inside_the_write_transaction_leaves_no_partial_graph(db_path: s
 def test_abandoned_processing_is_claimed_again(store_url: str, clock) -> None:  # noqa: ANN001
     with Kenning(store_url, clock=clock) as kn:
         [memory_id] = kn.add("Alice works at Acme.")
-        kn._engine.store.set_status(memory_id, "processing", None, clock())  # a worker that died
+        kn._engine.store.update_memory(memory_id, {"status": "processing", "error": None, "updated_at": clock()})  # a worker that died
         assert kn.cognify().processed == []  # still leased
         clock.advance(minutes=11)
         assert kn.cognify().processed == [memory_id]

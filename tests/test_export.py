@@ -255,14 +255,14 @@ def test_graphml_and_json_graph(tmp_path, clock) -> None:  # noqa: ANN001
 def test_kinds_match_postgres_column_types_and_every_table_is_classified(tmp_path) -> None:  # noqa: ANN001
     """A new jsonb / boolean / array / vector column, or a new table, must be declared in
     kenning/store/portable.py, or exports would differ between backends or leave rows out."""
-    from kenning.store.copy import _OWN, _side
+    from kenning.store.copy import OWN_TABLES, side_of
 
     for url in (f"sqlite:///{tmp_path / 'a.db'}", *_pg()):
         with Kenning(url) as kn:
             kn.store.create_user("ann")  # the auth tables exist from first use
-            side = _side(kn.store)
+            side = side_of(kn.store)
             for table in side.tables():
-                assert table in SCOPES or table in NEVER or table in _OWN or "dataset" in side.columns(table), table
+                assert table in SCOPES or table in NEVER or table in OWN_TABLES or "dataset" in side.columns(table), table
                 if url.startswith("postgresql"):
                     for column, kind in side.columns(table).items():
                         expected = {"jsonb": "json", "boolean": "bool", "ARRAY": "list", "vector": "vector"}.get(kind)

@@ -13,10 +13,10 @@ import pytest
 
 from kenning import Kenning
 from kenning.store.base import EntityRow
-from kenning.store.sqlite.store import SQLiteStore, _SQLiteTxn
+from kenning.store.sqlite.store import SQLiteStore, SQLiteTxn
 
 
-class _BoomTxn(_SQLiteTxn):
+class _BoomTxn(SQLiteTxn):
     def insert_fact(self, row) -> None:  # noqa: ANN001
         super().insert_fact(row)  # written, then undone with the memory's savepoint
         if "Boom" in row.description:
@@ -29,9 +29,8 @@ class _BoomStore(SQLiteStore):
 
     @contextmanager
     def transaction(self):  # noqa: ANN201
-        with self._lock:
-            with self._write():
-                yield _BoomTxn(self)
+        with self._write() as db:
+            yield _BoomTxn(self, db)
 
 
 def _count(db: str, sql: str) -> int:

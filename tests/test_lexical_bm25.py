@@ -216,7 +216,7 @@ def _traced(kn: Kenning, dataset: str, terms: list[str]) -> tuple[list[tuple[str
 
 def _fts5(kn: Kenning, dataset: str, match: str) -> list[tuple[str, float]]:
     """FTS5 ranking every row of the dataset (its token in the query), as the lane must give."""
-    from kenning.store.sqlite.store import dataset_token
+    from kenning.store.sqlite.dialect import dataset_token
 
     rows = kn._engine.store._db.execute(
         "SELECT c.text, f.rank FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid WHERE chunks_fts MATCH ?"

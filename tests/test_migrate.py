@@ -151,11 +151,11 @@ def test_count_mismatch_exits_non_zero(tmp_path, clock, monkeypatch) -> None:  #
 
     source, target = f"sqlite:///{tmp_path / 'a.db'}", f"sqlite:///{tmp_path / 'b.db'}"
     _fill(source, clock)
-    real = copy._SQLiteSide.write
+    real = copy.SQLiteSide.write
 
     def lossy(self, table, columns, rows, source):  # noqa: ANN001, ANN202
         return real(self, table, columns, rows[1:] if table == "datasets" else rows, source)
 
-    monkeypatch.setattr(copy._SQLiteSide, "write", lossy)
+    monkeypatch.setattr(copy.SQLiteSide, "write", lossy)
     result = CliRunner().invoke(cli, ["migrate", "--from", source, "--to", target])
     assert result.exit_code == 1 and "MISMATCH" in result.output

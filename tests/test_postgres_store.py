@@ -172,7 +172,7 @@ def test_claim_gives_each_memory_to_one_worker(url: str) -> None:
             t.join()
         claimed = [i for batch in got for i in batch]
         assert sorted(claimed) == sorted(ids)
-        assert store.count_memories(MemoryFilter(status="processing")) == 40
+        assert len(store.list_memories(MemoryFilter(status="processing"))) == 40
         # A stale claim is taken again; a fresh one is not.
         assert store.claim("w", now, ClaimFilter(["pending"], now - dt.timedelta(minutes=10))) == []
         later = now + dt.timedelta(hours=1)

@@ -80,3 +80,38 @@ def test_the_assistants_earlier_answer_answers_a_question_about_it():
         _chat_store(kn)
         assert "GR-90" in _first(kn, "What was the hiking trail you recommended near Zaragoza?")
 
+
+
+def test_a_question_about_the_assistants_answer_lifts_the_reply_that_says_it_not_its_neighbours() -> None:
+    # The user's turn in s1 matches best; the assistant's "Sure, happy to help" beside it only
+    # borrows that score. Asked what the assistant recommended, the role weight lifts a reply's
+    # own words: the reply that names the trail ranks above the reply that borrowed.
+    kn = Kenning(":memory:", clock=lambda: NOW)
+    kn.remember([{"role": "user", "content": "I'm visiting Denver in July and I love hiking: mountain trails with views near Denver."},
+                 {"role": "assistant", "content": "Sure, happy to help with that! Let me know your dates."}],
+                session="s1", valid_at="2024-05-01")
+    kn.remember([{"role": "user", "content": "Thanks, that sounds good."},
+                 {"role": "assistant", "content": "For views, I recommend the Royal Arch trail; it is a steep but short hike."}],
+                session="s2", valid_at="2024-05-02")
+    hits = kn.recall("Which trail near Denver did you recommend for views?", top_k=5).hits
+    assert "Royal Arch" in hits[0].text
+    # a question about the user still lets the user's turn take what its reply lends it
+    hits = kn.recall("Which trails near Denver do I love?", top_k=5).hits
+    assert hits[0].text.startswith("User: I'm visiting Denver")
+
+
+def test_longmemeval_format_assistant_question_finds_the_reply_that_answers_first() -> None:
+    # the same mechanism through the evaluation path: a LongMemEval-format question (fixture of
+    # our own), each session remembered as a chat, the engine clock at the question date
+    from pathlib import Path
+
+    from kenning.eval.datasets import load
+    from kenning.eval.run import DATASET, _ingest, ranked_keys
+
+    folder = Path(__file__).resolve().parent / "fixtures" / "longmemeval_assistant"
+    collection = load("longmemeval", folder)[0]
+    question = collection.questions[0]
+    with Kenning(":memory:", clock=lambda: collection.now) as kn:
+        keys = _ingest(kn, collection)
+        hits = kn.recall(question.text, dataset=DATASET, top_k=10).hits
+    assert ranked_keys(hits, keys)[0] in question.gold == ("answer_tiny_a:1",)

@@ -1,5 +1,5 @@
 """Scopes, metadata filters and sessions in the store, on both backends: ``MemoryFilter`` with
-user / agent / session / filters in ``list_memories`` and ``count_memories``, ``in_scope`` (the
+user / agent / session / filters in ``list_memories``, ``in_scope`` (the
 hook recall's lanes narrow candidates with), ``facts_stated``, ``session_messages`` and
 ``sessions``."""
 
@@ -63,8 +63,8 @@ def test_user_agent_and_session_scope_memories_inside_a_dataset(kn: Kenning, cha
     assert _ids(store, dataset="main", session="a1") == alice
     assert _ids(store, dataset="other", session="a1") == set(chats["other"])
     assert _ids(store, user="alice") == alice | set(chats["other"])  # no dataset: every one
-    assert store.count_memories(MemoryFilter(dataset="main", user="alice", kind="message")) == 3
-    assert store.count_memories(MemoryFilter(dataset="main", user="nobody")) == 0
+    assert len(store.list_memories(MemoryFilter(dataset="main", user="alice", kind="message"))) == 3
+    assert len(store.list_memories(MemoryFilter(dataset="main", user="nobody"))) == 0
     stored = store.get_memories(chats["alice1"])
     assert [(m.role, m.speaker, m.session, m.user, m.agent) for m in stored] == [
         ("user", "Alice", "a1", "alice", "ken"), ("assistant", "Ken", "a1", "alice", "ken")]
@@ -187,7 +187,7 @@ def test_metadata_filters_select_on_both_stores(kn: Kenning, tagged: dict[str, s
     flt = MemoryFilter(dataset="main", filters=filters, limit=100)
     got = {m.id for m in kn.store.list_memories(flt)}
     assert got == {tagged[name] for name in expected}
-    assert kn.store.count_memories(flt) == len(expected)
+    assert len(kn.store.list_memories(flt)) == len(expected)
 
 
 def test_filters_and_scopes_narrow_together(kn: Kenning, tagged: dict[str, str], clock) -> None:  # noqa: ANN001
@@ -234,7 +234,7 @@ def test_deleting_what_a_user_scope_selects_removes_what_only_they_stated(kn: Ke
     store = kn.store
     for memory in store.list_memories(MemoryFilter(dataset="main", user="alice", limit=1000)):
         kn.delete(memory.id)
-    assert store.count_memories(MemoryFilter(dataset="main", user="alice")) == 0
+    assert len(store.list_memories(MemoryFilter(dataset="main", user="alice"))) == 0
     assert store.facts_stated(MemoryFilter(dataset="main")) == store.facts_stated(MemoryFilter(user="bob"))
     assert [f.target for f in store.facts_stated(MemoryFilter(dataset="main"))] == ["Paris"]
     assert store.find_entities("main", ["alice", "acme", "lyon"]) == {}
@@ -264,7 +264,7 @@ def test_a_store_from_before_scopes_opens_with_its_memories_unscoped(tmp_path) -
     try:
         (memory,) = store.get_memories(["m1"])
         assert (memory.user, memory.agent, memory.session, memory.role, memory.speaker) == (None,) * 5
-        assert store.count_memories(MemoryFilter(user="alice")) == 0
+        assert len(store.list_memories(MemoryFilter(user="alice"))) == 0
         assert store.sessions(MemoryFilter()) == []
     finally:
         store.close()

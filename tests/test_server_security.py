@@ -271,7 +271,7 @@ def test_failed_keys_are_throttled_per_client(tmp_path):
             assert refused.status_code == 429 and int(refused.headers["Retry-After"]) >= 1
             assert refused.json()["error"]["code"] == "rate_limited"
             assert _client(base, good).get("/v1/me").status_code == 429  # even the right key
-            assert httpx.get(f"{base}/v1/health").status_code == 200
+            assert httpx.get(f"{base}/v1/health", timeout=60).status_code == 200
 
 
 def test_writes_are_limited_per_caller(tmp_path):

@@ -38,7 +38,7 @@ def _kenning_serve(db: str, **env: str) -> Iterator[str]:
         deadline = time.monotonic() + 30
         while True:
             try:
-                httpx.get(f"{base}/v1/health").raise_for_status()
+                httpx.get(f"{base}/v1/health", timeout=60).raise_for_status()
                 break
             except httpx.TransportError:
                 assert proc.poll() is None and time.monotonic() < deadline, proc.stderr.read().decode()

@@ -229,7 +229,12 @@ def annotate_hits(store: Any, hits: Sequence[Any], memories: Sequence[Memory], r
     for hit in hits:
         mine = [by_id[i] for i in hit.memory_ids if i in by_id]
         hit.origin = lowest(m.origin for m in mine)
-        found = {f for m in mine for f in m.flags} | set(flags_for(hit.text, hit.origin))
+        # A passage is part of its memory's text (``Speaker: content``), checked when it was
+        # written (``stamp``): its memory's flags stand. Scanning it again cost recall a pattern
+        # scan growing with the text, and flagged every assistant turn's passage ("Assistant:"
+        # read as a role marker). A fact's or an entity's own wording is checked here.
+        quoted = hit.kind in ("chunk", "memory") and any(_within(hit.text, m) for m in mine)
+        found = {f for m in mine for f in m.flags} | (set() if quoted else set(flags_for(hit.text, hit.origin)))
         hit.flags = sorted(found, key=lambda f: _FLAG_ORDER.get(f, len(FLAGS)))
     facts = [h for h in hits if h.kind == "fact" and h.expired_at is None and h.source and h.relation]
     rows = store.get_facts([h.id for h in facts]) if facts else []
@@ -240,6 +245,17 @@ def annotate_hits(store: Any, hits: Sequence[Any], memories: Sequence[Memory], r
 
 
 _FLAG_ORDER = {flag: i for i, flag in enumerate(FLAGS)}
+
+
+def _within(text: str, memory: Memory) -> bool:
+    """Whether ``text`` is part of what was written as ``memory``, as its passages are cut
+    (a message's first passage begins with its speaker's name, as
+    ``pipeline.messages.memory_text`` reads it; runs of white space are one space)."""
+    text = " ".join(text.split())
+    label = f"{memory.speaker}: " if memory.speaker else None
+    if label is not None and text.startswith(label):
+        text = text[len(label):]
+    return text in " ".join(memory.content.split())
 
 
 def screen(facts: Sequence[Fact], entities: Sequence[Any], messages: Sequence[Memory],

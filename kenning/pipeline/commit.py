@@ -82,8 +82,6 @@ class CommitOutcome:
     facts_created: list[str] = field(default_factory=list)
     facts_invalidated: list[str] = field(default_factory=list)
     facts_merged: list[str] = field(default_factory=list)
-    entities_removed: list[str] = field(default_factory=list)
-    facts_removed: list[str] = field(default_factory=list)
 
 
 def apply_plan(txn: Txn, plan: WritePlan, rules: RelationRules) -> CommitOutcome:
@@ -91,7 +89,7 @@ def apply_plan(txn: Txn, plan: WritePlan, rules: RelationRules) -> CommitOutcome
     guarded = guard_supersession(txn, plan.memory_id)  # closes respect authority and scope (authority.py)
     txn = guarded
     if plan.replace:
-        out.entities_removed, out.facts_removed = txn.unlink_memory(plan.memory_id)
+        txn.unlink_memory(plan.memory_id)
         txn.delete_chunks(plan.memory_id)
     txn.insert_chunks(plan.chunks)
     ids = _write_entities(txn, plan, out)

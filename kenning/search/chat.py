@@ -5,7 +5,12 @@
   stating anything about the user. A question about the assistant's own earlier answers ("you
   recommended…", "our previous chat") is answered by an assistant turn. A turn whose role the
   question points at scores ``1 + LANE_WEIGHTS["role"]`` times as much; memories without a
-  role (documents, "Speaker: text" transcripts) are not touched.
+  role (documents, "Speaker: text" transcripts) are not touched. For a question about the
+  user the weight lifts the turn's whole score, the share its neighbours lend it included (the
+  user's question turn is where the user states the fact; the reply after it repeats its
+  words). For a question about the assistant's answer it lifts only the turn's own evidence:
+  every reply of a session borrows from the user turn that matched, and the reply that answers
+  is the one whose own words match (``Evidence.own`` in search/recall.py).
 - **Request words.** "Can you recommend / suggest / give me tips…" are words of the asking,
   not of the thing asked about; every assistant reply is full of them. In a question about the
   user they are left out of the full-text query when at least two other terms remain.

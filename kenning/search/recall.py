@@ -122,6 +122,9 @@ class _Spec:
 
 
 _LANES: dict[str, _Spec] = {
+    # the graph lane stays in hybrid: its ranking weight is 0 and the benchmark sets score the
+    # same without it, but it proposes the named entity's fact of the asked relation ("where
+    # does Priya live" -> the current lives_in fact leads the context block); docs/benchmarks.md
     "hybrid": _Spec(("chunk", "fact", "entity"), ("chunk", "fact", "entity"), True, True, True),
     "chunks": _Spec(("chunk",), ("chunk",), False, True, True),
     "chunks_lexical": _Spec(("chunk",), (), False, True),
@@ -444,6 +447,8 @@ class _Evidence:
     why: list[str] = field(default_factory=list)
     bonus: float = 0.0
     multiplier: float = 1.0
+    #: a multiplier of the memory's own evidence only (not of what its neighbours lend it)
+    own: float = 1.0
 
     @property
     def fused(self) -> float:
@@ -451,7 +456,7 @@ class _Evidence:
 
     @property
     def score(self) -> float:
-        return (self.fused + self.bonus) * self.multiplier
+        return (self.fused * self.own + self.bonus) * self.multiplier
 
     def vote(self, lane_scores: dict[str, float], fused: float, record: ChunkRow | Fact,
              why: list[str]) -> None:
@@ -560,7 +565,10 @@ def _evidence_hit(ctx: _Context, ev: _Evidence, window: Window | None) -> Hit | 
         ev.multiplier *= 1.0 + LANE_WEIGHTS["speaker"]
         ev.why.append(f"speaker x{1 + LANE_WEIGHTS['speaker']:g}")
     if ctx.q.uses("role") and (role := chat.role_multiplier(ctx.q.text, memory, LANE_WEIGHTS["role"])) != 1.0:
-        ev.multiplier *= role
+        if chat.focus(ctx.q.text) == "assistant":  # chat.py, "Whose words answer the question"
+            ev.own *= role
+        else:
+            ev.multiplier *= role
         ev.why.append(f"role x{role:g}")
     fact = _best_fact(ctx, ev)
     # The window the question names: a fact shown is judged by when it was true, a passage by

@@ -1,7 +1,6 @@
 """``AuthStore``: users, API keys (stored only as hashes), dataset owners and per-dataset
-grants, in the same database as the memories. Written once: each backend mixes it in and
-supplies an ``AuthDialect`` (placeholder, column types, value spelling, a cross-process lock)
-and two connection hooks, ``_auth_read()`` and ``_auth_write()``.
+grants, in the same database as the memories. Written once over the store's SQL dialect
+(``kenning.store.sql``): each backend mixes it in with its two connection hooks.
 
 The tables are created on first use by their own idempotent migration, recorded in ``meta``
 under ``auth_schema``, so stores that never serve HTTP carry no auth tables and the core
@@ -18,19 +17,21 @@ import hashlib
 import secrets
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .._time import utcnow
 from ..errors import ConflictError, NotFoundError
+
+if TYPE_CHECKING:
+    from .sql import Dialect
 
 __all__ = [
     "KEY_PREFIX",
     "PERMISSIONS",
     "ApiKey",
-    "AuthDialect",
     "AuthStore",
     "DatasetRecord",
     "Grant",
@@ -123,124 +124,106 @@ _TABLES = (
 )
 
 
-def _same(value: Any) -> Any:
-    return value
-
-
-@dataclass(frozen=True)
-class AuthDialect:
-    """How one backend spells the auth tables: SQL is written with ``?`` marks."""
-
-    mark: str
-    types: dict[str, str]
-    #: run first in the schema migration's transaction, to serialize it across processes
-    lock: str | None = None
-    time_in: Callable[[dt.datetime], Any] = _same
-    time_out: Callable[[Any], Any] = _same
-    perms_in: Callable[[list[str]], Any] = _same
-    perms_out: Callable[[Any], frozenset[str]] = frozenset
-
-
 class AuthStore(ABC):
-    """Records of who may reach which dataset; thread-safe. A host store sets ``auth_dialect``
-    and gives connections (rows readable by column name) through the two hooks."""
+    """Records of who may reach which dataset; thread-safe. A host store sets ``dialect`` (a
+    :class:`kenning.store.sql.Dialect`: marks, column types, value spelling, a cross-process
+    lock) and gives connections (rows readable by column name) through ``_read`` and ``_write``."""
 
-    auth_dialect: AuthDialect
+    dialect: Dialect
     _auth_ready = False
 
     @abstractmethod
-    def _auth_read(self) -> AbstractContextManager[Any]:
+    def _read(self) -> AbstractContextManager[Any]:
         """A connection for reads."""
 
     @abstractmethod
-    def _auth_write(self) -> AbstractContextManager[Any]:
+    def _write(self) -> AbstractContextManager[Any]:
         """A connection inside a write transaction, committed when the block ends."""
 
     def _sql(self, sql: str) -> str:
-        return sql.replace("?", self.auth_dialect.mark)
+        return self.dialect.sql(sql)
 
     def _auth_migrate(self) -> None:
         """Create the auth tables if this store has none yet."""
         if self._auth_ready:
             return
-        dialect = self.auth_dialect
-        with self._auth_write() as conn:
-            if dialect.lock:
-                conn.execute(dialect.lock)
+        with self._write() as conn:
+            if self.dialect.auth_lock:
+                conn.execute(self.dialect.auth_lock)
             if conn.execute("SELECT value FROM meta WHERE key = 'auth_schema'").fetchone() is None:
                 for sql in _TABLES:
-                    conn.execute(sql.format(**dialect.types))
+                    conn.execute(sql.format(**self.dialect.auth_types))
                 conn.execute(self._sql("INSERT INTO meta (key, value) VALUES ('auth_schema', ?)"),
                              (AUTH_SCHEMA_VERSION,))
         self._auth_ready = True
 
-    def _rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+    def _auth_rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         self._auth_migrate()
-        with self._auth_read() as conn:
-            return conn.execute(self._sql(sql), tuple(args)).fetchall()
+        with self._read() as conn:
+            return list(conn.execute(self._sql(sql), tuple(args)).fetchall())
 
-    def _change(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+    def _auth_change(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
         """Run one write; the rows it returns, if any."""
         self._auth_migrate()
-        with self._auth_write() as conn:
+        with self._write() as conn:
             cursor = conn.execute(self._sql(sql), tuple(args))
-            return cursor.fetchall() if cursor.description else []
+            return list(cursor.fetchall()) if cursor.description else []
 
     def _user(self, row: Any) -> User:
         return User(id=row["id"], name=row["name"], admin=bool(row["admin"]),
-                    created_at=self.auth_dialect.time_out(row["created_at"]))
+                    created_at=self.dialect.time_out(row["created_at"]))
 
     def _key(self, row: Any) -> ApiKey:
-        time_out = self.auth_dialect.time_out
+        time_out = self.dialect.time_out
         return ApiKey(id=row["id"], user_id=row["user_id"], prefix=row["prefix"], name=row["name"],
                       created_at=time_out(row["created_at"]),
                       revoked_at=time_out(row["revoked_at"]))
 
     def _record(self, row: Any) -> DatasetRecord:
-        return DatasetRecord(row["name"], row["owner_id"], self.auth_dialect.time_out(row["created_at"]))
+        return DatasetRecord(row["name"], row["owner_id"], self.dialect.time_out(row["created_at"]))
 
     # -- users -------------------------------------------------------------------------------
     def create_user(self, name: str, *, admin: bool = False) -> User:
         """Raise ConflictError if the name is taken."""
         user = User(id=f"usr_{uuid.uuid4().hex[:24]}", name=name, admin=admin, created_at=utcnow())
-        done = self._change("INSERT INTO auth_users (id, name, admin, created_at) VALUES (?,?,?,?)"
+        done = self._auth_change("INSERT INTO auth_users (id, name, admin, created_at) VALUES (?,?,?,?)"
                             " ON CONFLICT (name) DO NOTHING RETURNING id",
-                            (user.id, name, admin, self.auth_dialect.time_in(user.created_at)))
+                            (user.id, name, admin, self.dialect.time_in(user.created_at)))
         if not done:
             raise ConflictError(f"user {name!r} already exists")
         return user
 
     def find_user(self, name: str) -> User | None:
-        rows = self._rows("SELECT * FROM auth_users WHERE name = ?", (name,))
+        rows = self._auth_rows("SELECT * FROM auth_users WHERE name = ?", (name,))
         return self._user(rows[0]) if rows else None
 
     def list_users(self) -> list[User]:
-        return [self._user(r) for r in self._rows("SELECT * FROM auth_users ORDER BY name")]
+        return [self._user(r) for r in self._auth_rows("SELECT * FROM auth_users ORDER BY name")]
 
     # -- API keys ----------------------------------------------------------------------------
     def create_key(self, user_id: str, key_hash: str, prefix: str, name: str | None = None) -> ApiKey:
         key = ApiKey(id=f"key_{uuid.uuid4().hex[:16]}", user_id=user_id, prefix=prefix, name=name,
                      created_at=utcnow())
-        self._change("INSERT INTO auth_keys (id, user_id, key_hash, prefix, name, created_at)"
+        self._auth_change("INSERT INTO auth_keys (id, user_id, key_hash, prefix, name, created_at)"
                      " VALUES (?,?,?,?,?,?)",
-                     (key.id, user_id, key_hash, prefix, name, self.auth_dialect.time_in(key.created_at)))
+                     (key.id, user_id, key_hash, prefix, name, self.dialect.time_in(key.created_at)))
         return key
 
     def key_owner(self, key_hash: str) -> User | None:
         """The user of an unrevoked key with this hash, or None."""
-        rows = self._rows("SELECT u.* FROM auth_keys k JOIN auth_users u ON u.id = k.user_id"
+        rows = self._auth_rows("SELECT u.* FROM auth_keys k JOIN auth_users u ON u.id = k.user_id"
                           " WHERE k.key_hash = ? AND k.revoked_at IS NULL", (key_hash,))
         return self._user(rows[0]) if rows else None
 
     def list_keys(self, user_id: str | None = None) -> list[ApiKey]:
         where, args = ("WHERE user_id = ?", (user_id,)) if user_id else ("", ())
-        return [self._key(r) for r in self._rows(f"SELECT * FROM auth_keys {where} ORDER BY created_at", args)]
+        return [self._key(r) for r in self._auth_rows(f"SELECT * FROM auth_keys {where} ORDER BY created_at", args)]
 
     def revoke_key(self, key_id_or_prefix: str) -> ApiKey:
         """Revoke by id or shown prefix; NotFoundError if none matches (ConflictError if a
         prefix matches several keys)."""
         self._auth_migrate()
-        with self._auth_write() as conn:
+        with self._write() as conn:
             rows = conn.execute(self._sql("SELECT id FROM auth_keys WHERE id = ? OR prefix = ?"),
                                 (key_id_or_prefix, key_id_or_prefix)).fetchall()
             if not rows:
@@ -249,7 +232,7 @@ class AuthStore(ABC):
                 raise ConflictError(f"{key_id_or_prefix!r} matches {len(rows)} keys; revoke by id")
             row = conn.execute(
                 self._sql("UPDATE auth_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ? RETURNING *"),
-                (self.auth_dialect.time_in(utcnow()), rows[0]["id"]),
+                (self.dialect.time_in(utcnow()), rows[0]["id"]),
             ).fetchall()[0]
         return self._key(row)
 
@@ -258,10 +241,10 @@ class AuthStore(ABC):
         """Record ``owner_id`` as the owner unless the dataset already has a record; return
         the record that holds (the existing one if another caller won)."""
         self._auth_migrate()
-        with self._auth_write() as conn:
+        with self._write() as conn:
             conn.execute(self._sql("INSERT INTO auth_datasets (name, owner_id, created_at) VALUES (?,?,?)"
                                    " ON CONFLICT (name) DO NOTHING"),
-                         (name, owner_id, self.auth_dialect.time_in(utcnow())))
+                         (name, owner_id, self.dialect.time_in(utcnow())))
             row = conn.execute(self._sql("SELECT * FROM auth_datasets WHERE name = ?"), (name,)).fetchone()
         return self._record(row)
 
@@ -270,13 +253,13 @@ class AuthStore(ABC):
         if names is not None and not names:
             return []
         where = "" if names is None else f"WHERE name IN ({','.join('?' * len(names))})"
-        return [self._record(r) for r in self._rows(f"SELECT * FROM auth_datasets {where} ORDER BY name",
+        return [self._record(r) for r in self._auth_rows(f"SELECT * FROM auth_datasets {where} ORDER BY name",
                                                     names or ())]
 
     def drop_dataset(self, name: str) -> None:
         """Forget a dataset's owner and grants."""
         self._auth_migrate()
-        with self._auth_write() as conn:
+        with self._write() as conn:
             conn.execute(self._sql("DELETE FROM auth_grants WHERE dataset = ?"), (name,))
             conn.execute(self._sql("DELETE FROM auth_datasets WHERE name = ?"), (name,))
 
@@ -284,18 +267,18 @@ class AuthStore(ABC):
         """Replace a user's permissions on a dataset; an empty list removes the grant."""
         perms = frozenset(permissions)
         if perms:
-            self._change("INSERT INTO auth_grants (dataset, user_id, permissions) VALUES (?,?,?)"
+            self._auth_change("INSERT INTO auth_grants (dataset, user_id, permissions) VALUES (?,?,?)"
                          " ON CONFLICT (dataset, user_id) DO UPDATE SET permissions = excluded.permissions",
-                         (dataset, user_id, self.auth_dialect.perms_in(sorted(perms))))
+                         (dataset, user_id, self.dialect.perms_in(sorted(perms))))
         else:
-            self._change("DELETE FROM auth_grants WHERE dataset = ? AND user_id = ?", (dataset, user_id))
+            self._auth_change("DELETE FROM auth_grants WHERE dataset = ? AND user_id = ?", (dataset, user_id))
         return Grant(dataset, user_id, perms)
 
     def grants(self, dataset: str) -> list[Grant]:
-        rows = self._rows("SELECT * FROM auth_grants WHERE dataset = ? ORDER BY user_id", (dataset,))
-        return [Grant(r["dataset"], r["user_id"], self.auth_dialect.perms_out(r["permissions"])) for r in rows]
+        rows = self._auth_rows("SELECT * FROM auth_grants WHERE dataset = ? ORDER BY user_id", (dataset,))
+        return [Grant(r["dataset"], r["user_id"], self.dialect.perms_out(r["permissions"])) for r in rows]
 
     def user_grants(self, user_id: str) -> dict[str, frozenset[str]]:
         """Every dataset granted to a user, with the permissions."""
-        rows = self._rows("SELECT dataset, permissions FROM auth_grants WHERE user_id = ?", (user_id,))
-        return {r["dataset"]: self.auth_dialect.perms_out(r["permissions"]) for r in rows}
+        rows = self._auth_rows("SELECT dataset, permissions FROM auth_grants WHERE user_id = ?", (user_id,))
+        return {r["dataset"]: self.dialect.perms_out(r["permissions"]) for r in rows}

@@ -1,5 +1,7 @@
-"""The narrow store interface. Two implementations (SQLite, PostgreSQL) live beside it; nothing
-outside ``kenning.store`` knows which one it talks to.
+"""The store interface: a few role interfaces (memories, graph, search, admin; auth in
+``auth.py``) composed into :class:`Store`. Both implementations (SQLite, PostgreSQL) run the
+SQL written once in ``sql.py`` over their dialect; nothing outside ``kenning.store`` knows
+which one it talks to.
 
 Reads are plain methods. Writes go through :meth:`Store.transaction`, which yields a
 :class:`Txn` of small primitives; :func:`kenning.pipeline.commit.apply_plan` drives them, so the
@@ -24,12 +26,16 @@ from ..models import Entity, Fact, Location, Memory, Session, Stats
 from .filters import Condition, parse_filters
 
 __all__ = [
+    "AdminStore",
     "ChunkRow",
     "ClaimFilter",
     "EntityRow",
     "FactRow",
+    "GraphStore",
     "MemoryFilter",
+    "MemoryStore",
     "Scored",
+    "SearchStore",
     "Store",
     "Txn",
     "retry_transient",
@@ -162,65 +168,48 @@ class MemoryFilter:
 
 
 class Txn(ABC):
-    """Primitives available inside one write transaction."""
+    """What a write transaction offers (written once in :class:`kenning.store.sql.SQLTxn`)."""
 
     # memories
     @abstractmethod
     def claim_state(self, memory_id: str) -> tuple[str, str | None] | None:
-        """(status, claim owner) of a memory, locked until the transaction ends; None if the
-        memory no longer exists."""
-
+        """(status, claim owner) of a memory, locked until the transaction ends; None if it no longer exists."""
     @abstractmethod
     def lock_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
         """The memories that still exist, read and locked until the transaction ends: no other
         writer changes them meanwhile (a pin made while a prune page is deleted waits for it)."""
-
     @abstractmethod
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None: ...
-
     @abstractmethod
     def insert_chunks(self, rows: Sequence[ChunkRow]) -> None: ...
-
     @abstractmethod
     def delete_chunks(self, memory_id: str) -> None: ...
+    @abstractmethod
+    def delete_memory(self, memory_id: str) -> None: ...
 
     # entities
     @abstractmethod
     def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]: ...
-
     @abstractmethod
     def insert_entity(self, row: EntityRow) -> None: ...
-
     @abstractmethod
     def update_entity(self, entity_id: str, fields: dict[str, Any]) -> None: ...
-
     @abstractmethod
     def link_entity(self, entity_id: str, memory_id: str) -> None: ...
 
     # facts
     @abstractmethod
-    def live_facts_touching(
-        self, dataset: str, source_id: str, target_id: str, relation: str, by_target: bool = False
-    ) -> list[FactRow]:
+    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
+                            by_target: bool = False) -> list[FactRow]:
         """Open (not expired) facts with the same source and relation or the same two endpoints
         (either direction); with ``by_target`` also those with the same target and relation."""
-
     @abstractmethod
     def get_fact_rows(self, fact_ids: Sequence[str]) -> list[FactRow]: ...
-
     @abstractmethod
     def insert_fact(self, row: FactRow) -> None: ...
-
     @abstractmethod
-    def close_fact(
-        self,
-        fact_id: str,
-        *,
-        invalid_at: dt.datetime | None,
-        expired_at: dt.datetime | None,
-        superseded_by: str | None,
-    ) -> None: ...
-
+    def close_fact(self, fact_id: str, *, invalid_at: dt.datetime | None, expired_at: dt.datetime | None,
+                   superseded_by: str | None) -> None: ...
     @abstractmethod
     def link_fact(self, fact_id: str, memory_id: str) -> None: ...
 
@@ -228,149 +217,29 @@ class Txn(ABC):
     @abstractmethod
     def memory_source(self, memory_id: str) -> tuple[str | None, str | None]:
         """(origin, user) of a memory; (None, None) if it does not exist."""
-
     @abstractmethod
     def fact_sources(self, fact_ids: Sequence[str]) -> dict[str, list[tuple[str | None, str | None]]]:
         """(origin, user) of each memory that states each fact."""
 
-    # -- rules written once over the set-based primitives below -------------------------------
-    def merge_entities(self, keep_id: str, drop_id: str) -> list[str]:
-        """Fold ``drop_id`` into ``keep_id``: facts, provenance, name as alias; live facts that
-        became exact repeats are merged into the oldest. Returns the merged-away fact ids."""
-        names = self.entity_names([keep_id, drop_id])
-        if keep_id not in names or drop_id not in names:
-            return []
-        (keep, *aliases), dropped = names[keep_id], names[drop_id]
-        aliases += [n for n in dict.fromkeys(dropped) if n != keep and n not in aliases]
-        self.move_entity(drop_id, keep_id)
-        self.update_entity(keep_id, {"aliases": aliases})
-        # A fact closed only because its now-identical twin arrived was never contradicted.
-        self.reopen_twins(keep_id)
-        first: dict[tuple[str, str, str], str] = {}
-        repeats = []
-        for fact_id, *key in self.live_facts_of(keep_id):
-            keeper = first.setdefault(tuple(key), fact_id)  # type: ignore[arg-type]
-            if keeper != fact_id:
-                repeats.append((fact_id, keeper))
-        self.fold_facts(repeats)
-        return [fact_id for fact_id, _ in repeats]
-
-    def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
-        """Drop a memory's provenance links; delete facts and entities nothing else states.
-        Facts closed by a deleted fact are decided again without it (``reopen_closed``): the
-        knowledge that closed them is gone. Returns (entity_ids, fact_ids) deleted, each sorted."""
-        fact_ids, entity_ids = self.drop_links(memory_id)
-        dead_facts = sorted(self.unstated_facts(fact_ids))
-        if dead_facts:
-            self.reopen_closed(dead_facts)
-            self.delete_facts(dead_facts)
-        return sorted(self.delete_orphans(entity_ids)), dead_facts
-
-    def reopen_closed(self, dead: Sequence[str]) -> None:
-        """The facts the ``dead`` facts closed, re-decided without them: a fact ``O`` closed by
-        a dead fact is closed again at the start of the next later fact of its relation (or the
-        dead fact's) in the same slot (same source, or same target when the dead fact shared
-        only that),
-        superseded by it; only with no later fact left is it open again. So deleting the
-        middle of Acme (2020) -> Globex (2021) -> Initech (2022) leaves Acme closed at 2022,
-        never a second open value beside Initech."""
-        gone = set(dead)
-        closers = {row.id: row for row in self.get_fact_rows(list(dead))}
-        for old in self.facts_closed_by(list(dead)):
-            if old.id in gone:
-                continue
-            closer = closers.get(old.superseded_by or "")
-            later = None
-            if closer is not None and (closer.source_id == old.source_id or closer.target_id == old.target_id):
-                by_source = closer.source_id == old.source_id
-                anchor = old.source_id if by_source else old.target_id
-                rank = (old.valid_at, old.created_at, old.id)
-                # the dead fact's relation too: a change statement may close a fact of
-                # another relation of the same family, and its successors share its relation
-                slot = {f.id: f for relation in dict.fromkeys((old.relation, closer.relation))
-                        for f in self.slot_facts(old.dataset, relation, anchor, by_source)}
-                later = min((
-                    f for f in slot.values()
-                    if f.id not in gone and f.id != old.id
-                    and (f.target_id != old.target_id if by_source else f.source_id != old.source_id)
-                    and (f.valid_at, f.created_at, f.id) > rank
-                    and (f.invalid_at is None or f.invalid_at > f.valid_at)  # an empty interval holds no value
-                ), key=lambda f: (f.valid_at, f.created_at, f.id), default=None)
-            if later is not None:
-                self.close_fact(old.id, invalid_at=later.valid_at, expired_at=old.expired_at,
-                                superseded_by=later.id)
-            else:
-                self.close_fact(old.id, invalid_at=None, expired_at=None, superseded_by=None)
-
-    # -- set-based primitives of the rules above ---------------------------------------------
     @abstractmethod
     def entity_names(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
         """Each existing entity's name followed by its aliases."""
 
+    # the graph rules that are not SQL
     @abstractmethod
-    def move_entity(self, drop_id: str, keep_id: str) -> None:
-        """Point facts and provenance of ``drop_id`` at ``keep_id``, then delete ``drop_id``."""
-
+    def merge_entities(self, keep_id: str, drop_id: str) -> list[str]:
+        """Fold ``drop_id`` into ``keep_id``: facts, provenance, name as alias; live facts that
+        became exact repeats are merged into the oldest. Returns the merged-away fact ids."""
     @abstractmethod
-    def reopen_twins(self, entity_id: str) -> None:
-        """Reopen facts touching the entity that were closed by a fact with the same source,
-        relation and target."""
-
-    @abstractmethod
-    def live_facts_of(self, entity_id: str) -> list[tuple[str, str, str, str]]:
-        """(id, source_id, relation, target_id) of open facts touching the entity, oldest first
-        (by ``created_at``, then id)."""
-
-    @abstractmethod
-    def fold_facts(self, pairs: Sequence[tuple[str, str]]) -> None:
-        """For each (drop, keep): give ``keep`` the provenance of ``drop`` and what ``drop``
-        superseded, then delete ``drop``."""
-
-    @abstractmethod
-    def drop_links(self, memory_id: str) -> tuple[list[str], list[str]]:
-        """Delete a memory's provenance links; the (fact ids, entity ids) they named."""
-
-    @abstractmethod
-    def unstated_facts(self, fact_ids: Sequence[str]) -> list[str]:
-        """Those of the facts no memory states any more."""
-
-    @abstractmethod
-    def facts_closed_by(self, fact_ids: Sequence[str]) -> list[FactRow]:
-        """The closed (expired) facts these facts superseded."""
-
-    @abstractmethod
-    def slot_facts(self, dataset: str, relation: str, entity_id: str, by_source: bool) -> list[FactRow]:
-        """Every fact (open and closed) of ``relation`` whose source (``by_source``) or target
-        is ``entity_id``."""
-
-    @abstractmethod
-    def delete_facts(self, fact_ids: Sequence[str]) -> None: ...
-
-    @abstractmethod
-    def delete_orphans(self, entity_ids: Sequence[str]) -> list[str]:
-        """Delete those of the entities no memory names and no fact uses; their ids."""
-
-    @abstractmethod
-    def delete_memory(self, memory_id: str) -> None: ...
+    def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
+        """Drop a memory's provenance links; delete facts and entities nothing else states.
+        Facts closed by a deleted fact are decided again without it (``SQLTxn.reopen_closed``):
+        the knowledge that closed them is gone. Returns (entity_ids, fact_ids) deleted, each sorted."""
 
 
-class Store(ABC):
-    """A dataset-partitioned memory store. Implementations are thread-safe."""
-
-    url: str
-
-    # -- lifecycle ---------------------------------------------------------------------------
-    @abstractmethod
-    def check_embedder(self, name: str, dimension: int) -> None:
-        """Record the embedder on first use; raise EmbedderMismatchError if it differs."""
-
-    @abstractmethod
-    def close(self) -> None: ...
-
-    @abstractmethod
-    def scrub(self) -> None:
-        """Make deleted content unrecoverable from the store's own files, as far as the backend
-        allows (``forget`` calls it before it returns)."""
+class MemoryStore(ABC):
+    """Memories: their rows, their lifecycle and claims, scopes and sessions, and the write
+    transaction every change of the graph goes through."""
 
     @abstractmethod
     def transaction(self) -> AbstractContextManager[Txn]: ...
@@ -392,161 +261,138 @@ class Store(ABC):
         Only for writes that wait for no model or network call (the lock is held)."""
         return nullcontext()
 
-    # -- memories ----------------------------------------------------------------------------
-    @abstractmethod
     def insert_memory(self, memory: Memory, owner: str | None = None) -> tuple[str, bool]:
         """Insert a memory (claimed by ``owner`` when given); if (dataset, content_hash) exists
         return (its id, False)."""
+        return self.insert_memories([memory], owner)[0]
 
+    @abstractmethod
     def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
-        """``insert_memory`` of each, in order (a store may send them together)."""
-        return [self.insert_memory(m, owner) for m in memories]
-
+        """``insert_memory`` of each, in order, in one go: a memory whose content is stored
+        already, or came earlier in the list, gives that memory's id."""
     @abstractmethod
     def get_memories(self, ids: Sequence[str]) -> list[Memory]: ...
-
     @abstractmethod
     def memory_by_hash(self, dataset: str, content_hash: str) -> Memory | None: ...
-
     @abstractmethod
     def list_memories(self, flt: MemoryFilter) -> list[Memory]: ...
-
-    @abstractmethod
-    def count_memories(self, flt: MemoryFilter) -> int: ...
-
-    # -- scopes and sessions -----------------------------------------------------------------
-    @abstractmethod
-    def in_scope(self, kind: str, ids: Sequence[str], flt: MemoryFilter) -> list[str]:
-        """The ids among ``ids`` (in their order) of ``kind`` records (memory | chunk | fact |
-        entity) that a memory ``flt`` selects is or states: a chunk's memory, any memory in a
-        fact's or entity's provenance. Recall's lanes narrow their candidates with it."""
-
-    @abstractmethod
-    def facts_stated(self, flt: MemoryFilter) -> list[Fact]:
-        """Facts (open and closed) with a memory ``flt`` selects in their provenance: open ones
-        first, then the latest valid; at most ``flt.limit``."""
-
-    @abstractmethod
-    def session_messages(self, dataset: str, session: str, last: int, before: int | None = None) -> list[Memory]:
-        """The last ``last`` memories of a session (any status), oldest first; with ``before``,
-        the last ones at positions before it (the turns that precede a message)."""
-
-    @abstractmethod
-    def sessions(self, flt: MemoryFilter) -> list[Session]:
-        """The sessions of the memories ``flt`` selects (its dataset, user, agent...), the one
-        with the latest message first; ``flt.limit``/``offset`` page them."""
-
     @abstractmethod
     def file_memories(self, dataset: str, prefix: str = "", folder: str | None = None) -> list[tuple[str, str, str]]:
         """(source, memory id, content hash) of the memories read from files (``metadata``
         has a ``format``) whose source starts with ``prefix``, superseded ones left out, by
         source: what folder sync (kenning.files.plan_sync) compares a folder with. ``folder``:
-        only those whose ``metadata.folder`` is this (``""``: those read with no folder,
-        uploads)."""
-
+        only those whose ``metadata.folder`` is this (``""``: those read with no folder, uploads)."""
     @abstractmethod
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
         """Change a memory's columns (lifecycle fields, status) in their own transaction."""
-
-    @abstractmethod
-    def set_status(self, memory_id: str, status: str, error: str | None, at: dt.datetime) -> None: ...
-
     @abstractmethod
     def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
         """Mark the matching memories ``processing`` by ``owner`` (one worker wins each) and
         return them, oldest first, at most ``flt.limit``."""
-
     @abstractmethod
     def renew_claims(self, owner: str, at: dt.datetime) -> None:
         """Extend the lease of every memory ``owner`` holds (``updated_at = at``)."""
-
     @abstractmethod
     def claim_owners(self, dataset: str | None) -> list[str]:
         """The owners of the claims on ``processing`` memories."""
+    @abstractmethod
+    def in_scope(self, kind: str, ids: Sequence[str], flt: MemoryFilter) -> list[str]:
+        """The ids among ``ids`` (in their order) of ``kind`` records (memory | chunk | fact |
+        entity) that a memory ``flt`` selects is or states: a chunk's memory, any memory in a
+        fact's or entity's provenance. Recall's lanes narrow their candidates with it."""
+    @abstractmethod
+    def facts_stated(self, flt: MemoryFilter) -> list[Fact]:
+        """Facts (open and closed) with a memory ``flt`` selects in their provenance: open ones
+        first, then the latest valid; at most ``flt.limit``."""
+    @abstractmethod
+    def session_messages(self, dataset: str, session: str, last: int, before: int | None = None) -> list[Memory]:
+        """The last ``last`` memories of a session (any status), oldest first; with ``before``,
+        the last ones at positions before it (the turns that precede a message)."""
+    @abstractmethod
+    def sessions(self, flt: MemoryFilter) -> list[Session]:
+        """The sessions of the memories ``flt`` selects (its dataset, user, agent...), the one
+        with the latest message first; ``flt.limit``/``offset`` page them."""
 
-    # -- graph reads -------------------------------------------------------------------------
+
+class GraphStore(ABC):
+    """Entities, facts and chunks, read outside a transaction."""
+
     @abstractmethod
     def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]: ...
-
     @abstractmethod
     def get_entities(self, ids: Sequence[str]) -> list[Entity]: ...
-
     @abstractmethod
     def get_facts(self, ids: Sequence[str]) -> list[Fact]: ...
-
     @abstractmethod
     def get_chunks(self, ids: Sequence[str]) -> list[ChunkRow]: ...
-
     @abstractmethod
-    def live_facts_touching(
-        self, dataset: str, source_id: str, target_id: str, relation: str, by_target: bool = False
-    ) -> list[FactRow]: ...
-
+    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
+                            by_target: bool = False) -> list[FactRow]: ...
     @abstractmethod
     def entity_facts(self, entity_id: str, relation: str | None = None) -> list[Fact]:
         """Every fact (open and closed) with the entity at either end."""
-
     @abstractmethod
     def memory_chunks(self, memory_id: str) -> list[ChunkRow]:
         """A memory's chunks in position order (without vectors)."""
-
     @abstractmethod
     def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
         """Provenance the other way: (entity_ids, fact_ids) a memory states."""
-
-    # -- search lanes ------------------------------------------------------------------------
-    @abstractmethod
-    def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
-        """Full-text search of ``kind`` (chunk | fact | entity) for any of ``terms``."""
-
-    @abstractmethod
-    def vector(self, dataset: str, kind: str, query: np.ndarray, limit: int) -> list[Scored]: ...
-
-    @abstractmethod
-    def neighbors(self, dataset: str, entity_ids: Sequence[str], limit: int) -> list[FactRow]:
-        """Facts with any of ``entity_ids`` at either end (one hop)."""
-
-    @abstractmethod
-    def memory_neighbors(self, memory_ids: Sequence[str], window: int) -> list[tuple[str, str, int]]:
-        """(memory id, neighbour id, offset) for the memories at most ``window`` positions away
-        in the same episode, for each of ``memory_ids``."""
-
-    @abstractmethod
-    def record_access(
-        self,
-        dataset: str,
-        memory_ids: Sequence[str],
-        entity_ids: Sequence[str],
-        fact_ids: Sequence[str],
-        at: dt.datetime,
-    ) -> None: ...
-
     @abstractmethod
     def entity_rows(self, dataset: str, after_id: str | None, limit: int) -> list[EntityRow]:
         """A page of a dataset's entities (with embeddings), ordered by id."""
-
     @abstractmethod
     def set_fact_weight(self, fact_id: str, weight: float) -> None:
         """Set the feedback weight recall multiplies a fact's score by."""
 
-    # -- embeddings --------------------------------------------------------------------------
-    @abstractmethod
-    def texts_to_embed(
-        self, kind: str, after_id: str | None, limit: int, missing_only: bool = False
-    ) -> list[tuple[str, str]]:
-        """(id, text) of ``kind`` records ordered by id, for (re-)embedding page by page."""
+
+class SearchStore(ABC):
+    """The lanes recall searches, and what it records of the search."""
 
     @abstractmethod
-    def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
-        """Replace the vectors of the given records (one transaction)."""
+    def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
+        """Full-text search of ``kind`` (chunk | fact | entity) for any of ``terms``."""
+    @abstractmethod
+    def vector(self, dataset: str, kind: str, query: np.ndarray, limit: int) -> list[Scored]: ...
+    @abstractmethod
+    def neighbors(self, dataset: str, entity_ids: Sequence[str], limit: int) -> list[FactRow]:
+        """Facts with any of ``entity_ids`` at either end (one hop)."""
+    @abstractmethod
+    def memory_neighbors(self, memory_ids: Sequence[str], window: int) -> list[tuple[str, str, int]]:
+        """(memory id, neighbour id, offset) for the memories at most ``window`` positions away
+        in the same episode, for each of ``memory_ids``."""
+    @abstractmethod
+    def record_access(self, dataset: str, memory_ids: Sequence[str], entity_ids: Sequence[str],
+                      fact_ids: Sequence[str], at: dt.datetime) -> None: ...
 
+
+class AdminStore(ABC):
+    """The store itself: its embedder and vectors, counts, datasets, closing and scrubbing."""
+
+    url: str
+
+    @abstractmethod
+    def check_embedder(self, name: str, dimension: int) -> None:
+        """Record the embedder on first use; raise EmbedderMismatchError if it differs."""
     @abstractmethod
     def set_embedder(self, name: str, dimension: int) -> None:
         """Record the embedder the stored vectors come from."""
-
-    # -- bookkeeping -------------------------------------------------------------------------
+    @abstractmethod
+    def texts_to_embed(self, kind: str, after_id: str | None, limit: int, missing_only: bool = False) -> list[tuple[str, str]]:
+        """(id, text) of ``kind`` records ordered by id, for (re-)embedding page by page."""
+    @abstractmethod
+    def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
+        """Replace the vectors of the given records (one transaction)."""
     @abstractmethod
     def stats(self, dataset: str | None) -> Stats: ...
-
     @abstractmethod
     def datasets(self) -> list[str]: ...
+    @abstractmethod
+    def close(self) -> None: ...
+    @abstractmethod
+    def scrub(self) -> None:
+        """Make deleted content unrecoverable from the store's own files, as far as the backend
+        allows (``forget`` calls it before it returns)."""
+
+
+class Store(MemoryStore, GraphStore, SearchStore, AdminStore):
+    """A dataset-partitioned memory store, composed of its roles. Implementations are thread-safe."""

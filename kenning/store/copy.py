@@ -7,7 +7,7 @@ are derived, not copied: the SQLite full-text tables are rebuilt from the rows, 
 generated columns, and the HNSW indexes are built once the vectors are in. The embedder record
 goes along, and the row and vector counts of both stores are compared at the end.
 
-The two sides (``_SQLiteSide``, ``_PostgresSide``) are shared with ``portable.py``, which writes
+The two sides (``SQLiteSide``, ``PostgresSide``) are shared with ``portable.py``, which writes
 the same rows to a file and reads them back (``kenning export`` / ``kenning import``).
 
 This module reads both backends' tables directly, which only code inside ``kenning.store`` may.
@@ -30,13 +30,14 @@ from ..errors import ConflictError, StoreError
 from .base import Store
 from .vectors import from_blob, to_blob
 
-__all__ = ["CopyReport", "copy_store"]
+__all__ = ["OWN_TABLES", "CopyReport", "PostgresSide", "SQLiteSide", "copy_store", "driver_error", "in_order", "side_of",
+           "vector_value"]
 
 _CORE = ("datasets", "memories", "chunks", "entities", "facts", "fact_memories", "entity_memories")
 _VECTOR_TABLES = ("chunks", "entities", "facts")
 #: bookkeeping each store keeps for itself (the embedder record is carried separately; the
 #: full-text statistics and the vector change log are kept by the target's triggers)
-_OWN = {"meta", "kenning_schema", "lexical_stats", "lexeme_stats", "vector_log"}
+OWN_TABLES = {"meta", "kenning_schema", "lexical_stats", "lexeme_stats", "vector_log"}
 
 
 @dataclass
@@ -55,7 +56,7 @@ class CopyReport:
 
 
 # -- the two backends, seen as tables of rows ---------------------------------------------------
-class _SQLiteSide:
+class SQLiteSide:
     mark, collate = "?", ""  # a parameter; how text keys sort bytewise (BINARY is the default)
 
     def __init__(self, store: Any) -> None:
@@ -66,7 +67,7 @@ class _SQLiteSide:
         rows = self.db.execute(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
         ).fetchall()
-        return [r[0] for r in rows if "_fts" not in r[0] and r[0] not in _OWN]
+        return [r[0] for r in rows if "_fts" not in r[0] and r[0] not in OWN_TABLES]
 
     def columns(self, table: str) -> dict[str, str]:
         return {r["name"]: (r["type"] or "").upper() for r in self.db.execute(f'PRAGMA table_info("{table}")')}
@@ -86,8 +87,7 @@ class _SQLiteSide:
         return self.db.execute(f'SELECT count(*) FROM "{table}" {where}').fetchone()[0]
 
     def embedder(self) -> tuple[str, int] | None:
-        rows = dict(self.db.execute("SELECT key, value FROM meta WHERE key LIKE 'embedder%'").fetchall())
-        return (rows["embedder"], int(rows["embedder_dimension"])) if len(rows) == 2 else None
+        return self.store.recorded_embedder(self.db)
 
     def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
              args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
@@ -134,7 +134,8 @@ class _SQLiteSide:
         )
 
     def _rebuild_fulltext(self) -> None:
-        from .sqlite.store import _entity_text, dataset_token
+        from .sql import entity_text
+        from .sqlite.dialect import dataset_token
 
         # Every row gets its dataset token too: searching a store of several datasets matches
         # on it inside the index.
@@ -148,12 +149,12 @@ class _SQLiteSide:
         self.db.execute("DELETE FROM entities_fts")
         self.db.executemany(
             "INSERT INTO entities_fts (rowid, ds, text) VALUES (?, ?, ?)",
-            [(r[0], dataset_token(r[1]), _entity_text(r[2], json.loads(r[3]), r[4]))
+            [(r[0], dataset_token(r[1]), entity_text(r[2], json.loads(r[3]), r[4]))
              for r in self.db.execute("SELECT rowid, dataset, name, aliases, description FROM entities")],
         )
 
 
-class _PostgresSide:
+class PostgresSide:
     mark, collate = "%s", ' COLLATE "C"'
 
     def __init__(self, store: Any) -> None:
@@ -178,7 +179,7 @@ class _PostgresSide:
             "SELECT table_name AS t FROM information_schema.tables"
             " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
         )
-        return [r["t"] for r in rows if r["t"] not in _OWN]
+        return [r["t"] for r in rows if r["t"] not in OWN_TABLES]
 
     def columns(self, table: str) -> dict[str, str]:
         rows = self._all(
@@ -215,7 +216,7 @@ class _PostgresSide:
 
     def embedder(self) -> tuple[str, int] | None:
         with self._connection() as conn:
-            return self.store._read_embedder(conn)
+            return self.store.recorded_embedder(conn)
 
     def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
              args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
@@ -257,7 +258,7 @@ class _PostgresSide:
 
 
 # -- value conversion, by the target column's type ----------------------------------------------
-def _vector(value: Any) -> np.ndarray | None:
+def vector_value(value: Any) -> np.ndarray | None:
     if value is None:
         return None
     if isinstance(value, (bytes, memoryview)):
@@ -272,7 +273,7 @@ def _to_sqlite(declared: str, source: str) -> Callable[[Any], Any]:
         if value is None:
             return None
         if declared == "BLOB":
-            return to_blob(_vector(value))
+            return to_blob(vector_value(value))
         if source == "ARRAY":  # a PostgreSQL text[] is a comma list in SQLite (auth_grants)
             return ",".join(sorted(value))
         if isinstance(value, bool):
@@ -287,17 +288,17 @@ def _to_sqlite(declared: str, source: str) -> Callable[[Any], Any]:
 
 
 def _to_postgres(kind: str) -> Callable[[Any], Any]:
-    from .postgres.store import _json, to_vector_text
+    from .postgres.dialect import json_value, to_vector_text
 
     def convert(value: Any) -> Any:
         if value is None:
             return None
         if kind == "vector":
-            return to_vector_text(_vector(value))
+            return to_vector_text(vector_value(value))
         if kind == "timestamp with time zone":
             return as_utc(value)
         if kind in ("jsonb", "json"):
-            return _json(json.loads(value) if isinstance(value, str) else value)
+            return json_value(json.loads(value) if isinstance(value, str) else value)
         if kind == "boolean":
             return bool(value)
         if kind == "ARRAY" and isinstance(value, str):
@@ -308,7 +309,7 @@ def _to_postgres(kind: str) -> Callable[[Any], Any]:
 
 
 # -- the copy -----------------------------------------------------------------------------------
-def _driver_error() -> type[Exception]:
+def driver_error() -> type[Exception]:
     try:
         import psycopg
     except ImportError:
@@ -316,19 +317,19 @@ def _driver_error() -> type[Exception]:
     return psycopg.Error
 
 
-def _side(store: Store) -> _SQLiteSide | _PostgresSide:
+def side_of(store: Store) -> SQLiteSide | PostgresSide:
     from .sqlite.store import SQLiteStore
 
     if isinstance(store, SQLiteStore):
-        return _SQLiteSide(store)
+        return SQLiteSide(store)
     from .postgres.store import PostgresStore
 
     if isinstance(store, PostgresStore):
-        return _PostgresSide(store)
+        return PostgresSide(store)
     raise StoreError(f"cannot copy a {type(store).__name__}")
 
 
-def _in_order(side: _SQLiteSide | _PostgresSide, tables: list[str]) -> list[str]:
+def in_order(side: SQLiteSide | PostgresSide, tables: list[str]) -> list[str]:
     """Core tables first, then the rest, each after the tables its foreign keys point to."""
     pending = [t for t in _CORE if t in tables] + sorted(t for t in tables if t not in _CORE)
     done: list[str] = []
@@ -354,14 +355,14 @@ def _prepare(src: Any, dst: Any, target: Store) -> list[str]:
         lost = set(src.columns(table)) - set(dst.columns(table))
         if lost:
             raise StoreError(f"the target's {table} table lacks columns {', '.join(sorted(lost))}")
-    return _in_order(src, tables)
+    return in_order(src, tables)
 
 
 def copy_store(
     source: Store, target: Store, *, batch: int = 1000, progress: Callable[[str, int], None] | None = None
 ) -> CopyReport:
     """Copy everything in ``source`` into the empty ``target`` and compare counts."""
-    src, dst = _side(source), _side(target)
+    src, dst = side_of(source), side_of(target)
     tables = _prepare(src, dst, target)
     report = CopyReport(embedder=src.embedder())
     stored = dst.embedder()
@@ -376,7 +377,7 @@ def copy_store(
                     dst.write(table, columns, rows, source_types)
                     if progress:
                         progress(table, len(rows))
-    except (KeyError, TypeError, ValueError, sqlite3.Error, _driver_error()) as exc:
+    except (KeyError, TypeError, ValueError, sqlite3.Error, driver_error()) as exc:
         raise StoreError(f"the copy failed and was rolled back: {type(exc).__name__}: {exc}") from exc
     if report.embedder:
         target.set_embedder(*report.embedder)  # records it and builds the vector indexes

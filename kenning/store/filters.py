@@ -1,6 +1,6 @@
 """Metadata filters: the expression a caller gives (``recall``/``list`` ``filters=``), checked
-into :class:`Condition` s that each store compiles to SQL (``sqlite/scope.py``,
-``postgres/scope.py``).
+into :class:`Condition` s that each store compiles to SQL (``sqlite/dialect.py``,
+``postgres/dialect.py``).
 
 The expression is a JSON object; every key must hold (the conditions are ANDed)::
 

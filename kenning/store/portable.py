@@ -58,12 +58,12 @@ from .._checks import check_flag
 from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ..models import TransferResult
 from .base import Store
-from .copy import _driver_error, _in_order, _PostgresSide, _side, _SQLiteSide, _vector
+from .copy import driver_error, in_order, PostgresSide, side_of, SQLiteSide, vector_value
 
 __all__ = ["FORMAT", "VERSION", "export_file", "export_graph", "export_store", "import_file"]
 
 FORMAT, VERSION = "kenning-export", 1
-Side = _SQLiteSide | _PostgresSide
+Side = SQLiteSide | PostgresSide
 Progress = Callable[[int], None] | None
 
 #: columns whose values are not plain text or numbers (a test checks these against PostgreSQL's
@@ -111,7 +111,7 @@ def _out(kind: str | None, value: Any) -> Any:
     if value is None:
         return None
     if kind == "vector":
-        return base64.b64encode(np.asarray(_vector(value), dtype="<f4").tobytes()).decode()
+        return base64.b64encode(np.asarray(vector_value(value), dtype="<f4").tobytes()).decode()
     if kind == "json":
         return json.loads(value) if isinstance(value, str) else value
     if kind == "bool":
@@ -142,7 +142,7 @@ def _line(value: dict[str, Any]) -> str:
 
 # -- choosing rows ---------------------------------------------------------------------------
 def _tables(side: Side) -> list[str]:
-    return [t for t in _in_order(side, side.tables()) if t not in NEVER and _scope(side, t) is not None]
+    return [t for t in in_order(side, side.tables()) if t not in NEVER and _scope(side, t) is not None]
 
 
 def _scope(side: Side, table: str) -> str | None:
@@ -209,7 +209,7 @@ def export_store(store: Store, out: IO[str], *, datasets: Iterable[str] | None =
                  vectors: bool = True, batch: int = 1000, progress: Progress = None) -> TransferResult:
     """Write the rows of ``datasets`` (all of them by default) to ``out`` as JSON Lines, all
     read in one snapshot of the store."""
-    side = _side(store)
+    side = side_of(store)
     with side.snapshot():
         return _export(side, out, datasets, vectors, batch, progress)
 
@@ -242,7 +242,7 @@ def export_graph(store: Store, out: IO[str], *, datasets: Iterable[str] | None =
     or as a JSON node-link graph (``{"nodes": […], "edges": […]}``)."""
     if format not in _GRAPH_FORMATS:
         raise ValidationError(f"format must be one of {', '.join(_GRAPH_FORMATS)}, not {format!r}")
-    side = _side(store)
+    side = side_of(store)
     with side.snapshot():
         chosen = _chosen(side, datasets)
         nodes, edges = ([{k: v for k, v in r.items() if k != "embedding"}
@@ -367,7 +367,7 @@ def import_file(store: Store, path: str | Path, *, vectors: bool = True, account
     header = parsed.header
     embedder = header.get("embedder")
     embedder = (embedder["name"], int(embedder["dimension"])) if embedder else None
-    side = _side(store)
+    side = side_of(store)
     vectors = vectors and header["vectors"]
     _check_embedder(side, embedder, vectors)
     report = TransferResult(datasets=header["datasets"], vectors=vectors, embedder=embedder, accounts=accounts)
@@ -381,11 +381,11 @@ def import_file(store: Store, path: str | Path, *, vectors: bool = True, account
                     if "auth_users" in parsed.tables else set())
     try:
         with side.writing():
-            for table in _in_order(side, list(parsed.tables)):
+            for table in in_order(side, list(parsed.tables)):
                 _write(side, table, parsed.tables[table], report, batch, progress)
     except (sqlite3.IntegrityError, *_integrity_errors()) as exc:  # type: ignore[misc]  # mypy: a starred tuple of classes
         raise ConflictError(f"the import clashes with the store and was rolled back: {exc}") from exc
-    except (KeyError, TypeError, ValueError, sqlite3.Error, _driver_error()) as exc:
+    except (KeyError, TypeError, ValueError, sqlite3.Error, driver_error()) as exc:
         if isinstance(exc, ValidationError):
             raise
         raise StoreError(f"the import failed and was rolled back: {type(exc).__name__}: {exc}") from exc

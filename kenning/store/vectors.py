@@ -93,7 +93,7 @@ def calibrate(index: Index, rng: np.random.Generator | None = None) -> int:
     queries /= np.maximum(np.linalg.norm(queries, axis=1, keepdims=True), 1e-12)
     worst = index.search(queries, 10, exact=True).distances[:, -1:]  # ties count as found
     for breadth in _BREADTHS:
-        index.expansion_search = breadth
+        index.expansion_search = breadth  # type: ignore[misc]  # usearch declares its setter apart from the property
         got = index.search(queries, 10).distances
         if float(np.mean(got <= worst + 1e-4)) >= MIN_RECALL + _MARGIN:
             return breadth
@@ -128,22 +128,22 @@ class AnnIndex:
         return self.index
 
     def remove(self, keys: Sequence[int]) -> None:
-        keys = _keys(keys)
-        if len(keys) == 0 or len(self.index) == 0:
+        ids = _keys(keys)
+        if len(ids) == 0 or len(self.index) == 0:
             return
-        present = keys[np.atleast_1d(np.asarray(self.index.contains(keys), dtype=bool))]
+        present = ids[np.atleast_1d(np.asarray(self.index.contains(ids), dtype=bool))]
         if len(present):
             self._writable().remove(present)
             self.unsaved += len(present)
             self.removed += len(present)
 
     def upsert(self, keys: Sequence[int], vectors: np.ndarray) -> None:
-        keys = _keys(keys)
-        if len(keys) == 0:
+        ids = _keys(keys)
+        if len(ids) == 0:
             return
         self.remove(keys)
-        self._writable().add(keys, np.asarray(vectors, dtype=np.float32), threads=0)
-        self.unsaved += len(keys)
+        self._writable().add(ids, np.asarray(vectors, dtype=np.float32), threads=0)
+        self.unsaved += len(ids)
 
     def wipe(self) -> None:
         """Leave no removed row's vector in the index's memory, hence in the file saved from it:
@@ -172,7 +172,7 @@ class AnnIndex:
             return []
         exact = self.breadth == 0 or len(self.index) < EXACT_ROWS
         if not exact:
-            self.index.expansion_search = max(self.breadth, limit)
+            self.index.expansion_search = max(self.breadth, limit)  # type: ignore[misc]  # as in calibrate
         matches = self.index.search(query, limit, exact=exact, threads=1)
         found = sorted(((1.0 - float(d), int(k)) for k, d in zip(matches.keys, matches.distances)),
                        key=lambda pair: (-pair[0], pair[1]))

@@ -19,15 +19,12 @@ processes may open a fresh database at once.
 from __future__ import annotations
 
 __all__ = [
-    "BOOTSTRAP", "LOCK_DATASET", "LOCK_SCHEMA", "PG_MIGRATIONS", "TS_CONFIG", "VECTOR_TABLES", "vector_steps",
+    "BOOTSTRAP", "LOCK_DATASET", "LOCK_SCHEMA", "PG_MIGRATIONS", "TS_CONFIG", "vector_steps",
 ]
 
 #: first key of the two-key advisory locks kenning takes (the second is 0 or a dataset hash)
 LOCK_SCHEMA = 0x4B454E  # "KEN"
 LOCK_DATASET = 0x4B454F
-
-#: tables with an ``embedding`` column, by record kind
-VECTOR_TABLES = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
 
 _ID = 'TEXT COLLATE "C"'
 

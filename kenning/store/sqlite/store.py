@@ -7,6 +7,7 @@ an index replays the log after its stamp, so another process's commits cost a ca
 rows they changed, never a rebuild.
 """
 
+
 from __future__ import annotations
 
 import datetime as dt
@@ -24,23 +25,20 @@ from typing import Any
 
 import numpy as np
 
-from ..._time import from_text, to_text
-from ...errors import EmbedderMismatchError, StoreError
-from ...models import Entity, Fact, Memory, Stats, Usage
-from ..auth import AuthDialect, AuthStore
-from ..base import (
-    ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Scored, Store, Txn, location_from, location_json,
-)
+from ..._time import to_text
+from ...errors import StoreError
+from ...models import Memory
+from ..base import ClaimFilter, FactRow, Scored, Txn
+from ..sql import FACT_COLUMNS, KIND_TABLE, MEMORY_COLUMNS, SQLStore, SQLTxn, entity_text
+from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate, to_blob
+from .dialect import SQLITE, dataset_token
 from .schema import SQLITE_MIGRATIONS
-from ..scopes import ScopeReads
-from .scope import memory_where
-from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate, from_blob, to_blob
 
-__all__ = ["SQLiteStore"]
+__all__ = ["SQLiteStore", "SQLiteTxn"]
 
 log = logging.getLogger(__name__)
 
-_KIND_TABLE = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
+#: a vector index is saved when this many of its rows changed (or a quarter of it)
 #: a vector index is saved when this many of its rows changed (or a quarter of it)
 _SAVE_ROWS = 20_000
 #: an index that changed by more rows than this is saved at close, however large it is
@@ -73,307 +71,35 @@ _SMALL_DATASET = 5000
 _OVERFETCH = 4
 #: how long a term's row count is reused
 _COUNTS_SECONDS = 60.0
-_JSON_FIELDS = ("decisions", "rationale", "metadata", "supersedes")
-_TIME_FIELDS = (
-    "valid_at",
-    "retention_until",
-    "last_accessed_at",
-    "created_at",
-    "updated_at",
-    "processed_at",
-)
-_ORDER = {"created_at", "updated_at", "access_count", "last_accessed_at"}
-_MEMORY_COLUMNS = (
-    "id, dataset, kind, content, topic, context, decisions, rationale, metadata, source, "
-    "content_hash, valid_at, status, error, retention, retention_until, pinned, pin_reason, "
-    "access_count, last_accessed_at, supersedes, superseded_by, supersession_reason, "
-    'created_at, updated_at, processed_at, usage, episode, position, "user", agent, session, role, speaker,'
-    " origin, flags"
-)
-
-_FACT_COLUMNS = ("id, dataset, source_id, relation, target_id, description, valid_at, invalid_at, created_at,"
-                 " expired_at, superseded_by, memory_id, weight")
 
 
-def _db_value(name: str, value: Any) -> Any:
-    if name == "flags":
-        return ",".join(value) or None
-    if name in _JSON_FIELDS or name == "usage":
-        return json.dumps(value, default=str)
-    if name in _TIME_FIELDS or isinstance(value, dt.datetime):
-        return to_text(value)
-    if isinstance(value, bool):
-        return int(value)
-    return value
-
-
-def _memory(row: sqlite3.Row) -> Memory:
-    data = dict(row)
-    for name in (*_JSON_FIELDS, "usage"):
-        data[name] = json.loads(data[name])
-    for name in _TIME_FIELDS:
-        data[name] = from_text(data[name])
-    data["pinned"] = bool(data["pinned"])
-    return Memory(**data)
-
-
-def _chunk_row(row: sqlite3.Row) -> ChunkRow:
-    fields = dict(row)
-    return ChunkRow(**{**fields, "location": location_from(fields["location"])})
-
-
-#: what a fact row or a Fact is read from (not the vector, which only the index reads)
-_FACT_COLUMNS = ("id, dataset, source_id, relation, target_id, description, valid_at, invalid_at,"
-                 " created_at, expired_at, superseded_by, memory_id, weight")
-_FACT_COLUMNS_OF_F = ", ".join("f." + c.strip() for c in _FACT_COLUMNS.split(","))
-
-
-def _fact_row(row: sqlite3.Row) -> FactRow:
-    return FactRow(
-        id=row["id"],
-        dataset=row["dataset"],
-        source_id=row["source_id"],
-        relation=row["relation"],
-        target_id=row["target_id"],
-        description=row["description"],
-        valid_at=from_text(row["valid_at"]),
-        invalid_at=from_text(row["invalid_at"]),
-        created_at=from_text(row["created_at"]),
-        expired_at=from_text(row["expired_at"]),
-        superseded_by=row["superseded_by"],
-        memory_id=row["memory_id"],
-        weight=row["weight"],
-    )
-
-
-def _entity_row(row: sqlite3.Row) -> EntityRow:
-    return EntityRow(
-        id=row["id"],
-        dataset=row["dataset"],
-        name=row["name"],
-        normalized=row["normalized"],
-        type=row["type"],
-        description=row["description"],
-        aliases=json.loads(row["aliases"]),
-        created_at=from_text(row["created_at"]),
-    )
-
-
-def _column_list(names: Sequence[str]) -> str:
-    return ", ".join(f'"{n}"' for n in names)
-
-
-def _placeholders(n: int) -> str:
+def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-class _SQLiteTxn(Txn):
-    def __init__(self, store: SQLiteStore) -> None:
-        self.store = store
-        self.db = store._db
+class SQLiteTxn(SQLTxn):
+    """The shared primitives on the store's one connection (``BEGIN IMMEDIATE``: no other writer
+    runs, so nothing needs locking), keeping the FTS5 tables in step with their rows."""
 
-    def _unindex(self, table: str, rowid: int) -> None:
-        """Delete a full-text row. Its terms stay in the index's older segments until the index
-        is rewritten (:meth:`SQLiteStore.scrub`), so the table is noted."""
-        self.db.execute(f"DELETE FROM {table}_fts WHERE rowid = ?", (rowid,))
-        self.store._fts_changed.add(table)
+    store: SQLiteStore
 
-    # -- memories ----------------------------------------------------------------------------
-    def claim_state(self, memory_id: str) -> tuple[str, str | None] | None:
-        row = self.db.execute("SELECT status, claimed_by FROM memories WHERE id = ?", (memory_id,)).fetchone()
-        return (row[0], row[1]) if row else None
+    def _index(self, table: str, cursor: Any, dataset: str, text: str) -> None:
+        self.conn.execute(f"INSERT INTO {table}_fts (rowid, ds, text) VALUES (?, ?, ?)",
+                          (cursor.lastrowid, dataset_token(dataset), text))
 
-    def lock_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
-        return self.store.get_memories(memory_ids)  # BEGIN IMMEDIATE: no other writer runs
-
-    def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
-        self.store._update_memory(memory_id, fields)
-
-    def insert_chunks(self, rows: Sequence[ChunkRow]) -> None:
-        for row in rows:
-            cur = self.db.execute(
-                "INSERT INTO chunks (id, memory_id, dataset, position, text, token_count, embedding, location)"
-                " VALUES (?,?,?,?,?,?,?,?)",
-                (row.id, row.memory_id, row.dataset, row.position, row.text, row.token_count,
-                 to_blob(row.embedding), location_json(row.location)),
-            )
-            self.db.execute("INSERT INTO chunks_fts (rowid, ds, text) VALUES (?, ?, ?)",
-                            (cur.lastrowid, dataset_token(row.dataset), row.text))
-
-    def delete_chunks(self, memory_id: str) -> None:
-        rows = self.db.execute("SELECT rowid, id FROM chunks WHERE memory_id = ?", (memory_id,)).fetchall()
-        for row in rows:
-            self._unindex("chunks", row["rowid"])
-        self.db.execute("DELETE FROM chunks WHERE memory_id = ?", (memory_id,))
-
-    # -- entities ----------------------------------------------------------------------------
-    def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
-        return self.store.find_entities(dataset, normalized)
-
-    def insert_entity(self, row: EntityRow) -> None:
-        cur = self.db.execute(
-            "INSERT INTO entities (id, dataset, name, normalized, type, description, aliases,"
-            " embedding, created_at) VALUES (?,?,?,?,?,?,?,?,?)",
-            (row.id, row.dataset, row.name, row.normalized, row.type, row.description,
-             json.dumps(row.aliases), to_blob(row.embedding), to_text(row.created_at)),
-        )
-        self.db.execute(
-            "INSERT INTO entities_fts (rowid, ds, text) VALUES (?, ?, ?)",
-            (cur.lastrowid, dataset_token(row.dataset), _entity_text(row.name, row.aliases, row.description)),
-        )
-
-    def update_entity(self, entity_id: str, fields: dict[str, Any]) -> None:
-        if not fields:
-            return
-        values = {k: (json.dumps(v) if k == "aliases" else v) for k, v in fields.items()}
-        sets = ", ".join(f"{k} = ?" for k in values)
-        self.db.execute(f"UPDATE entities SET {sets} WHERE id = ?", (*values.values(), entity_id))
-        row = self.db.execute(
-            "SELECT rowid, name, aliases, description FROM entities WHERE id = ?", (entity_id,)
-        ).fetchone()
-        text = _entity_text(row["name"], json.loads(row["aliases"]), row["description"])
-        self.db.execute("UPDATE entities_fts SET text = ? WHERE rowid = ?", (text, row["rowid"]))
+    def _reindex_entity(self, entity_id: str) -> None:
+        row = self.conn.execute("SELECT rowid, name, aliases, description FROM entities WHERE id = ?", (entity_id,)).fetchone()
+        text = entity_text(row["name"], json.loads(row["aliases"]), row["description"])
+        self.conn.execute("UPDATE entities_fts SET text = ? WHERE rowid = ?", (text, row["rowid"]))
         self.store._fts_changed.add("entities")
 
-    def link_entity(self, entity_id: str, memory_id: str) -> None:
-        self.db.execute(
-            "INSERT OR IGNORE INTO entity_memories (entity_id, memory_id) VALUES (?, ?)",
-            (entity_id, memory_id),
-        )
-
-    # -- facts -------------------------------------------------------------------------------
-    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
-                            by_target: bool = False) -> list[FactRow]:
-        return self.store.live_facts_touching(dataset, source_id, target_id, relation, by_target)
-
-    def get_fact_rows(self, fact_ids: Sequence[str]) -> list[FactRow]:
-        return self.store._fact_rows(fact_ids)
-
-    def insert_fact(self, row: FactRow) -> None:
-        cur = self.db.execute(
-            "INSERT INTO facts (id, dataset, source_id, relation, target_id, description, valid_at,"
-            " invalid_at, created_at, expired_at, superseded_by, memory_id, embedding, weight)"
-            " VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?)",
-            (row.id, row.dataset, row.source_id, row.relation, row.target_id, row.description,
-             to_text(row.valid_at), to_text(row.invalid_at), to_text(row.created_at),
-             to_text(row.expired_at), row.superseded_by, row.memory_id, to_blob(row.embedding),
-             row.weight),
-        )
-        self.db.execute("INSERT INTO facts_fts (rowid, ds, text) VALUES (?, ?, ?)",
-                        (cur.lastrowid, dataset_token(row.dataset), row.description))
-
-    def close_fact(self, fact_id: str, *, invalid_at, expired_at, superseded_by) -> None:
-        self.db.execute(
-            "UPDATE facts SET invalid_at = ?, expired_at = ?, superseded_by = ? WHERE id = ?",
-            (to_text(invalid_at), to_text(expired_at), superseded_by, fact_id),
-        )
-
-    def link_fact(self, fact_id: str, memory_id: str) -> None:
-        self.db.execute(
-            "INSERT OR IGNORE INTO fact_memories (fact_id, memory_id) VALUES (?, ?)", (fact_id, memory_id)
-        )
-
-    def memory_source(self, memory_id: str) -> tuple[str | None, str | None]:
-        row = self.db.execute('SELECT origin, "user" FROM memories WHERE id = ?', (memory_id,)).fetchone()
-        return (row[0], row[1]) if row else (None, None)
-
-    def fact_sources(self, fact_ids: Sequence[str]) -> dict[str, list[tuple[str | None, str | None]]]:
-        out: dict[str, list[tuple[str | None, str | None]]] = {i: [] for i in fact_ids}
-        rows = self.db.execute(
-            'SELECT fm.fact_id, m.origin, m."user" FROM fact_memories fm JOIN memories m ON m.id = fm.memory_id'
-            f" WHERE fm.fact_id IN ({_placeholders(len(fact_ids))})", list(fact_ids),
-        ).fetchall() if fact_ids else []
-        for fact_id, origin, user in rows:
-            out[fact_id].append((origin, user))
-        return out
-
-    def _delete(self, table: str, ids: Sequence[str]) -> None:
-        """Delete rows of ``facts`` or ``entities`` with their full-text rows."""
-        marks = _placeholders(len(ids))
-        for row in self.db.execute(f"SELECT rowid FROM {table} WHERE id IN ({marks})", list(ids)).fetchall():
-            self._unindex(table, row[0])
-        self.db.execute(f"DELETE FROM {table} WHERE id IN ({marks})", list(ids))
-
-    def entity_names(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
-        marks = _placeholders(len(entity_ids))
-        rows = self.db.execute(f"SELECT id, name, aliases FROM entities WHERE id IN ({marks})", list(entity_ids))
-        return {r["id"]: [r["name"], *json.loads(r["aliases"])] for r in rows}
-
-    def move_entity(self, drop_id: str, keep_id: str) -> None:
-        db = self.db
-        db.execute("UPDATE facts SET source_id = ? WHERE source_id = ?", (keep_id, drop_id))
-        db.execute("UPDATE facts SET target_id = ? WHERE target_id = ?", (keep_id, drop_id))
-        db.execute(
-            "INSERT OR IGNORE INTO entity_memories (entity_id, memory_id)"
-            " SELECT ?, memory_id FROM entity_memories WHERE entity_id = ?", (keep_id, drop_id))
-        db.execute("DELETE FROM entity_memories WHERE entity_id = ?", (drop_id,))
-        self._delete("entities", [drop_id])
-
-    def reopen_twins(self, entity_id: str) -> None:
-        self.db.execute(
-            "UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
-            " WHERE (source_id = ? OR target_id = ?) AND superseded_by IN (SELECT g.id FROM facts g"
-            " WHERE g.source_id = facts.source_id AND g.relation = facts.relation"
-            " AND g.target_id = facts.target_id)",
-            (entity_id, entity_id),
-        )
-
-    def live_facts_of(self, entity_id: str) -> list[tuple[str, str, str, str]]:
-        return [tuple(r) for r in self.db.execute(
-            "SELECT id, source_id, relation, target_id FROM facts WHERE expired_at IS NULL"
-            " AND invalid_at IS NULL AND (source_id = ? OR target_id = ?) ORDER BY created_at, id",
-            (entity_id, entity_id))]
-
-    def fold_facts(self, pairs: Sequence[tuple[str, str]]) -> None:
-        for drop, keep in pairs:
-            self.db.execute("INSERT OR IGNORE INTO fact_memories (fact_id, memory_id)"
-                            " SELECT ?, memory_id FROM fact_memories WHERE fact_id = ?", (keep, drop))
-            self.db.execute("UPDATE facts SET superseded_by = ? WHERE superseded_by = ?", (keep, drop))
-        self._delete("facts", [drop for drop, _ in pairs])
-
-    # -- garbage collection ------------------------------------------------------------------
-    def drop_links(self, memory_id: str) -> tuple[list[str], list[str]]:
-        db = self.db
-        fact_ids = [r[0] for r in db.execute("SELECT fact_id FROM fact_memories WHERE memory_id = ?", (memory_id,))]
-        entity_ids = [r[0] for r in db.execute(
-            "SELECT entity_id FROM entity_memories WHERE memory_id = ?", (memory_id,))]
-        db.execute("DELETE FROM fact_memories WHERE memory_id = ?", (memory_id,))
-        db.execute("DELETE FROM entity_memories WHERE memory_id = ?", (memory_id,))
-        return fact_ids, entity_ids
-
-    def unstated_facts(self, fact_ids: Sequence[str]) -> list[str]:
-        return [r[0] for r in self.db.execute(
-            f"SELECT id FROM facts WHERE id IN ({_placeholders(len(fact_ids))})"
-            " AND NOT EXISTS (SELECT 1 FROM fact_memories m WHERE m.fact_id = facts.id)", list(fact_ids))]
-
-    def facts_closed_by(self, fact_ids: Sequence[str]) -> list[FactRow]:
-        ids = [r[0] for r in self.db.execute(
-            f"SELECT id FROM facts WHERE superseded_by IN ({_placeholders(len(fact_ids))})"
-            " AND expired_at IS NOT NULL ORDER BY created_at, id", list(fact_ids))]
-        return self.store._fact_rows(ids) if ids else []
-
-    def slot_facts(self, dataset: str, relation: str, entity_id: str, by_source: bool) -> list[FactRow]:
-        column = "source_id" if by_source else "target_id"
-        ids = [r[0] for r in self.db.execute(
-            f"SELECT id FROM facts WHERE dataset = ? AND relation = ? AND {column} = ?",
-            (dataset, relation, entity_id))]
-        return self.store._fact_rows(ids) if ids else []
-
-    def delete_facts(self, fact_ids: Sequence[str]) -> None:
-        self._delete("facts", fact_ids)
-
-    def delete_orphans(self, entity_ids: Sequence[str]) -> list[str]:
-        dead = [r[0] for r in self.db.execute(
-            f"SELECT id FROM entities e WHERE id IN ({_placeholders(len(entity_ids))})"
-            " AND NOT EXISTS (SELECT 1 FROM entity_memories m WHERE m.entity_id = e.id)"
-            " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.source_id = e.id)"
-            " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.target_id = e.id)", list(entity_ids))]
-        self._delete("entities", dead)
-        return dead
-
-    def delete_memory(self, memory_id: str) -> None:
-        self.delete_chunks(memory_id)
-        self.db.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+    def _delete_rows(self, table: str, where: str, args: Sequence[Any]) -> None:
+        """Delete rows with their full-text rows. Their terms stay in the index's older segments
+        until the index is rewritten (:meth:`SQLiteStore.scrub`), so the table is noted."""
+        for row in self.conn.execute(f"SELECT rowid FROM {table} WHERE {where}", list(args)).fetchall():
+            self.conn.execute(f"DELETE FROM {table}_fts WHERE rowid = ?", (row[0],))
+            self.store._fts_changed.add(table)
+        self.conn.execute(f"DELETE FROM {table} WHERE {where}", list(args))
 
 
 def _files_key(kind: str, dataset: str) -> str:
@@ -415,30 +141,15 @@ def _rarest(terms: list[str], counts: dict[str, int], limit: int) -> list[str] |
     return rare
 
 
-def dataset_token(dataset: str) -> str:
-    """One full-text token that names a dataset, whatever characters its name has."""
-    return "ds" + hashlib.sha1(dataset.encode()).hexdigest()[:16]
-
 
 def _dataset_phrase(dataset: str) -> str:
     """The full-text query phrase that matches a dataset's rows."""
     return f'ds : "{dataset_token(dataset)}"'
 
 
-def _entity_text(name: str, aliases: list[str], description: str) -> str:
-    return " ".join([name, *aliases, description])
 
-
-_AUTH = AuthDialect(
-    mark="?", types={"bool": "INTEGER", "false": "0", "time": "TEXT", "perms": "TEXT",
-                     "table_options": " WITHOUT ROWID"},
-    time_in=to_text, time_out=from_text, perms_in=",".join,
-    perms_out=lambda text: frozenset(p for p in text.split(",") if p),
-)
-
-
-class SQLiteStore(AuthStore, ScopeReads, Store):
-    auth_dialect = _AUTH
+class SQLiteStore(SQLStore):
+    dialect = SQLITE
 
     def __init__(self, path: str, *, timeout: float = 30.0) -> None:
         self.url = f"sqlite:///{path}"
@@ -506,28 +217,18 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
 
     def check_embedder(self, name: str, dimension: int) -> None:
         with self._lock:
-            rows = dict(self._db.execute("SELECT key, value FROM meta WHERE key LIKE 'embedder%'").fetchall())
-            if not rows:
-                with self._write():
-                    self._db.execute("INSERT OR IGNORE INTO meta VALUES ('embedder', ?)", (name,))
-                    self._db.execute("INSERT OR IGNORE INTO meta VALUES ('embedder_dimension', ?)", (str(dimension),))
-                rows = {"embedder": name, "embedder_dimension": str(dimension)}
-            if rows["embedder"] != name or int(rows["embedder_dimension"]) != dimension:
-                raise EmbedderMismatchError(
-                    f"this store's vectors come from embedder {rows['embedder']!r} "
-                    f"({rows['embedder_dimension']} dimensions), not {name!r} ({dimension}); open it with "
-                    f"the embedder it was built with, or re-embed it with the new one: "
-                    f"kenning --db {self.path} reembed",
-                    stored=rows["embedder"],
-                    requested=name,
-                )
+            stored = self.recorded_embedder()
+            if stored is None:
+                with self._write() as db:
+                    self._record_embedder(db, name, dimension, replace=False)
+                stored = (name, dimension)
+            self._same_embedder(stored, name, dimension, self.path)
             self._dimension = dimension
 
     def set_embedder(self, name: str, dimension: int) -> None:
         """Record a new embedder (used by re-embedding, which rewrites every vector)."""
-        with self._write():
-            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder', ?)", (name,))
-            self._db.execute("INSERT OR REPLACE INTO meta VALUES ('embedder_dimension', ?)", (str(dimension),))
+        with self._write() as db:
+            self._record_embedder(db, name, dimension, replace=True)
         self.forget_vector_indexes()
 
     def close(self) -> None:
@@ -578,13 +279,13 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
                 self._save(kind, dataset, index)
 
     @contextmanager
-    def _write(self) -> Iterator[None]:
+    def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; inside a write group, a savepoint of the group's."""
         with self._lock:
             if self._grouped:
                 self._db.execute("SAVEPOINT write")
                 try:
-                    yield
+                    yield self._db
                 except BaseException:
                     self._db.execute("ROLLBACK TO write")
                     self._db.execute("RELEASE write")
@@ -596,7 +297,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             except sqlite3.OperationalError as exc:
                 raise StoreError(f"database is busy: {exc}") from exc
             try:
-                yield
+                yield self._db
             except BaseException:
                 self._db.execute("ROLLBACK")
                 raise
@@ -633,29 +334,22 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
                 self._grouped = False
         self._maintain()
 
-    @contextmanager
-    def _auth_read(self) -> Iterator[sqlite3.Connection]:
-        with self._lock:
-            yield self._db
 
     @contextmanager
-    def _auth_write(self) -> Iterator[sqlite3.Connection]:
-        with self._write():
+    def _read(self) -> Iterator[sqlite3.Connection]:
+        with self._lock:
             yield self._db
 
     @contextmanager
     def transaction(self) -> Iterator[Txn]:
         with self._lock:
-            txn = _SQLiteTxn(self)
-            with self._write():
-                yield txn
+            with self._write() as db:
+                yield SQLiteTxn(self, db)
             if not self._grouped:  # a group maintains the indexes once it has committed
                 self._maintain()
 
-    # -- memories ----------------------------------------------------------------------------
-    def insert_memory(self, memory: Memory, owner: str | None = None) -> tuple[str, bool]:
-        return self.insert_memories([memory], owner)[0]
 
+    # -- memories ----------------------------------------------------------------------------
     def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
         """All in one transaction (one commit, not one per memory), in order: a memory whose
         content is stored already, or came earlier in the list, gives that memory's id."""
@@ -670,110 +364,20 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
                     out.append((existing["id"], False))
                     continue
                 data = {**memory.model_dump(exclude={"error"}), "claimed_by": owner}
+                names = ", ".join(f'"{n}"' for n in data)
                 self._db.execute("INSERT OR IGNORE INTO datasets (name, created_at) VALUES (?, ?)",
                                  (memory.dataset, to_text(memory.created_at)))
                 self._db.execute(
-                    f"INSERT INTO memories ({_column_list(data)}) VALUES ({_placeholders(len(data))})",
-                    [_db_value(n, v) for n, v in data.items()],
+                    f"INSERT INTO memories ({names}) VALUES ({_marks(len(data))})",
+                    [self.dialect.value(n, v) for n, v in data.items()],
                 )
                 out.append((memory.id, True))
         return out
 
-    def _update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
-        if not fields:
-            return
-        sets = ", ".join(f"{k} = ?" for k in fields)
-        self._db.execute(
-            f"UPDATE memories SET {sets} WHERE id = ?",
-            (*[_db_value(k, v) for k, v in fields.items()], memory_id),
-        )
-
-    def get_memories(self, ids: Sequence[str]) -> list[Memory]:
-        if not ids:
-            return []
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE id IN ({_placeholders(len(ids))})", list(ids)
-            ).fetchall()
-            by_id = {m.id: m for m in self._with_access([_memory(r) for r in rows])}
-        return [by_id[i] for i in ids if i in by_id]
-
-    def memory_by_hash(self, dataset: str, content_hash: str) -> Memory | None:
-        with self._lock:
-            row = self._db.execute(
-                f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE dataset = ? AND content_hash = ?",
-                (dataset, content_hash),
-            ).fetchone()
-            return self._with_access([_memory(row)])[0] if row else None
-
-    def _scope_where(self, flt: MemoryFilter, alias: str = "") -> tuple[list[str], list[Any]]:
-        return memory_where(flt, alias)
-
-    def _scope_rows(self, sql: str, args: Sequence[Any]) -> list[sqlite3.Row]:
-        with self._lock:
-            return self._db.execute(sql, list(args)).fetchall()
-
-    def _where(self, flt: MemoryFilter) -> tuple[str, list[Any]]:
-        clauses, args = memory_where(flt)
-        return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
-
-    def list_memories(self, flt: MemoryFilter) -> list[Memory]:
-        if flt.order_by not in _ORDER:
-            raise ValueError(f"cannot order by {flt.order_by!r}")
-        where, args = self._where(flt)
-        direction = "DESC" if flt.descending else "ASC"
-        sql = (
-            f"SELECT {_MEMORY_COLUMNS} FROM memories{where} ORDER BY {flt.order_by} {direction}, id"
-            f" {direction} LIMIT ? OFFSET ?"
-        )
-        with self._lock:
-            if flt.order_by in ("access_count", "last_accessed_at"):
-                self.flush_access()
-            rows = self._db.execute(sql, [*args, flt.limit, flt.offset]).fetchall()
-            return self._with_access([_memory(r) for r in rows])
-
-    def file_memories(self, dataset: str, prefix: str = "", folder: str | None = None) -> list[tuple[str, str, str]]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT source, id, content_hash FROM memories WHERE dataset = ? AND source IS NOT NULL"
-                " AND substr(source, 1, ?) = ? AND status != 'superseded'"
-                " AND json_extract(metadata, '$.format') IS NOT NULL"
-                " AND (? IS NULL OR coalesce(json_extract(metadata, '$.folder'), '') = ?)"
-                " ORDER BY source, created_at, id",
-                (dataset, len(prefix), prefix, folder, folder)).fetchall()
-        return [(r[0], r[1], r[2]) for r in rows]
-
-    def count_memories(self, flt: MemoryFilter) -> int:
-        where, args = self._where(flt)
-        with self._lock:
-            return self._db.execute(f"SELECT count(*) FROM memories{where}", args).fetchone()[0]
-
-    def set_status(self, memory_id: str, status: str, error: str | None, at: dt.datetime) -> None:
-        with self._write():
-            self._update_memory(memory_id, {"status": status, "error": error, "updated_at": at})
-
-    def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
-        with self._write():
-            self._update_memory(memory_id, fields)
 
     def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
-        stranded = ["updated_at < ?"]
-        args: list[Any] = [*flt.statuses, to_text(flt.stale_before)]
-        if flt.dead_owners:
-            stranded.append(f"claimed_by IN ({_placeholders(len(flt.dead_owners))})")
-            args += flt.dead_owners
-        where = [f"(status IN ({_placeholders(len(flt.statuses))})"
-                 f" OR (status = 'processing' AND ({' OR '.join(stranded)})))"]
-        if flt.dataset is not None:
-            where.append("dataset = ?")
-            args.append(flt.dataset)
-        if flt.ids is not None:
-            where.append(f"id IN ({_placeholders(len(flt.ids))})")
-            args += flt.ids
-        if flt.after is not None:
-            where.append("(created_at, id) > (?, ?)")
-            args += [to_text(flt.after[0]), flt.after[1]]
-        query = f"SELECT {_MEMORY_COLUMNS} FROM memories WHERE {' AND '.join(where)} ORDER BY created_at, id"
+        where, args = self._claimable(flt)
+        query = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY created_at, id"
         if flt.limit is not None:
             query += " LIMIT ?"
             args.append(flt.limit)
@@ -783,143 +387,16 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             if ids:
                 self._db.execute(
                     f"UPDATE memories SET status = 'processing', claimed_by = ?, updated_at = ?"
-                    f" WHERE id IN ({_placeholders(len(ids))})",
+                    f" WHERE id IN ({_marks(len(ids))})",
                     [owner, to_text(at), *ids],
                 )
-        return [_memory(r).model_copy(update={"status": "processing"}) for r in rows]
+        return [self.dialect.memory(r).model_copy(update={"status": "processing"}) for r in rows]
 
     def renew_claims(self, owner: str, at: dt.datetime) -> None:
         with self._write():
             self._db.execute("UPDATE memories SET updated_at = ? WHERE claimed_by = ? AND status = 'processing'",
                              (to_text(at), owner))
 
-    def claim_owners(self, dataset: str | None) -> list[str]:
-        query = "SELECT DISTINCT claimed_by FROM memories WHERE claimed_by IS NOT NULL AND status = 'processing'"
-        with self._lock:
-            rows = self._db.execute(query + (" AND dataset = ?" if dataset else ""), [dataset] if dataset else [])
-            return [r[0] for r in rows]
-
-    # -- graph reads -------------------------------------------------------------------------
-    def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
-        keys = list(dict.fromkeys(normalized))
-        if not keys:
-            return {}
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT * FROM entities WHERE dataset = ? AND normalized IN ({_placeholders(len(keys))})",
-                [dataset, *keys],
-            ).fetchall()
-        return {r["normalized"]: _entity_row(r) for r in rows}
-
-    def _provenance(self, table: str, column: str, ids: Sequence[str]) -> dict[str, list[str]]:
-        out: dict[str, list[str]] = {i: [] for i in ids}
-        if not ids:
-            return out
-        rows = self._db.execute(
-            f"SELECT {column}, memory_id FROM {table} WHERE {column} IN ({_placeholders(len(ids))})"
-            f" ORDER BY memory_id",
-            list(ids),
-        ).fetchall()
-        for key, memory_id in rows:
-            out[key].append(memory_id)
-        return out
-
-    def get_entities(self, ids: Sequence[str]) -> list[Entity]:
-        if not ids:
-            return []
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT * FROM entities WHERE id IN ({_placeholders(len(ids))})", list(ids)
-            ).fetchall()
-            prov = self._provenance("entity_memories", "entity_id", ids)
-        by_id = {
-            r["id"]: Entity(
-                id=r["id"], dataset=r["dataset"], name=r["name"], type=r["type"],
-                description=r["description"], aliases=json.loads(r["aliases"]),
-                created_at=from_text(r["created_at"]), memory_ids=prov[r["id"]],
-            )
-            for r in rows
-        }
-        return [by_id[i] for i in ids if i in by_id]
-
-    def _fact_rows(self, ids: Sequence[str]) -> list[FactRow]:
-        if not ids:
-            return []
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT * FROM facts WHERE id IN ({_placeholders(len(ids))})", list(ids)
-            ).fetchall()
-        by_id = {r["id"]: _fact_row(r) for r in rows}
-        return [by_id[i] for i in ids if i in by_id]
-
-    def get_facts(self, ids: Sequence[str]) -> list[Fact]:
-        if not ids:
-            return []
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT {_FACT_COLUMNS_OF_F}, s.name AS source_name, t.name AS target_name FROM facts f"
-                " JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id"
-                f" WHERE f.id IN ({_placeholders(len(ids))})",
-                list(ids),
-            ).fetchall()
-            prov = self._provenance("fact_memories", "fact_id", ids)
-        by_id = {r["id"]: _fact(r, prov[r["id"]]) for r in rows}
-        return [by_id[i] for i in ids if i in by_id]
-
-    def get_chunks(self, ids: Sequence[str]) -> list[ChunkRow]:
-        if not ids:
-            return []
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT id, memory_id, dataset, position, text, token_count, location FROM chunks"
-                f" WHERE id IN ({_placeholders(len(ids))})",
-                list(ids),
-            ).fetchall()
-        by_id = {r["id"]: _chunk_row(r) for r in rows}
-        return [by_id[i] for i in ids if i in by_id]
-
-    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
-                            by_target: bool = False) -> list[FactRow]:
-        # the columns a FactRow has (not the vector): the rows are compared, never embedded;
-        # the same two endpoints are found through facts_pair
-        select = f"SELECT {_FACT_COLUMNS} FROM facts WHERE"
-        sql = (
-            f"{select} source_id = ? AND relation = ? AND dataset = ? AND expired_at IS NULL"
-            f" UNION {select} source_id = ? AND target_id = ? AND dataset = ? AND expired_at IS NULL"
-            f" UNION {select} source_id = ? AND target_id = ? AND dataset = ? AND expired_at IS NULL"
-        )
-        args: list[Any] = [source_id, relation, dataset, source_id, target_id, dataset, target_id, source_id, dataset]
-        if by_target:
-            sql += f" UNION {select} target_id = ? AND relation = ? AND dataset = ? AND expired_at IS NULL"
-            args += [target_id, relation, dataset]
-        with self._lock:
-            rows = self._db.execute(f"SELECT * FROM ({sql}) ORDER BY valid_at, id", args).fetchall()
-        return [_fact_row(r) for r in rows]
-
-    def entity_facts(self, entity_id: str, relation: str | None = None) -> list[Fact]:
-        sql = "SELECT id FROM facts WHERE (source_id = ? OR target_id = ?)"
-        args: list[Any] = [entity_id, entity_id]
-        if relation:
-            sql += " AND relation = ?"
-            args.append(relation)
-        with self._lock:
-            ids = [r[0] for r in self._db.execute(sql + " ORDER BY valid_at, created_at, id", args)]
-        return self.get_facts(ids)
-
-    def memory_chunks(self, memory_id: str) -> list[ChunkRow]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT id, memory_id, dataset, position, text, token_count, location FROM chunks"
-                " WHERE memory_id = ? ORDER BY position", (memory_id,)).fetchall()
-        return [_chunk_row(r) for r in rows]
-
-    def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
-        with self._lock:
-            entities = [r[0] for r in self._db.execute(
-                "SELECT entity_id FROM entity_memories WHERE memory_id = ? ORDER BY entity_id", (memory_id,))]
-            facts = [r[0] for r in self._db.execute(
-                "SELECT fact_id FROM fact_memories WHERE memory_id = ? ORDER BY fact_id", (memory_id,))]
-        return entities, facts
 
     # -- search lanes ------------------------------------------------------------------------
     def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
@@ -931,7 +408,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         docs/architecture.md, "The SQLite full-text lane at scale", has each rule."""
         if not terms:
             return []
-        table = _KIND_TABLE[kind]
+        table = KIND_TABLE[kind]
         with self._lock:
             counts = self._term_counts(table, terms)
             rows = self._table_rows(table)
@@ -1036,7 +513,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             if not found:
                 return []
             ids = dict(self._db.execute(
-                f"SELECT rowid, id FROM {_KIND_TABLE[kind]} WHERE rowid IN ({_placeholders(len(found))})",
+                f"SELECT rowid, id FROM {KIND_TABLE[kind]} WHERE rowid IN ({_marks(len(found))})",
                 [key for key, _ in found],
             ).fetchall())
         return [Scored(kind, ids[key], score) for key, score in found if key in ids]
@@ -1044,19 +521,19 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
     def neighbors(self, dataset: str, entity_ids: Sequence[str], limit: int) -> list[FactRow]:
         if not entity_ids:
             return []
-        marks = _placeholders(len(entity_ids))
+        marks = _marks(len(entity_ids))
         with self._lock:
             # Sorted by rowid and time alone, then ``limit`` rows read: a hub entity's thousand
             # facts are not each copied, vector and all, into the sorter (3.8 -> 1.0 ms for a
             # 1,077-fact hub at 100k, timed by hand).
             rows = self._db.execute(
-                f"SELECT {_FACT_COLUMNS} FROM facts WHERE rowid IN (SELECT rowid FROM facts WHERE dataset = ?"
+                f"SELECT {FACT_COLUMNS} FROM facts WHERE rowid IN (SELECT rowid FROM facts WHERE dataset = ?"
                 f" AND (source_id IN ({marks}) OR target_id IN ({marks}))"
                 " ORDER BY expired_at IS NOT NULL, valid_at DESC, rowid DESC LIMIT ?)"
                 " ORDER BY expired_at IS NOT NULL, valid_at DESC, rowid DESC",
                 [dataset, *entity_ids, *entity_ids, limit],
             ).fetchall()
-        return [_fact_row(r) for r in rows]
+        return [self.dialect.fact_row(r) for r in rows]
 
     def memory_neighbors(self, memory_ids: Sequence[str], window: int) -> list[tuple[str, str, int]]:
         if not memory_ids or window < 1:
@@ -1065,13 +542,14 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             "SELECT m.id AS of_id, n.id AS id, n.position - m.position AS offset FROM memories m"
             " JOIN memories n ON n.episode = m.episode AND n.dataset = m.dataset"
             " AND n.position BETWEEN m.position - ? AND m.position + ?"
-            f" AND n.id <> m.id WHERE m.id IN ({_placeholders(len(memory_ids))}) AND m.episode IS NOT NULL"
+            f" AND n.id <> m.id WHERE m.id IN ({_marks(len(memory_ids))}) AND m.episode IS NOT NULL"
         )
         with self._lock:
             rows = self._db.execute(sql, [window, window, *memory_ids]).fetchall()
         return [(r["of_id"], r["id"], r["offset"]) for r in rows]
 
-    def record_access(self, dataset, memory_ids, entity_ids, fact_ids, at) -> None:
+    def record_access(self, dataset: str, memory_ids: Sequence[str], entity_ids: Sequence[str],
+                      fact_ids: Sequence[str], at: dt.datetime) -> None:
         """Counted in memory and written every ``_ACCESS_FLUSH_CALLS`` recalls, every
         ``_ACCESS_FLUSH_SECONDS`` and on close: one write per recall cost 0.8 ms at 100k. Reads
         of memories in this process add the counts not yet written."""
@@ -1099,50 +577,18 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
                         (count, to_text(at), item_id),
                     )
 
-    def _with_access(self, memories: list[Memory]) -> list[Memory]:
+    def _fresh(self, memories: list[Memory]) -> list[Memory]:
+        """The access counts not yet written added."""
         for memory in memories:
-            count, at = self._access.get(("memories", memory.id), (0, None))
-            if count:
+            if ("memories", memory.id) in self._access:
+                count, at = self._access[("memories", memory.id)]
                 memory.access_count += count
                 if memory.last_accessed_at is None or at > memory.last_accessed_at:
                     memory.last_accessed_at = at
         return memories
 
-    def entity_rows(self, dataset: str, after_id: str | None, limit: int) -> list[EntityRow]:
-        with self._lock:
-            rows = self._db.execute(
-                "SELECT * FROM entities WHERE dataset = ? AND id > ? ORDER BY id LIMIT ?",
-                (dataset, after_id or "", limit),
-            ).fetchall()
-        out = []
-        for r in rows:
-            row = _entity_row(r)
-            row.embedding = from_blob(r["embedding"])
-            out.append(row)
-        return out
-
-    def set_fact_weight(self, fact_id: str, weight: float) -> None:
-        with self._write():
-            self._db.execute("UPDATE facts SET weight = ? WHERE id = ?", (weight, fact_id))
-
-    # -- embeddings --------------------------------------------------------------------------
-    _EMBED_TEXT = {"chunk": "text", "entity": "name", "fact": "description"}
-
-    def texts_to_embed(self, kind, after_id, limit, missing_only=False) -> list[tuple[str, str]]:
-        table, column = _KIND_TABLE[kind], self._EMBED_TEXT[kind]
-        where = ["id > ?"] if after_id else []
-        if missing_only:
-            where.append("embedding IS NULL")
-        clause = (" WHERE " + " AND ".join(where)) if where else ""
-        with self._lock:
-            rows = self._db.execute(
-                f"SELECT id, {column} FROM {table}{clause} ORDER BY id LIMIT ?",
-                ([after_id] if after_id else []) + [limit],
-            ).fetchall()
-        return [(r[0], r[1]) for r in rows]
-
     def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
-        table = _KIND_TABLE[kind]
+        table = KIND_TABLE[kind]
         with self._write():
             self._db.executemany(
                 f"UPDATE {table} SET embedding = ? WHERE id = ?", [(to_blob(v), i) for i, v in rows]
@@ -1241,7 +687,9 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
             return
         for kind, dataset in [key for key, index in self._anns.items() if not index.mapped]:
             index = self._ann(kind, dataset)
-            if index.unsaved and (index.path is None or index.unsaved > min(len(index) // 16, _CLOSE_SAVE_ROWS)):
+            if index is None or not index.unsaved:
+                continue
+            if index.path is None or index.unsaved > min(len(index) // 16, _CLOSE_SAVE_ROWS):
                 self._save(kind, dataset, index)
         self._anns.clear()
 
@@ -1304,7 +752,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         dim = self._dimension or 0
         index = build(dim, np.zeros(0, np.uint64), np.zeros((0, dim), np.float32))
         cursor = self._db.execute(
-            f"SELECT rowid, embedding FROM {_KIND_TABLE[kind]} WHERE dataset = ? AND embedding IS NOT NULL",
+            f"SELECT rowid, embedding FROM {KIND_TABLE[kind]} WHERE dataset = ? AND embedding IS NOT NULL",
             (dataset,),
         )
         while batch := [r for r in cursor.fetchmany(50_000) if len(r[1]) == 4 * dim]:
@@ -1352,7 +800,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
     def _catch_up(self, index: AnnIndex, kind: str, dataset: str, head: int) -> None:
         """Replay the log after the index's stamp: rows that still have a vector in the dataset
         are (re)added, the others removed."""
-        table = _KIND_TABLE[kind]
+        table = KIND_TABLE[kind]
         changed = [r[0] for r in self._db.execute(
             "SELECT DISTINCT row_id FROM vector_log WHERE seq > ? AND seq <= ? AND kind = ? AND dataset = ?",
             (index.stamp, head, kind, dataset),
@@ -1360,7 +808,7 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
         for start in range(0, len(changed), 500):
             ids = changed[start : start + 500]
             rows = self._db.execute(
-                f"SELECT rowid, embedding FROM {table} WHERE rowid IN ({_placeholders(len(ids))})"
+                f"SELECT rowid, embedding FROM {table} WHERE rowid IN ({_marks(len(ids))})"
                 " AND dataset = ? AND embedding IS NOT NULL",
                 [*ids, dataset],
             ).fetchall()
@@ -1371,42 +819,3 @@ class SQLiteStore(AuthStore, ScopeReads, Store):
                 index.upsert(list(alive), vectors)
         index.stamp = head
 
-    # -- bookkeeping -------------------------------------------------------------------------
-    def stats(self, dataset: str | None) -> Stats:
-        where, args = ("WHERE dataset = ?", [dataset]) if dataset else ("", [])
-        and_ = "AND" if dataset else "WHERE"
-        q = self._db.execute
-        with self._lock:
-            memories = q(f"SELECT count(*) FROM memories {where}", args).fetchone()[0]
-            pending = q(f"SELECT count(*) FROM memories {where} {and_} status IN ('pending','processing')", args).fetchone()[0]
-            failed = q(f"SELECT count(*) FROM memories {where} {and_} status = 'failed'", args).fetchone()[0]
-            chunks = q(f"SELECT count(*) FROM chunks {where}", args).fetchone()[0]
-            entities = q(f"SELECT count(*) FROM entities {where}", args).fetchone()[0]
-            facts = q(f"SELECT count(*) FROM facts {where}", args).fetchone()[0]
-            live = q(f"SELECT count(*) FROM facts {where} {and_} expired_at IS NULL AND invalid_at IS NULL", args).fetchone()[0]
-            last = q(f"SELECT max(processed_at) FROM memories {where}", args).fetchone()[0]
-            usage = Usage()
-            for (raw,) in q(f"SELECT usage FROM memories {where} {and_} usage != '{{}}'", args):
-                usage.add(Usage(**json.loads(raw)))
-            embedder = q("SELECT value FROM meta WHERE key = 'embedder'").fetchone()
-        return Stats(
-            dataset=dataset, memories=memories, pending=pending, failed=failed, chunks=chunks,
-            entities=entities, facts=facts, facts_live=live, facts_closed=facts - live,
-            datasets=self.datasets() if dataset is None else [dataset],
-            last_processed_at=from_text(last), usage=usage, embedder=embedder[0] if embedder else None,
-        )
-
-    def datasets(self) -> list[str]:
-        with self._lock:
-            return [r[0] for r in self._db.execute("SELECT name FROM datasets ORDER BY name")]
-
-
-def _fact(row: sqlite3.Row, memory_ids: list[str]) -> Fact:
-    return Fact(
-        id=row["id"], dataset=row["dataset"], source_id=row["source_id"], source=row["source_name"],
-        relation=row["relation"], target_id=row["target_id"], target=row["target_name"],
-        description=row["description"], valid_at=from_text(row["valid_at"]),
-        invalid_at=from_text(row["invalid_at"]), created_at=from_text(row["created_at"]),
-        expired_at=from_text(row["expired_at"]), superseded_by=row["superseded_by"],
-        weight=row["weight"], memory_ids=memory_ids,
-    )

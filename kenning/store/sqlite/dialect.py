@@ -1,26 +1,24 @@
-"""A :class:`MemoryFilter` as SQLite SQL: the columns it names and its metadata conditions
-(``json_extract`` over the ``metadata`` column), for ``memories`` under any alias."""
+"""How SQLite spells the shared SQL (``kenning.store.sql``): times as ISO text, JSON as text,
+vectors as BLOBs, booleans as integers, permissions as comma lists, and metadata conditions
+as ``json_extract`` over the ``metadata`` column."""
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 from typing import Any
 
-from ..._time import to_text
-from .. import filters
-from ..base import MemoryFilter
+from ..._time import from_text, to_text
 from ..filters import Condition
+from ..sql import Dialect, json_text
+from ..vectors import from_blob, to_blob
 
-__all__ = ["memory_where"]
+__all__ = ["SQLITE", "dataset_token"]
 
 #: an ISO date at the start of a text value: only those are compared as instants (julianday()
 #: would also read 'now' and bare numbers)
 _ISO_DATE = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*"
-
-
-def memory_where(flt: MemoryFilter, alias: str = "") -> tuple[list[str], list[Any]]:
-    """(clauses to AND, their arguments) selecting the memories ``flt`` selects."""
-    return filters.memory_where(flt, _condition, alias, flag=int)
 
 
 def _path(cond: Condition) -> str:
@@ -52,3 +50,16 @@ def _equals(v: Any, value: str, kind: str, path: str) -> tuple[str, list[Any]]:
     if isinstance(v, (int, float)):
         return f"({kind} IN ('integer', 'real') AND {value} = ?)", [path, path, v]
     return f"({kind} = 'text' AND {value} = ?)", [path, path, v]
+
+
+def dataset_token(dataset: str) -> str:
+    """One full-text token that names a dataset, whatever characters its name has."""
+    return "ds" + hashlib.sha1(dataset.encode()).hexdigest()[:16]
+
+
+SQLITE = Dialect(
+    mark="?", condition=_condition, time_in=to_text, time_out=from_text, json_in=json_text, json_out=json.loads,
+    bool_in=int, vector_in=to_blob, vector_out=from_blob, json_text="json_extract({column}, '$.{key}')",
+    auth_types={"bool": "INTEGER", "false": "0", "time": "TEXT", "perms": "TEXT", "table_options": " WITHOUT ROWID"},
+    perms_in=",".join, perms_out=lambda text: frozenset(p for p in text.split(",") if p),
+)

@@ -1,0 +1,96 @@
+"""Where recall's time goes on a store of long chat turns (issue "Fast at any size", item 1).
+
+    python benchmarks/tune_recall.py ../shared/data/longmemeval/dev --kind longmemeval --cache /tmp/lme-dev --grid role=1
+    python benchmarks/profile_recall.py ../shared/data/longmemeval/dev --cache /tmp/lme-dev --limit 30
+
+Opens each cached per-question store (built by ``tune_recall.py --cache``: one LongMemEval
+question's haystack, ~490 turns of ~970 characters), asks its question once to warm the
+process, then ``--rounds`` times with ``recall(question, top_k=50)`` (hybrid, the default
+install), and prints recall p50 / p95 over every ask and the mean wall-clock time per recall
+of each step (store reads, the lanes, the memory ranking, the hits' flags). Steps nest
+(``search._by_memory`` includes the store reads it makes); the timing wrappers cost a few
+microseconds a call.
+"""
+
+from __future__ import annotations
+
+import argparse
+import functools
+import statistics
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from kenning import Kenning
+from kenning.core import reading
+from kenning.eval.datasets import load
+from kenning.eval.run import DATASET
+from kenning.search import recall as recall_module
+from kenning.store.sqlite.store import SQLiteStore
+
+_STORE_READS = ("lexical", "vector", "get_memories", "get_chunks", "get_facts", "memory_graph",
+                "memory_neighbors", "neighbors", "find_entities", "get_entities", "record_access")
+_STEPS = ("_collect", "_expansion", "_graph_lane", "_by_memory", "_neighbor_bonus", "_evidence_hit", "_settle")
+
+
+def _timed(owner: Any, name: str, label: str, spent: dict[str, float]) -> None:
+    inner = getattr(owner, name)
+
+    @functools.wraps(inner)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        started = time.perf_counter()
+        try:
+            return inner(*args, **kwargs)
+        finally:
+            spent[label] += time.perf_counter() - started
+
+    setattr(owner, name, wrapper)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("path", help="a LongMemEval folder or file")
+    parser.add_argument("--cache", required=True, help="the stores tune_recall.py --cache built")
+    parser.add_argument("--limit", type=int, default=30, help="the first N questions")
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--top-k", type=int, default=50)
+    parser.add_argument("--no-steps", action="store_true", help="only p50 / p95 (no timing wrappers)")
+    args = parser.parse_args()
+    spent: dict[str, float] = defaultdict(float)
+    if not args.no_steps:
+        for name in _STORE_READS:
+            _timed(SQLiteStore, name, f"store.{name}", spent)
+        for name in _STEPS:
+            _timed(recall_module, name, f"search.{name}", spent)
+        _timed(reading, "annotate_hits", "hits' flags (annotate_hits)", spent)
+    stores = []
+    for collection in load("longmemeval", args.path, "all")[: args.limit]:
+        db = Path(args.cache) / f"{collection.name}.db"
+        if not db.is_file():
+            sys.exit(f"{db} is missing: build the cache with tune_recall.py --cache first")
+        kn = Kenning(str(db), clock=lambda now=collection.now: now)
+        stores.append((kn, [q.text for q in collection.questions]))
+    for kn, questions in stores:  # warm: first reads of each file, term counts
+        for text in questions:
+            kn.recall(text, dataset=DATASET, top_k=args.top_k)
+    spent.clear()
+    ms: list[float] = []
+    for _ in range(args.rounds):
+        for kn, questions in stores:
+            for text in questions:
+                started = time.perf_counter()
+                kn.recall(text, dataset=DATASET, top_k=args.top_k)
+                ms.append((time.perf_counter() - started) * 1000)
+    ms.sort()
+    print(f"{len(stores)} stores, {len(ms)} recalls (top_k={args.top_k}): p50 {statistics.median(ms):.1f} ms,"
+          f" p95 {ms[min(len(ms) - 1, int(len(ms) * 0.95))]:.1f} ms")
+    for label, seconds in sorted(spent.items(), key=lambda item: -item[1]):
+        print(f"  {label:<30} {seconds / len(ms) * 1000:7.2f} ms")
+
+
+if __name__ == "__main__":
+    main()
