@@ -2,8 +2,9 @@
 installs, or raises ``ConfigurationError`` naming the extra (never a raw ``ModuleNotFoundError``).
 
 Every optional import of kenning goes through it: the remote client (``remote``: httpx), the
-servers (``server``, ``mcp``), the stores and models (``postgres``, ``local``), documents
-(``files``) and the framework integrations (``langgraph``, ``openai-agents``, ``pydantic-ai``, ``crewai``).
+servers (``server``, ``mcp``), the stores and models (``postgres``, ``local``, and ``onnx`` for the
+local encoder in onnxruntime), documents (``files``) and the framework integrations (``langgraph``,
+``openai-agents``, ``pydantic-ai``, ``crewai``).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ EXTRAS: dict[str, str] = {
     "mcp": "mcp",
     "psycopg": "postgres", "psycopg_pool": "postgres",
     "tokenizers": "local", "safetensors": "local", "huggingface_hub": "local",
+    "onnxruntime": "onnx", "onnx": "onnx",
     "pypdf": "files", "docx": "files", "pptx": "files", "openpyxl": "files", "charset_normalizer": "files",
     "langgraph": "langgraph", "langmem": "langgraph",
     "agents": "openai-agents",

@@ -174,3 +174,29 @@ def test_eval_agent_life_counts_a_value_only_as_a_whole_word():
 def test_bench_forget_prints_the_cost_of_erasing():
     out = _script(str(BENCHMARKS / "bench_forget.py"), "--memories", "30", "--deletes", "2")
     assert "ms a memory at 30 memories" in out and "for 30 memories" in out
+
+
+def test_bench_longturn_measures_both_sets_on_fixtures():
+    fixtures = Path(__file__).resolve().parent / "fixtures"
+    out = _script(str(BENCHMARKS / "bench_longturn.py"), str(fixtures / "longmemeval_tiny"), "--questions", "1",
+                  "--repeats", "2", "--locomo", str(fixtures / "locomo_tiny.json"), "--locomo-questions", "2", "--json")
+    result = json.loads(out)
+    assert len(result["load_before"]) == 3 and len(result["load_after"]) == 3
+    for figures in result["sets"].values():
+        assert figures["turns"] > 0 and figures["ingest_turns_per_s"] > 0 and figures["queries"] > 0
+        assert figures["recall_ms"]["p50"] > 0 and figures["bm25_ms"]["p95"] >= figures["bm25_ms"]["p50"]
+
+
+def test_check_extraction_finds_no_difference_with_itself(tmp_path):
+    fixtures = Path(__file__).resolve().parent / "fixtures"
+    snapshot = tmp_path / "snapshot.json"
+    _script(str(BENCHMARKS / "check_extraction.py"), "--write", str(snapshot), str(fixtures / "long_turns.json"))
+    assert "0 differ" in _script(str(BENCHMARKS / "check_extraction.py"), "--compare", str(snapshot),
+                                 str(fixtures / "long_turns.json"))
+    saved = json.loads(snapshot.read_text())
+    first = next(i for i, text in enumerate(saved) if text["extraction"]["facts"])
+    saved[first]["extraction"]["facts"] = []  # as if the code read one fact less
+    snapshot.write_text(json.dumps(saved))
+    done = subprocess.run([sys.executable, str(BENCHMARKS / "check_extraction.py"), "--compare", str(snapshot),
+                           str(fixtures / "long_turns.json")], capture_output=True, text=True, timeout=120, check=False)
+    assert done.returncode == 1 and "1 differ" in done.stdout

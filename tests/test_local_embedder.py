@@ -35,9 +35,13 @@ REFERENCE_SIM_01 = 0.9744994
 REFERENCE_SIM_02 = 0.0660383
 
 
-@pytest.fixture(scope="module")
-def embedder() -> LocalEmbedder:
-    return LocalEmbedder("all-MiniLM-L6-v2")
+@pytest.fixture(scope="module", params=["numpy", "onnx"])
+def embedder(request) -> LocalEmbedder:
+    """Both runtimes against the same reference (onnxruntime where it is installed)."""
+    if request.param == "onnx":
+        pytest.importorskip("onnxruntime")
+        pytest.importorskip("onnx")
+    return LocalEmbedder("all-MiniLM-L6-v2", runtime=request.param)
 
 
 def test_matches_sentence_transformers(embedder):

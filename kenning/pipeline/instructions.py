@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from functools import lru_cache
 
 __all__ = ["FLAGS", "HEADER", "detect", "fold", "neutral", "quote", "strip_role_markers"]
 
@@ -201,13 +202,27 @@ def detect(text: str) -> list[str]:
     when it is not."""
     if not text:
         return []
+    if len(text) > _CACHED_LENGTH:
+        return list(_detect(text))
+    return list(_detect_cached(text))
+
+
+#: texts up to this long keep their answer: a memory is read when it is stamped, again when
+#: its plan is made and when its facts are screened (``authority.py``), each a full scan
+_CACHED_LENGTH = 20_000
+
+
+def _detect(text: str) -> tuple[str, ...]:
     folded = fold(text)
     squashed = re.sub(r"[^a-z<|>]", "", folded.translate(_LEET))
     found = []
     for flag in FLAGS:
         if any(_matches(p, folded) for p in _COMPILED[flag]) or any(w in squashed for w in _SQUASHED.get(flag, ())):
             found.append(flag)
-    return found
+    return tuple(found)
+
+
+_detect_cached = lru_cache(maxsize=512)(_detect)
 
 
 _LEADING_ROLE = re.compile(

@@ -51,14 +51,16 @@ from __future__ import annotations
 
 import datetime as dt
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, replace
+from typing import Any
 
 from ..models import Usage
 from ..dates import DateSpan, find_dates, parse_date
 from ..text import normalize_name
 from . import changes as _changes
 from .extract import ExtractedEntity, ExtractedFact, Extraction, Extractor
-from .literals import literals_in, required_literals
+from .literals import required_literals
 
 __all__ = ["OfflineExtractor"]
 
@@ -338,7 +340,7 @@ class _Rule:
     needs: frozenset[str] | None = None
 
 
-def _rule(template: str, relation: str, source: str, target: str, **flags: bool | str) -> _Rule:
+def _rule(template: str, relation: str, source: str, target: str, **flags: Any) -> _Rule:
     # what a clause needs is read from the template with its macros left out (an empty group
     # requires nothing): a tenth of the text to parse, and the macros hold names, not verbs
     needs = required_literals(_MACRO.sub("(?:)", template), re.DOTALL)
@@ -678,6 +680,20 @@ _RULES: list[_Rule] = [
 
 #: every string some rule needs (``_match`` looks for each once per clause)
 _LITERALS = frozenset().union(*(rule.needs for rule in _RULES if rule.needs))
+#: the rules (by position) to try whatever a clause holds: those that need nothing known
+_ALWAYS = frozenset(i for i, rule in enumerate(_RULES) if not rule.needs)
+#: for each needed string, the rules that need it (one of them): a clause is tried only on the
+#: rules of the strings it holds, in rule order, instead of testing every rule's needs
+_RULES_NEEDING: dict[str, frozenset[int]] = {
+    literal: frozenset(i for i, rule in enumerate(_RULES) if rule.needs and literal in rule.needs)
+    for literal in _LITERALS
+}
+#: the needed strings by their first three characters, and those shorter than that: a clause's
+#: three-letter windows name the few strings worth looking for (``literals_in`` looks for all)
+_SHORT_LITERALS = tuple(sorted(n for n in _LITERALS if len(n) < 3))
+_LITERALS_BY_PREFIX: dict[str, tuple[str, ...]] = {}
+for _literal in sorted(n for n in _LITERALS if len(n) >= 3):
+    _LITERALS_BY_PREFIX[_literal[:3]] = (*_LITERALS_BY_PREFIX.get(_literal[:3], ()), _literal)
 
 # -- text shapes
 
@@ -740,7 +756,8 @@ def _sentences(text: str) -> list[tuple[str | None, str]]:
         label = _LABEL.fullmatch(line)
         if label and not _is_speaker(label["label"]):
             line = label["text"]  # "Decision: Use X", "Big news: …": the label is not a speaker
-        line = line[_BULLET.match(line).end() :] if _BULLET.match(line) else line
+        bullet = _BULLET.match(line)
+        line = line[bullet.end() :] if bullet else line
         out.extend((speaker, sentence) for sentence in _split_sentences(line))
     return out
 
@@ -1107,7 +1124,7 @@ class _Reader:
             naming = rule.relation == "@named"
             rule, groups = self.specialize(rule, groups, subject)
             if naming and subject == (speaker or USER) and not self.named and groups.get("o"):
-                self.speaker, self.named = _clean_name(groups["o"]), True  # "I" is named now
+                self.speaker, self.named = _clean_name(groups["o"] or ""), True  # "I" is named now
         if rule.relation == "@nothing":
             return []
         if rule.relation == "@has_kin":  # "I have two brothers, Luke and Ben"
@@ -1120,6 +1137,8 @@ class _Reader:
             return []
         if rule.swap:
             subject, target = target, subject
+        if subject is None:  # a passive shape read without its object: nothing it states
+            return []
         if rule.relation == "@left_employer":
             target = self.employers.get(normalize_name(subject))
         source_type = self.type_of(subject, self.source_slot(rule, target))
@@ -1269,11 +1288,27 @@ class _Reader:
             self.last_thing = entity.name
 
 
+def _present(text: str) -> set[str] | None:
+    """``literals_in(text, _LITERALS)``: the needed strings the text holds (lower-cased), None
+    when that test is not sound (the text is not ASCII), found by looking only for the strings
+    that begin with one of the text's three-letter windows."""
+    if not text.isascii():
+        return None
+    lowered = text.lower()
+    found = {n for n in _SHORT_LITERALS if n in lowered}
+    for window in {lowered[i : i + 3] for i in range(len(lowered) - 2)}.intersection(_LITERALS_BY_PREFIX):
+        found.update(n for n in _LITERALS_BY_PREFIX[window] if n in lowered)
+    return found
+
+
 def _match(text: str) -> _Found | None:
-    present = literals_in(text, _LITERALS)
-    for rule in _RULES:
-        if present is not None and rule.needs and rule.needs.isdisjoint(present):
-            continue  # it cannot match: no backtracking through the subject
+    present = _present(text)
+    if present is None:
+        candidates: Iterable[int] = range(len(_RULES))
+    else:  # a rule none of whose needed strings the clause holds cannot match: not tried
+        candidates = sorted(_ALWAYS.union(*(_RULES_NEEDING[n] for n in present)))
+    for index in candidates:
+        rule = _RULES[index]
         match = rule.pattern.fullmatch(text)
         if match:
             return rule, match.groupdict()

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 import zlib
+from itertools import chain
 
 import numpy as np
 
@@ -46,39 +47,68 @@ class HashingEmbedder(Embedder):
         self.dimension = dimension
         self.name = f"hashing-v1-{dimension}"
         #: a word's stem and the features it adds (words repeat: most texts hash nothing new)
-        self._words: dict[str, tuple[str, tuple[tuple[int, float], ...]]] = {}
+        self._words: dict[str, tuple[str, tuple[int, ...], tuple[float, ...]]] = {}
+        #: a pair of stems and its feature's slot and value
+        self._pairs: dict[tuple[str, str], tuple[int, float]] = {}
 
     def _slot(self, key: str, weight: float) -> tuple[int, float]:
         h = zlib.crc32(key.encode())
         return h % self.dimension, (1.0 if (h >> 31) & 1 else -1.0) * weight
 
-    def _word(self, word: str) -> tuple[str, tuple[tuple[int, float], ...]]:
+    def _word(self, word: str) -> tuple[str, tuple[int, ...], tuple[float, ...]]:
+        """A word's stem and the slots and values its features add."""
         known = self._words.get(word)
         if known is None:
             stem = _stem(word)
             padded = f"<{stem}>"
-            known = stem, (self._slot("w:" + stem, 1.0),
-                           *(self._slot("c:" + padded[i : i + 3], 0.25) for i in range(len(padded) - 2)))
+            slots = (self._slot("w:" + stem, 1.0),
+                     *(self._slot("c:" + padded[i : i + 3], 0.25) for i in range(len(padded) - 2)))
+            known = stem, tuple(i for i, _ in slots), tuple(v for _, v in slots)
             if len(self._words) >= _CACHED_WORDS:
                 self._words.clear()
             self._words[word] = known
         return known
 
     def _features(self, text: str) -> dict[int, float]:
-        content = [self._word(w) for w in _WORD.findall(text.casefold()) if w not in _STOP]
+        """``text``'s features: slot -> summed weight (what ``embed_batch`` counts)."""
+        slots: list[int] = []
+        values: list[float] = []
+        self._add_features(text, slots, values)
         feats: dict[int, float] = {}
-        for _, slots in content:
-            for index, value in slots:
-                feats[index] = feats.get(index, 0.0) + value
-        for (a, _), (b, _) in zip(content, content[1:]):
-            index, value = self._slot(f"b:{a} {b}", 0.5)
+        for index, value in zip(slots, values):
             feats[index] = feats.get(index, 0.0) + value
         return feats
 
+    def _add_features(self, text: str, slots: list[int], values: list[float]) -> None:
+        """Append the slots and values of ``text``'s features: its words' (stem and character
+        trigrams) and its word pairs'."""
+        content = [self._word(w) for w in _WORD.findall(text.casefold()) if w not in _STOP]
+        slots.extend(chain.from_iterable(c[1] for c in content))
+        values.extend(chain.from_iterable(c[2] for c in content))
+        stems = [c[0] for c in content]
+        pairs = self._pairs
+        for pair in zip(stems, stems[1:]):
+            known = pairs.get(pair)
+            if known is None:
+                known = self._slot(f"b:{pair[0]} {pair[1]}", 0.5)
+                if len(pairs) >= _CACHED_WORDS:
+                    pairs.clear()
+                pairs[pair] = known
+            slots.append(known[0])
+            values.append(known[1])
+
     def embed_batch(self, texts: list[str], usage: Usage) -> np.ndarray:
-        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        # every feature of every text in one weighted count: a text's row is the sum of its
+        # features' signed weights, multiples of 1/4, so the order of the sums changes nothing
+        slots: list[int] = []
+        values: list[float] = []
+        sizes = np.zeros(len(texts), dtype=np.int64)
         for row, text in enumerate(texts):
-            feats = self._features(text)
-            out[row, list(feats)] = list(feats.values())
+            self._add_features(text, slots, values)
+            sizes[row] = len(slots)
+        rows = np.repeat(np.arange(len(texts), dtype=np.int64) * self.dimension, np.diff(sizes, prepend=0))
+        counts = np.bincount(np.asarray(slots, dtype=np.int64) + rows, weights=np.asarray(values, dtype=np.float64),
+                             minlength=len(texts) * self.dimension)
+        out = counts.astype(np.float32).reshape(len(texts), self.dimension)
         usage.embedded_texts += len(texts)
         return out

@@ -28,6 +28,7 @@ import json
 import os
 import re
 import threading
+from collections import OrderedDict
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
@@ -37,8 +38,13 @@ import numpy as np
 from ..errors import ConfigurationError
 from ..models import Usage
 from .base import Embedder
+from .onnx_bert import OnnxEncoder, cache_key
+from .onnx_bert import available as onnx_available
 
-__all__ = ["BertRuntime", "LocalEmbedder", "find_model_dir", "model_prefixes"]
+__all__ = ["RUNTIMES", "BertRuntime", "LocalEmbedder", "find_model_dir", "model_prefixes"]
+
+#: how the encoder runs: onnxruntime when installed (``auto``), or the one named
+RUNTIMES = ("auto", "onnx", "numpy")
 
 #: names of the one model we know a package for, mapped to that package
 _PACKAGES = {
@@ -199,8 +205,13 @@ class BertRuntime:
     #: token slots per forward pass: length-sorted groups of about this size keep the
     #: intermediate arrays in cache (measured fastest on 2 cores) and waste little on padding
     group_tokens = 160
+    #: the same for onnxruntime, whose fused kernels want larger products (docs/benchmarks.md)
+    onnx_group_tokens = 1024
 
-    def __init__(self, directory: Path, *, head: bool = False, max_length: int | None = None) -> None:
+    def __init__(self, directory: Path, *, head: bool = False, max_length: int | None = None,
+                 runtime: str = "auto") -> None:
+        if runtime not in RUNTIMES:
+            raise ConfigurationError(f"local runtime {runtime!r} is not one of {', '.join(RUNTIMES)}")
         Tokenizer, load_file = _import_backends()
         config = _read_json(directory / "config.json")
         model_type = config.get("model_type", "bert")
@@ -219,6 +230,19 @@ class BertRuntime:
         self.tokenizer.enable_truncation(max_length=self.max_length)
         tensors = load_file(str(directory / "model.safetensors"))
         self.weights = _Weights(tensors, int(config["num_hidden_layers"]), head=head)
+        #: the encoder's layers in onnxruntime (``onnx_bert``) when it is installed or asked
+        #: for; None: numpy matrix products
+        self.onnx: OnnxEncoder | None = None
+        if runtime == "onnx" or (runtime == "auto" and onnx_available()):
+            key = cache_key(directory, "head" if head else "", self.heads, self.eps)
+            try:
+                self.onnx = OnnxEncoder(self.weights, self.heads, self.eps, key=key)
+            except ConfigurationError:
+                if runtime == "onnx":
+                    raise  # asked for: say which extra is missing
+            if self.onnx is not None:
+                self.group_tokens = self.onnx_group_tokens
+        self.runtime = "onnxruntime" if self.onnx is not None else "numpy"
 
     def run(self, encodings: Sequence[Any], pool: Callable[[np.ndarray, np.ndarray], np.ndarray],
             width: int) -> np.ndarray:
@@ -245,7 +269,11 @@ class BertRuntime:
             ids[row, : len(e.ids)] = e.ids
             types[row, : len(e.ids)] = e.type_ids
             mask[row, : len(e.ids)] = 1.0
-        hidden = self.weights.encode(ids, types, mask, self.heads, self.eps, self.position_offset)
+        if self.onnx is not None:
+            x = self.weights.embed(ids, types, self.eps, self.position_offset)
+            hidden = self.onnx.encode(x, attention_bias(mask))
+        else:
+            hidden = self.weights.encode(ids, types, mask, self.heads, self.eps, self.position_offset)
         return pool(hidden, mask)
 
 
@@ -255,19 +283,45 @@ class LocalEmbedder(Embedder):
     #: texts per ``embed_batch``: the runtime sorts them by length, so a large batch pads little
     batch_size = 1024
 
-    def __init__(self, path_or_package: str = "all-MiniLM-L6-v2") -> None:
+    #: questions whose vectors are kept: an agent asks the same thing again, and recall embeds
+    #: its question once per lane that needs it
+    query_cache = 256
+
+    def __init__(self, path_or_package: str = "all-MiniLM-L6-v2", *, runtime: str = "auto") -> None:
         _import_backends()  # a missing extra is named before any lookup or download
         directory, model_name = find_model_dir(path_or_package)
         self.directory = directory
-        self.name = f"local:{model_name}"
+        self.name = f"local:{model_name}"  # one name for both runtimes: their vectors agree
         self.pooling = _pooling(directory)
         self.query_prefix, self.document_prefix = model_prefixes(directory, model_name)
         limit = _read_json(directory / "sentence_bert_config.json").get("max_seq_length")
-        self._runtime = BertRuntime(directory, max_length=int(limit) if limit else None)
+        self._runtime = BertRuntime(directory, max_length=int(limit) if limit else None, runtime=runtime)
+        self.runtime = self._runtime.runtime
         self.dimension = self._runtime.width
+        self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
+        self._queries_lock = threading.Lock()
 
     def __repr__(self) -> str:
-        return f"LocalEmbedder({self.name!r}, dimension={self.dimension})"
+        return f"LocalEmbedder({self.name!r}, dimension={self.dimension}, runtime={self.runtime!r})"
+
+    def embed_query(self, texts: list[str], usage: Usage | None = None) -> np.ndarray:
+        """Vectors of questions; a question asked lately is not embedded again."""
+        with self._queries_lock:
+            known = {t: self._queries[t] for t in texts if t in self._queries}
+            for text in known:
+                self._queries.move_to_end(text)
+        todo = list(dict.fromkeys(t for t in texts if t not in known))
+        if todo:
+            for text, vector in zip(todo, super().embed_query(todo, usage)):
+                known[text] = vector
+            with self._queries_lock:
+                for text in todo:
+                    self._queries[text] = known[text]
+                while len(self._queries) > self.query_cache:
+                    self._queries.popitem(last=False)
+        if not texts:
+            return np.zeros((0, self.dimension), dtype=np.float32)
+        return np.stack([known[t] for t in texts]).astype(np.float32, copy=True)
 
     def embed_batch(self, texts: list[str], usage: Usage) -> np.ndarray:
         encodings = self._runtime.tokenizer.encode_batch(list(texts))
@@ -284,6 +338,11 @@ class LocalEmbedder(Embedder):
             return np.where(mask[:, :, None] > 0, hidden, np.float32(-1e9)).max(axis=1)
         summed = (hidden * mask[:, :, None]).sum(axis=1)
         return summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+
+
+def attention_bias(mask: np.ndarray) -> np.ndarray:
+    """(batch, 1, 1, length): 0 where a token is, -1e9 on padding, added to attention scores."""
+    return np.ascontiguousarray(((1.0 - mask) * np.float32(-1e9))[:, None, None, :], dtype=np.float32)
 
 
 def _layer_norm(x: np.ndarray, weight: np.ndarray, bias: np.ndarray, eps: float) -> np.ndarray:
@@ -361,19 +420,25 @@ class _Weights:
         (w1, b1), (w2, b2) = self.head
         return np.tanh(x @ w1 + b1) @ w2 + b2
 
-    def encode(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray, heads: int, eps: float,
-               offset: int = 0) -> np.ndarray:
+    def embed(self, ids: np.ndarray, types: np.ndarray, eps: float, offset: int = 0) -> np.ndarray:
+        """The normalized token embeddings the layers start from, (batch, length, width)."""
         batch, length = ids.shape
         # RoBERTa has one token type: its tokenizers may still number the second text 1
         types = np.minimum(types, len(self.token_type) - 1)
         x = self.word[ids] + self.position[offset : offset + length][None] + self.token_type[types]
         width = x.shape[-1]
+        return _layer_norm(x.reshape(batch * length, width), *self.norm, eps).reshape(batch, length, width)
+
+    def encode(self, ids: np.ndarray, types: np.ndarray, mask: np.ndarray, heads: int, eps: float,
+               offset: int = 0) -> np.ndarray:
+        batch, length = ids.shape
+        width = self.word.shape[1]
         # Projections run on (batch * length, width): one large matrix product per weight
         # instead of one small product per text.
-        x = _layer_norm(x.reshape(batch * length, width), *self.norm, eps)
+        x = self.embed(ids, types, eps, offset).reshape(batch * length, width)
         size = width // heads
         scale = np.float32(1.0 / np.sqrt(size))
-        bias = ((1.0 - mask) * np.float32(-1e9))[:, None, None, :]
+        bias = attention_bias(mask)
         for layer in self.layers:
             qkv = x @ layer["qkv"] + layer["qkv_b"]
             qkv = qkv.reshape(batch, length, 3, heads, size).transpose(2, 0, 3, 1, 4)
@@ -382,7 +447,8 @@ class _Weights:
             np.exp(scores, out=scores)
             scores /= scores.sum(axis=-1, keepdims=True)
             context = (scores @ qkv[2]).transpose(0, 2, 1, 3).reshape(batch * length, width)
-            x = _layer_norm(x + context @ layer["out"] + layer["out_b"], *layer["norm1"], eps)
+            (w1, b1), (w2, b2) = layer["norm1"], layer["norm2"]
+            x = _layer_norm(x + context @ layer["out"] + layer["out_b"], w1, b1, eps)
             hidden = _gelu(x @ layer["up"] + layer["up_b"])
-            x = _layer_norm(x + hidden @ layer["down"] + layer["down_b"], *layer["norm2"], eps)
+            x = _layer_norm(x + hidden @ layer["down"] + layer["down_b"], w2, b2, eps)
         return x.reshape(batch, length, width)

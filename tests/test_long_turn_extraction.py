@@ -1,0 +1,56 @@
+"""What the offline pipeline reads from long chat turns stays exactly what it read before the
+ingest speed work (issue 29): the chunks, the extraction (entities and facts), the instruction
+flags and the hashing vector of each turn in tests/fixtures/long_turns.json, against the
+snapshot tests/fixtures/long_turns_expected.json written by the code before that work
+(``benchmarks/check_extraction.py`` does the same on the public data sets)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from pathlib import Path
+
+import numpy as np
+
+from kenning.models import Usage
+from kenning.pipeline.chunk import chunk_text
+from kenning.pipeline.instructions import detect
+from kenning.pipeline.offline import OfflineExtractor
+from kenning.providers.hashing import HashingEmbedder
+
+FIXTURES = Path(__file__).parent / "fixtures"
+REFERENCE = dt.datetime(2024, 6, 15, 12, 0, tzinfo=dt.UTC)
+
+
+def read(turn: dict[str, str]) -> dict[str, object]:
+    chunks = [c.text for c in chunk_text(turn["text"])]
+    extraction = OfflineExtractor().extract(chunks, reference_time=REFERENCE, usage=Usage(), speaker=turn["speaker"])
+    vector = HashingEmbedder().embed([turn["text"]])[0]
+    return {"chunks": chunks, "extraction": extraction.model_dump(mode="json"), "flags": detect(turn["text"]),
+            "hashing": [round(float(x), 6) for x in vector]}
+
+
+def snapshot() -> list[dict[str, object]]:
+    return [read(turn) for turn in json.loads((FIXTURES / "long_turns.json").read_text())]
+
+
+def test_long_turns_read_as_before():
+    expected = json.loads((FIXTURES / "long_turns_expected.json").read_text())
+    got = snapshot()
+    assert len(got) == len(expected)
+    for index, (now, before) in enumerate(zip(got, expected)):
+        assert now == before, f"turn {index} reads differently"
+    assert sum(len(s["extraction"]["facts"]) for s in got) >= 20  # the fixture states facts
+
+
+def test_hashing_batches_give_each_text_its_own_vector():
+    texts = [t["text"] for t in json.loads((FIXTURES / "long_turns.json").read_text())]
+    embedder = HashingEmbedder()
+    together = embedder.embed(texts)
+    alone = np.vstack([HashingEmbedder().embed([t]) for t in texts])
+    assert np.array_equal(together, alone)
+    assert np.array_equal(embedder.embed(texts[::-1])[::-1], together)
+
+
+if __name__ == "__main__":  # writes the snapshot (run with the code it must match)
+    (FIXTURES / "long_turns_expected.json").write_text(json.dumps(snapshot(), indent=1, ensure_ascii=False))
