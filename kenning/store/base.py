@@ -338,6 +338,10 @@ class GraphStore(ABC):
     def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
         """Provenance the other way: (entity_ids, fact_ids) a memory states."""
     @abstractmethod
+    def memory_facts(self, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The fact ids each memory states (sorted, as ``memory_graph`` gives them), for many
+        memories in one read; every memory asked about is a key."""
+    @abstractmethod
     def entity_rows(self, dataset: str, after_id: str | None, limit: int) -> list[EntityRow]:
         """A page of a dataset's entities (with embeddings), ordered by id."""
     @abstractmethod

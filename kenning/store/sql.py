@@ -724,6 +724,15 @@ class SQLStore(AuthStore, Store):
                                for kind in ("entity", "fact"))
         return entities, facts
 
+    def memory_facts(self, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {m: [] for m in memory_ids}
+        if not out:
+            return out
+        clause, args = self.dialect.any_of("memory_id", list(out))
+        for r in self._rows(f"SELECT memory_id, fact_id FROM fact_memories WHERE {clause} ORDER BY memory_id, fact_id", args):
+            out[r["memory_id"]].append(r["fact_id"])
+        return out
+
     def entity_rows(self, dataset: str, after_id: str | None, limit: int) -> list[EntityRow]:
         rows = self._rows(f"SELECT {ENTITY_COLUMNS}, {self.dialect.vector_select} AS vector FROM entities"
                           " WHERE dataset = ? AND id > ? ORDER BY id LIMIT ?", [dataset, after_id or "", limit])

@@ -1,0 +1,23 @@
+"""The batched reads recall makes in one query (issue #29): they give what the per-record reads
+give, on both backends."""
+
+from __future__ import annotations
+
+from kenning import Kenning
+from kenning.store.base import MemoryFilter
+
+
+def _memories(kn: Kenning) -> list[str]:
+    kn.remember(["Alice works at Acme.", "Bob lives in Paris. Bob works at Globex.", "Carol likes chess."])
+    kn.remember("Alice works at Acme.")  # the same fact, stated by a second memory
+    return [m.id for m in kn.store.list_memories(MemoryFilter(dataset="main", limit=100))]
+
+
+def test_memory_facts_is_memory_graph_for_many(kn: Kenning) -> None:
+    store = kn.store
+    ids = _memories(kn)
+    batched = store.memory_facts([*ids[::-1], "no-such-memory", ids[0]])
+    assert batched == {m: store.memory_graph(m)[1] for m in [*ids[::-1], "no-such-memory"]}
+    assert list(batched) == [*ids[::-1], "no-such-memory"]  # keys in the order asked
+    assert sum(map(len, batched.values())) >= 5 and batched["no-such-memory"] == []
+    assert store.memory_facts([]) == {}
