@@ -21,3 +21,13 @@ def test_memory_facts_is_memory_graph_for_many(kn: Kenning) -> None:
     assert list(batched) == [*ids[::-1], "no-such-memory"]  # keys in the order asked
     assert sum(map(len, batched.values())) >= 5 and batched["no-such-memory"] == []
     assert store.memory_facts([]) == {}
+
+
+def test_chunk_owners_are_the_chunks_memories(kn: Kenning) -> None:
+    store = kn.store
+    ids = _memories(kn)
+    chunks = [c for m in ids for c in store.memory_chunks(m)]
+    asked = [c.id for c in chunks][::-1] + ["no-such-chunk", chunks[0].id]
+    assert store.chunk_owners(asked) == {c.id: c.memory_id for c in store.get_chunks(asked)}
+    assert set(store.chunk_owners(asked)) == {c.id for c in chunks} and len(chunks) >= 4
+    assert store.chunk_owners([]) == {}

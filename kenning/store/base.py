@@ -326,6 +326,9 @@ class GraphStore(ABC):
     @abstractmethod
     def get_chunks(self, ids: Sequence[str]) -> list[ChunkRow]: ...
     @abstractmethod
+    def chunk_owners(self, ids: Sequence[str]) -> dict[str, str]:
+        """The memory each chunk belongs to, by chunk id (ids not found left out), without the text."""
+    @abstractmethod
     def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
                             by_target: bool = False) -> list[FactRow]: ...
     @abstractmethod

@@ -708,6 +708,12 @@ class SQLStore(AuthStore, Store):
         rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE {clause}", args)
         return ordered({r["id"]: self.dialect.chunk_row(r) for r in rows}, ids)
 
+    def chunk_owners(self, ids: Sequence[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        clause, args = self.dialect.any_of("id", list(dict.fromkeys(ids)))
+        return {r["id"]: r["memory_id"] for r in self._rows(f"SELECT id, memory_id FROM chunks WHERE {clause}", args)}
+
     def entity_facts(self, entity_id: str, relation: str | None = None) -> list[Fact]:
         query = "SELECT id FROM facts WHERE (source_id = ? OR target_id = ?)" + (" AND relation = ?" if relation else "")
         rows = self._rows(query + " ORDER BY valid_at, created_at, id", [entity_id, entity_id, *([relation] if relation else [])])
