@@ -31,3 +31,18 @@ def test_chunk_owners_are_the_chunks_memories(kn: Kenning) -> None:
     assert store.chunk_owners(asked) == {c.id: c.memory_id for c in store.get_chunks(asked)}
     assert set(store.chunk_owners(asked)) == {c.id for c in chunks} and len(chunks) >= 4
     assert store.chunk_owners([]) == {}
+
+
+def test_a_lone_dataset_stays_exact_when_another_comes(tmp_path, clock) -> None:
+    """SQLite's lexical lane leaves the dataset out of the full-text query while the table holds
+    one dataset only; another dataset, written since by another process, must not crowd it out."""
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    with Kenning(url, clock=clock) as kn, Kenning(url, clock=clock) as other:
+        kn.remember([f"Alice plays chess on day {i}." for i in range(6)], dataset="main")
+        alone = kn.store.lexical("main", "chunk", ["chess"], 5)
+        assert len(alone) == 5
+        other.remember([f"Bob plays chess chess chess {i}." for i in range(12)], dataset="other")
+        again = kn.store.lexical("main", "chunk", ["chess"], 5)  # counts still cached: one dataset
+        mine = {c.id for m in kn.store.list_memories(MemoryFilter(dataset="main", limit=100))
+                for c in kn.store.memory_chunks(m.id)}
+        assert len(again) == 5 and {s.id for s in again} <= mine
