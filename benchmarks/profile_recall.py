@@ -32,7 +32,7 @@ from kenning.eval.run import DATASET
 from kenning.search import recall as recall_module
 from kenning.store.sqlite.store import SQLiteStore
 
-_STORE_READS = ("lexical", "vector", "get_memories", "get_chunks", "get_facts", "memory_graph",
+_STORE_READS = ("lexical", "vector", "get_memories", "get_chunks", "chunk_owners", "get_facts", "memory_graph", "memory_facts",
                 "memory_neighbors", "neighbors", "find_entities", "get_entities", "record_access")
 _STEPS = ("_collect", "_expansion", "_graph_lane", "_by_memory", "_neighbor_bonus", "_evidence_hit", "_settle")
 

@@ -443,6 +443,8 @@ class _Evidence:
     memory_id: str
     lanes: dict[str, float] = field(default_factory=dict)
     chunks: list[tuple[float, ChunkRow]] = field(default_factory=list)
+    #: the matched chunks by id, read (into ``chunks``) only for the memories that rank
+    chunk_ids: list[tuple[float, str]] = field(default_factory=list)
     facts: list[tuple[float, Fact]] = field(default_factory=list)
     why: list[str] = field(default_factory=list)
     bonus: float = 0.0
@@ -458,27 +460,32 @@ class _Evidence:
     def score(self) -> float:
         return (self.fused * self.own + self.bonus) * self.multiplier
 
-    def vote(self, lane_scores: dict[str, float], fused: float, record: ChunkRow | Fact,
+    def vote(self, lane_scores: dict[str, float], fused: float, record: str | Fact,
              why: list[str]) -> None:
+        """A matched record: a fact, or a chunk by its id."""
         is_fact = isinstance(record, Fact)
         for lane, s in lane_scores.items():
             if is_fact and lane != "graph":
                 s *= LANE_WEIGHTS["fact"]  # a fact's sentence mostly repeats its passage
             self.lanes[lane] = max(s, self.lanes.get(lane, 0.0))
-        target = self.chunks if isinstance(record, ChunkRow) else self.facts
-        target.append((fused, record))  # type: ignore[arg-type]
+        if isinstance(record, Fact):
+            self.facts.append((fused, record))
+        else:
+            self.chunk_ids.append((fused, record))
         self.why.extend(why)
 
 
 def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     q, store = ctx.q, ctx.store
-    chunks = store.get_chunks(lanes.ids("chunk"))
+    # a chunk's memory is all the ranking needs: the text is read for the ranked memories only
+    chunk_ids = lanes.ids("chunk")
+    owner = store.chunk_owners(chunk_ids)
     facts = store.get_facts(lanes.ids("fact"))
     pool: dict[str, _Evidence] = {}
-    records: list[tuple[ChunkRow | Fact, tuple[str, str]]] = [*((c, ("chunk", c.id)) for c in chunks),
-                                                               *((f, ("fact", f.id)) for f in facts)]
+    records: list[tuple[str | Fact, tuple[str, str]]] = [*((c, ("chunk", c)) for c in chunk_ids if c in owner),
+                                                          *((f, ("fact", f.id)) for f in facts)]
     for record, key in records:
-        owners = [record.memory_id] if isinstance(record, ChunkRow) else record.memory_ids[:_MAX_PROVENANCE]
+        owners = [owner[record]] if isinstance(record, str) else record.memory_ids[:_MAX_PROVENANCE]
         for memory_id in owners:
             ev = pool.setdefault(memory_id, _Evidence(memory_id))
             ev.vote(lanes.scores[key], lanes.fused(key), record, lanes.why[key])
@@ -487,6 +494,9 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     if q.scope is not None:
         pool = {m: pool[m] for m in store.in_scope("memory", list(pool), q.scope)}
     ranked = sorted(pool.values(), key=lambda e: -e.score)[: max(q.top_k * 2, 30)]
+    rows = {c.id: c for c in store.get_chunks(list(dict.fromkeys(c for e in ranked for _, c in e.chunk_ids)))}
+    for e in ranked:
+        e.chunks = [(s, rows[c]) for s, c in e.chunk_ids if c in rows]
     ctx.load_memories(e.memory_id for e in ranked)
     ctx.load_memories(m for e in ranked for _, f in e.facts for m in f.memory_ids[:_MAX_PROVENANCE])
     window = query_window(q.text, ctx.now) if q.uses("window") else None
@@ -509,7 +519,7 @@ def _settle(ctx: _Context, hits: list[Hit], window: Window | None) -> None:
     """Passages say whether they are current, and the newest evidence leads a present-tense
     question about a state (``search/recency.py``)."""
     firsts = list(dict.fromkeys(h.memory_ids[0] for h in hits if h.memory_ids and h.kind != "fact"))
-    stated = {m: ctx.store.memory_graph(m)[1] for m in firsts}
+    stated = ctx.store.memory_facts(firsts)  # one read, not two per memory
     facts = {f.id: f for f in ctx.store.get_facts(list(dict.fromkeys(f for ids in stated.values() for f in ids)))}
     facts_of = {m: [_as_believed(facts[f], ctx.q.known_at) for f in ids if f in facts] for m, ids in stated.items()}
     q = ctx.q

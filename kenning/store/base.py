@@ -326,6 +326,9 @@ class GraphStore(ABC):
     @abstractmethod
     def get_chunks(self, ids: Sequence[str]) -> list[ChunkRow]: ...
     @abstractmethod
+    def chunk_owners(self, ids: Sequence[str]) -> dict[str, str]:
+        """The memory each chunk belongs to, by chunk id (ids not found left out), without the text."""
+    @abstractmethod
     def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
                             by_target: bool = False) -> list[FactRow]: ...
     @abstractmethod
@@ -337,6 +340,10 @@ class GraphStore(ABC):
     @abstractmethod
     def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
         """Provenance the other way: (entity_ids, fact_ids) a memory states."""
+    @abstractmethod
+    def memory_facts(self, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The fact ids each memory states (sorted, as ``memory_graph`` gives them), for many
+        memories in one read; every memory asked about is a key."""
     @abstractmethod
     def entity_rows(self, dataset: str, after_id: str | None, limit: int) -> list[EntityRow]:
         """A page of a dataset's entities (with embeddings), ordered by id."""

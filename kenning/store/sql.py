@@ -708,6 +708,12 @@ class SQLStore(AuthStore, Store):
         rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE {clause}", args)
         return ordered({r["id"]: self.dialect.chunk_row(r) for r in rows}, ids)
 
+    def chunk_owners(self, ids: Sequence[str]) -> dict[str, str]:
+        if not ids:
+            return {}
+        clause, args = self.dialect.any_of("id", list(dict.fromkeys(ids)))
+        return {r["id"]: r["memory_id"] for r in self._rows(f"SELECT id, memory_id FROM chunks WHERE {clause}", args)}
+
     def entity_facts(self, entity_id: str, relation: str | None = None) -> list[Fact]:
         query = "SELECT id FROM facts WHERE (source_id = ? OR target_id = ?)" + (" AND relation = ?" if relation else "")
         rows = self._rows(query + " ORDER BY valid_at, created_at, id", [entity_id, entity_id, *([relation] if relation else [])])
@@ -723,6 +729,15 @@ class SQLStore(AuthStore, Store):
             entities, facts = ([r["id"] for r in self._rows(query.format(kind), [memory_id], conn)]
                                for kind in ("entity", "fact"))
         return entities, facts
+
+    def memory_facts(self, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        out: dict[str, list[str]] = {m: [] for m in memory_ids}
+        if not out:
+            return out
+        clause, args = self.dialect.any_of("memory_id", list(out))
+        for r in self._rows(f"SELECT memory_id, fact_id FROM fact_memories WHERE {clause} ORDER BY memory_id, fact_id", args):
+            out[r["memory_id"]].append(r["fact_id"])
+        return out
 
     def entity_rows(self, dataset: str, after_id: str | None, limit: int) -> list[EntityRow]:
         rows = self._rows(f"SELECT {ENTITY_COLUMNS}, {self.dialect.vector_select} AS vector FROM entities"

@@ -447,7 +447,7 @@ class SQLiteStore(SQLStore):
         dataset's share of the rows fetched last time asks for, at most ``_OVERFETCH`` times as
         many): when ``limit`` of them are the dataset's, they are its best ``limit``, ranked as
         with the token (the ``ds`` column weighs 0). Only when they are not does the query run
-        again with the token."""
+        again with the token. A small dataset alone in its table needs no token either."""
         sql = (f"SELECT r.id, r.dataset, f.rank FROM (SELECT rowid, rank FROM {table}_fts WHERE {table}_fts"
                f" MATCH ? ORDER BY {'rowid DESC' if newest else 'rank'} LIMIT ?) f"
                f" JOIN {table} r ON r.rowid = f.rowid")
@@ -458,7 +458,11 @@ class SQLiteStore(SQLStore):
             return len(rows), mine
 
         token = _dataset_phrase(dataset) + " AND "
-        if self._dataset_rows(table, dataset) < _SMALL_DATASET:
+        if (rows := self._dataset_rows(table, dataset)) < _SMALL_DATASET:
+            if rows == self._table_rows(table):  # the table holds this dataset alone: no token
+                fetched, mine = run(match, newest or limit)
+                if len(mine) == fetched:  # (counted a while ago: another dataset may have come)
+                    return mine[:limit]
             return run(token + match, newest or limit)[1][:limit]
         share = self._shares.get((table, dataset), 1.0)  # of the rows fetched last time
         fetch = newest or min(limit * _OVERFETCH, math.ceil(limit * 1.25 / share))
