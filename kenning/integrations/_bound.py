@@ -11,9 +11,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..client import Kenning
-from ..errors import ValidationError
+from ..errors import NotFoundError, ValidationError
+from ..models import Memory, RecallResult
 
-__all__ = ["BoundTool", "bind_tools"]
+__all__ = ["BoundTool", "bind_tools", "memory_of"]
 
 #: the tools an integration gives by default
 DEFAULT = ("recall", "remember", "context")
@@ -61,3 +62,15 @@ def bind_tools(kn: Kenning, names: Sequence[str] = DEFAULT, *, dataset: str | No
                 schema["required"].remove(k)
         out.append(BoundTool(name, offered[name]["description"], schema, fixed, kn))
     return out
+
+
+def memory_of(kn: Kenning, result: RecallResult, memory_id: str) -> Memory | None:
+    """The memory a recall hit names: from the result's own list, else read (``None`` when it
+    was deleted meanwhile)."""
+    for memory in result.memories:
+        if memory.id == memory_id:
+            return memory
+    try:
+        return kn.get(memory_id)
+    except NotFoundError:
+        return None

@@ -44,6 +44,7 @@ from ..errors import ConfigurationError, NotFoundError, ValidationError  # noqa:
 from ..models import Memory  # noqa: E402
 from ..providers.base import Embedder  # noqa: E402
 from ..providers.hashing import HashingEmbedder  # noqa: E402
+from ._bound import memory_of  # noqa: E402
 
 __all__ = ["KenningEmbedder", "KenningStorage", "memory"]
 
@@ -215,21 +216,17 @@ class KenningStorage:
                                     top_k=min(max(limit * 3, 10), 100))
         except NotFoundError:  # the dataset holds nothing yet
             return []
-        memories = {m.id: m for m in result.memories}
         found: dict[str, Memory] = {}
         current: set[str] = set()
         for hit in result.hits:
             if hit.current:
                 current.update(hit.memory_ids)
             for memory_id in hit.memory_ids:
-                memory = memories.get(memory_id)
+                memory = None if memory_id in found else memory_of(self.kn, result, memory_id)
                 if memory is None:
-                    try:
-                        memory = self.kn.get(memory_id)
-                    except NotFoundError:
-                        continue
+                    continue
                 data = memory.metadata.get(META)
-                if (memory_id in found or not data or not _meta_matches(data["metadata"], metadata_filter)
+                if (not data or not _meta_matches(data["metadata"], metadata_filter)
                         or (categories and not set(categories) & set(data["categories"]))):
                     continue
                 found[memory_id] = memory

@@ -43,6 +43,7 @@ from langgraph.store.base import (  # noqa: E402
 from ..client import Kenning  # noqa: E402
 from ..errors import NotFoundError, ValidationError  # noqa: E402
 from ..models import Memory  # noqa: E402
+from ._bound import memory_of  # noqa: E402
 
 __all__ = ["KenningStore"]
 
@@ -197,16 +198,10 @@ class KenningStore(BaseStore):
         for hit in result.hits:
             for memory_id in hit.memory_ids:
                 scores[memory_id] = max(scores.get(memory_id, 0.0), hit.score)
-        memories = {m.id: m for m in result.memories}
         ranked: list[SearchItem] = []
         for memory_id, score in sorted(scores.items(), key=lambda kv: -kv[1]):
-            memory = memories.get(memory_id)
-            if memory is None:
-                try:
-                    memory = self.kn.get(memory_id)
-                except NotFoundError:
-                    continue
-            if META in memory.metadata and _matches(memory.metadata[META]["value"], op.filter):
+            memory = memory_of(self.kn, result, memory_id)
+            if memory is not None and META in memory.metadata and _matches(memory.metadata[META]["value"], op.filter):
                 ranked.append(self._item(memory, SearchItem, score))
         return ranked[op.offset:wanted]
 
