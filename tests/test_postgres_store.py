@@ -366,3 +366,47 @@ def test_hnsw_ef_search_comes_from_the_settings(url: str, monkeypatch: pytest.Mo
     monkeypatch.setenv("KENNING_HNSW_EF_SEARCH", "400")
     with Kenning(url) as kn:
         assert ef_search(kn) == "400"
+
+
+def _indexed(store) -> dict[str, bool]:  # noqa: ANN001
+    with store._conn() as conn:
+        return {table: indexed for table, (_, indexed) in store._vector_columns(conn).items()}
+
+
+def test_a_bulk_load_builds_the_vector_index_after_and_recall_sees_every_row_meanwhile(url: str) -> None:
+    from kenning.store.postgres.store import _BULK_MIN
+
+    with Kenning(url) as kn:
+        store = _store(kn)
+        kn.remember("Alice works at Acme.")  # the vector columns are typed and indexed
+        assert _indexed(store) == {"chunks": True, "facts": True, "entities": True}
+        with store.bulk_load(_BULK_MIN):
+            # a small table's index is left out while the load runs (entities keep theirs)
+            assert _indexed(store) == {"chunks": False, "facts": False, "entities": True}
+            kn.remember("Dana works at Initech.")
+            # committed rows are found by the vector lane at once: an exact scan
+            query = kn._engine.embedder.embed_query(["Dana works at Initech."])[0]
+            chunk = store.vector("main", "chunk", query, 1)
+            assert [store.get_chunks([s.id])[0].text for s in chunk] == ["Dana works at Initech."]
+            assert store.vector("main", "fact", query, 5)
+        assert _indexed(store) == {"chunks": True, "facts": True, "entities": True}
+        # remember of a long list goes through a bulk load: every row is found right after
+        texts = [f"Worker {i} lives in town {i}." for i in range(_BULK_MIN + 10)]
+        result = kn.remember(texts, dataset="bulk")
+        assert result.errors == [] and result.facts_created == len(texts)
+        assert _indexed(store) == {"chunks": True, "facts": True, "entities": True}
+        for i in (0, 77, len(texts) - 1):
+            query = kn._engine.embedder.embed_query([texts[i]])[0]
+            hits = store.vector("bulk", "chunk", query, 1)
+            assert [store.get_chunks([s.id])[0].text for s in hits] == [texts[i]]
+
+
+def test_a_bulk_load_into_a_large_table_keeps_its_index(url: str) -> None:
+    with Kenning(url) as kn:
+        store = _store(kn)
+        kn.remember([f"Worker {i} lives in town {i}." for i in range(30)])
+        with store.bulk_load(10):  # below the bulk size: nothing changes
+            assert all(_indexed(store).values())
+        with store.bulk_load(10_000):
+            assert not _indexed(store)["chunks"]
+        assert all(_indexed(store).values())

@@ -216,7 +216,8 @@ class Writing:
             added, memories = self._add(content, status="processing", **inputs)
             ids = [memory_id for memory_id, _ in added]
             todo, outcome = self._remember_todo(added, memories, force)
-            self._process([self._restate(m, inputs.get("source")) for m in todo], outcome, progress)
+            with self.store.bulk_load(len(todo)):
+                self._process([self._restate(m, inputs.get("source")) for m in todo], outcome, progress)
         result = RememberResult(memory_ids=ids, skipped=outcome.skipped, usage=outcome.usage)
         result.entities_created = outcome.entities_created
         result.facts_created = outcome.facts_created

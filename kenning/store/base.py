@@ -261,6 +261,12 @@ class MemoryStore(ABC):
         Only for writes that wait for no model or network call (the lock is held)."""
         return nullcontext()
 
+    def bulk_load(self, count: int) -> AbstractContextManager[None]:
+        """``count`` memories are processed inside, one after the other (``remember`` of a
+        list): a store may defer index upkeep to the end, as long as every read inside still
+        sees every committed row. A store that gains nothing from it does nothing."""
+        return nullcontext()
+
     def insert_memory(self, memory: Memory, owner: str | None = None) -> tuple[str, bool]:
         """Insert a memory (claimed by ``owner`` when given); if (dataset, content_hash) exists
         return (its id, False)."""

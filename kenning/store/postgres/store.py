@@ -48,6 +48,12 @@ log = logging.getLogger(__name__)
 
 _Conn = psycopg.Connection[dict[str, Any]]
 
+#: a ``bulk_load`` of at least this many memories builds the HNSW index of each of these tables
+#: at its end when the table holds no more rows than memories to load (entities keep theirs:
+#: resolving each new entity searches them)
+_BULK_MIN = 200
+_BULK_TABLES = ("chunks", "facts")
+_BULK_BUILD_MEMORY = "256MB"
 #: the lexical lane ORs at most this many terms
 _MAX_TERMS = 64
 #: the HNSW candidate list is set per store (``hnsw_ef_search``); iterative scans extend it when
@@ -314,6 +320,52 @@ class PostgresStore(SQLStore):
                 yield PostgresTxn(self, conn)
             finally:
                 self._local.txn = outer
+
+    @contextmanager
+    def bulk_load(self, count: int) -> Iterator[None]:
+        """A large load into a small table builds that table's HNSW index at the end, not row
+        by row: building it over every row costs far less than maintaining it insert by insert
+        (pgvector), the largest cost of ingest. Meanwhile the vector lane scans that table
+        exactly, so every committed row is found. A crash leaves the index missing; opening
+        the store builds it again (``check_embedder``)."""
+        dropped = self._drop_small_indexes(count) if count >= _BULK_MIN and self._dimension else []
+        try:
+            yield
+        finally:
+            if dropped:
+                self._build_indexes()
+
+    def _drop_small_indexes(self, count: int) -> list[str]:
+        """Drop the HNSW index of each bulk table holding at most ``count`` rows; the tables
+        whose index it dropped. A reader holding a table keeps its index (no wait)."""
+        dropped = []
+        for table in _BULK_TABLES:
+            try:
+                with self._write() as conn:
+                    conn.execute("SET LOCAL lock_timeout = '1s'")
+                    conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SCHEMA,))
+                    if self._vector_columns(conn).get(table) != (self._dimension, True):
+                        continue
+                    rows = conn.execute(sql.SQL("SELECT count(*) AS n FROM (SELECT 1 FROM {} LIMIT %s) t").format(
+                        sql.Identifier(table)), (count + 1,)).fetchall()[0]["n"]
+                    if rows > count:
+                        continue
+                    conn.execute(sql.SQL("DROP INDEX IF EXISTS {}").format(sql.Identifier(f"{table}_embedding_hnsw")))
+                    dropped.append(table)
+            except StoreError as exc:
+                log.info("bulk load keeps the index", extra={"table": table, "error": exc.message})
+        return dropped
+
+    def _build_indexes(self) -> None:
+        try:
+            with self._write() as conn:
+                conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SCHEMA,))
+                conn.execute(f"SET LOCAL maintenance_work_mem = '{_BULK_BUILD_MEMORY}'")
+                if self._dimension:
+                    self._prepare_vectors(conn, self._dimension)
+        except StoreError as exc:
+            # The rows are committed and found by an exact scan; the next open builds the index.
+            log.warning("index build after a bulk load failed", extra={"error": exc.message})
 
     # -- memories ----------------------------------------------------------------------------
     def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
