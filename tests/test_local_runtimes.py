@@ -3,6 +3,7 @@ and the question cache."""
 
 from __future__ import annotations
 
+import subprocess
 import sys
 
 import numpy as np
@@ -99,3 +100,23 @@ def test_without_onnx_and_no_cached_graph_auto_is_numpy(tmp_path, monkeypatch):
     assert LocalEmbedder("all-MiniLM-L6-v2").runtime == "numpy"
     with pytest.raises(ConfigurationError, match=r"pip install 'kenning\[onnx\]'"):
         LocalEmbedder("all-MiniLM-L6-v2", runtime="onnx")
+
+
+def test_a_store_opened_before_the_local_encoder_does_not_crash_the_process(tmp_path):
+    """usearch loaded before onnxruntime ended the process with a segmentation fault; the
+    store now loads onnxruntime first when it is installed (kenning/_native.py)."""
+    pytest.importorskip("onnxruntime")
+    script = (
+        "import sys\n"
+        "from kenning import Kenning\n"
+        f"kn = Kenning({str(tmp_path / 'order.db')!r})\n"
+        "kn.remember('Alice works at Acme.')\n"
+        "kn.recall('Alice')\n"
+        "assert 'usearch.index' in sys.modules\n"
+        "from kenning.providers.local import LocalEmbedder\n"
+        "e = LocalEmbedder('all-MiniLM-L6-v2', runtime='onnx')\n"
+        "print(e.embed(['Alice works at Acme.']).shape)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
+    assert "(1, 384)" in done.stdout

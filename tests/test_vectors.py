@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from usearch.index import Index
 
 from kenning.store.vectors import EXACT_ROWS, MIN_RECALL, AnnIndex, IndexFiles, build, calibrate, file_digest
+
+# after kenning's store, which loads onnxruntime before usearch (kenning/_native.py)
+from usearch.index import Index  # noqa: E402  # isort: skip
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:

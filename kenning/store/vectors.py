@@ -34,7 +34,11 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
-from usearch.index import Index
+
+from .._native import load_usearch
+
+load_usearch()  # onnxruntime first, when installed: kenning/_native.py
+from usearch.index import Index  # noqa: E402
 
 __all__ = ["EXACT_ROWS", "FORMAT", "MIN_RECALL", "AnnIndex", "IndexFiles", "build", "calibrate", "from_blob", "to_blob"]
 
