@@ -176,19 +176,24 @@ def test_splits_halve_the_data_and_never_overlap():
         load("locomo", FIXTURES / "locomo_tiny.json", "train")
 
 
-def test_locomo_sessions_are_remembered_as_episodes():
+def _ingested(kind: str, path: Path, index: int) -> dict:
+    """The memories ``kenning eval`` keeps of one collection, by the set's own turn keys."""
     from kenning import Kenning
     from kenning.eval.run import DATASET, _ingest
 
-    collection = load("locomo", FIXTURES / "locomo_tiny.json")[0]
+    collection = load(kind, path)[index]
     with Kenning(":memory:") as kn:
         keys = _ingest(kn, collection)
         memories = {m.id: m for m in kn.list(dataset=DATASET, limit=100)}
-    by_key = {key: memories[memory_id] for memory_id, ks in keys.items() for key in ks}
+    return {key: memories[memory_id] for memory_id, ks in keys.items() for key in ks}
+
+
+def test_locomo_sessions_are_remembered_as_episodes():
+    by_key = _ingested("locomo", FIXTURES / "locomo_tiny.json", 0)
     first, second = by_key["D1:1"], by_key["D1:2"]
     assert first.episode == second.episode and (first.position, second.position) == (0, 1)
     assert by_key["D2:1"].episode != first.episode
-    assert first.valid_at == collection.units[0].valid_at
+    assert first.valid_at == load("locomo", FIXTURES / "locomo_tiny.json")[0].units[0].valid_at
 
 
 def test_eval_lanes_reports_each_lane_and_each_ablation():
@@ -233,14 +238,7 @@ def test_longmemeval_loader_keys_turns_by_session_with_roles_dates_and_the_quest
 
 
 def test_longmemeval_sessions_are_remembered_as_chats():
-    from kenning import Kenning
-    from kenning.eval.run import DATASET, _ingest
-
-    collection = load("longmemeval", FIXTURES / "longmemeval_tiny")[1]
-    with Kenning(":memory:") as kn:
-        keys = _ingest(kn, collection)
-        memories = {m.id: m for m in kn.list(dataset=DATASET, limit=100)}
-    by_key = {key: memories[memory_id] for memory_id, ks in keys.items() for key in ks}
+    by_key = _ingested("longmemeval", FIXTURES / "longmemeval_tiny", 1)
     said, reply = by_key["answer_tiny_1:0"], by_key["answer_tiny_1:1"]
     assert (said.role, reply.role) == ("user", "assistant") and said.kind == "message"
     assert said.session == reply.session and (said.position, reply.position) == (0, 1)
