@@ -255,6 +255,33 @@ def test_the_second_passage_of_a_two_hop_question_is_found(kn):
     assert hybrid[0] == first and second in hybrid
 
 
+_ZORN = "Where was the architect of the Tower of Zorn raised?"
+_ONE_WORD_MATCHES = ["the mill's architect retired to the coast.", "cattle are raised on the farms by the river.",
+                     "the clock tower of the old town chimes every hour."]
+
+
+def test_a_bridge_name_between_documents_outranks_passages_that_share_one_word(kn):
+    """Documents: the second hop, found only through the name the first passage mentions
+    (``bridge``), ranks right after the first, above passages sharing one word of the question."""
+    first = kn.remember("Tower of Zorn\nThe Tower of Zorn was designed by Ilsa Marchetti in 1931.").memory_ids[0]
+    second = kn.remember("Ilsa Marchetti\nIlsa Marchetti grew up in Vantrell and studied in Milan.").memory_ids[0]
+    for text in _ONE_WORD_MATCHES + [f"a harbour town {i} is known for its fish market and old walls." for i in range(8)]:
+        kn.remember(text)
+    assert [h.memory_ids[0] for h in kn.recall(_ZORN, top_k=2).hits] == [first, second]
+
+
+def test_in_a_chat_the_names_of_the_best_turns_weigh_as_the_expansion(kn):
+    """A chat: the names of the best turns are mostly the speakers' and the people they talk
+    about, so the turn found only through them keeps the ``expansion`` weight, below the turns
+    that share the question's words."""
+    turns = ["Ada: The Tower of Zorn was designed by Ilsa Marchetti in 1931.",
+             *(f"{speaker}: {text}" for speaker, text in zip(["Ben", "Ada", "Ben"], _ONE_WORD_MATCHES)),
+             "Ada: Ilsa Marchetti grew up in Vantrell and studied in Milan."]
+    kn.remember(turns + [f"Ben: a harbour town {i} is known for its fish market and old walls." for i in range(8)])
+    texts = _texts(kn.recall(_ZORN, top_k=5))
+    assert texts[0] == turns[0] and texts[4] == turns[4]
+
+
 def test_the_answer_about_the_named_entity_leads_over_others_of_the_same_relation(kn):
     kn.remember("Bob Stone is the CEO of Acme. Bob Stone lives in London.", valid_at="2019-03-04")
     kn.remember("Eve Novak works at Initech. Eve Novak lives in Rome.", valid_at="2024-04-02")

@@ -57,6 +57,10 @@ LANE_WEIGHTS: dict[str, float] = {
     "speaker": 0.25,
     #: a second full-text query with names from the best passages (two-hop questions)
     "expansion": 0.5,
+    #: what that second query is worth when the best passages are documents (no episode): a
+    #: name in a document is the bridge to the next document; in a chat the names are mostly
+    #: the speakers', and the turn after the match is the bridge (``neighbor``)
+    "bridge": 1.5,
     #: score multiplier 1 + this for a chat turn of the role the question points at (search/chat.py)
     "role": 1.0,
     #: in a question that gathers ("how many…"), each further hit from an episode already
@@ -240,7 +244,8 @@ def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usa
             if kind != "entity" or not spec.by_memory:  # in memory rankings entities are pointers
                 lanes.add("lexical", items)
             if kind == "chunk" and spec.neighbors and LANE_WEIGHTS["expansion"] and q.uses("expansion"):
-                lanes.add("expansion", _expansion(store, q, terms, items, limit))
+                found, documents = _expansion(store, q, terms, items, limit)
+                lanes.add("expansion", found, _bridge_scale() if documents else 1.0)
     # An embedder says what its lane is worth beside the full-text lane when ranking memories
     # (the hashing embedder's bag of words repeats it: 0, so its lane is skipped there unless
     # asked for alone); record searches (facts, entities) keep it to find records by likeness.
@@ -264,18 +269,30 @@ def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usa
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]+")
 
 
-def _expansion(store: Store, q: Query, terms: list[str], top: list[Scored], limit: int) -> list[Scored]:
+def _expansion(store: Store, q: Query, terms: list[str], top: list[Scored],
+               limit: int) -> tuple[list[Scored], bool]:
     """A second full-text query with the names the best passages mention and the question does
-    not (pseudo-relevance feedback): the bridge to the second passage of a two-hop question."""
+    not (pseudo-relevance feedback): the bridge to the second passage of a two-hop question.
+    Also whether those passages are documents (their memories belong to no episode)."""
     asked = set(terms)
     counts: dict[str, int] = defaultdict(int)
-    for chunk in store.get_chunks([s.id for s in top[:_EXPANSION_DOCS]]):
+    chunks = store.get_chunks([s.id for s in top[:_EXPANSION_DOCS]])
+    for chunk in chunks:
         for name in dict.fromkeys(_NAME.findall(chunk.text)):
             word = name.casefold()
             if word not in asked and word not in STOP_WORDS and len(word) > 2:
                 counts[word] += 1
     extra = sorted(counts, key=lambda w: -counts[w])[:_EXPANSION_TERMS]
-    return store.lexical(q.dataset, "chunk", extra, limit) if extra else []
+    if not extra:
+        return [], False
+    memories = store.get_memories(list(dict.fromkeys(c.memory_id for c in chunks)))
+    documents = bool(memories) and all(m.episode is None for m in memories)
+    return store.lexical(q.dataset, "chunk", extra, limit), documents
+
+
+def _bridge_scale() -> float:
+    """The share of the expansion lane's weight that makes it the document ``bridge`` weight."""
+    return LANE_WEIGHTS["bridge"] / LANE_WEIGHTS["expansion"]
 
 
 def _named_entities(store: Store, q: Query) -> tuple[set[str], set[str]]:
