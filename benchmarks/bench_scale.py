@@ -73,7 +73,7 @@ def _answered(hits: list, answer: str) -> bool:
 def recall_latency(kn: Kenning, corpus: Corpus, search_types: list[str], top_k: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for search_type in search_types:
-        times, found = [], 0
+        times, found, cpu = [], 0, time.process_time()
         for q in corpus.questions:
             started = time.perf_counter()
             result = kn.recall(q.text, dataset=DATASET, search_type=search_type, top_k=top_k)
@@ -82,6 +82,7 @@ def recall_latency(kn: Kenning, corpus: Corpus, search_types: list[str], top_k: 
         out[search_type] = {
             **{k: round(v, 2) for k, v in percentiles(times).items()},
             "mean": round(sum(times) / len(times), 2),
+            "cpu_ms": round((time.process_time() - cpu) / len(times) * 1000, 2),  # this process's, per recall
             "answer_in_top_k": round(found / len(times), 3),
         }
     return out
@@ -242,8 +243,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if args.writer_rate:
                 measured, written = with_writer(
                     db, args.writer_rate, args.embedder, lambda: recall_latency(kn, corpus, ["hybrid"], args.top_k))
+                # alone again after the writer: the machine's load drifts, so the writer's run is
+                # compared with the mean of the runs on either side of it
+                after = recall_latency(kn, corpus, ["hybrid"], args.top_k)["hybrid"]
+                alone = [latency["hybrid"], after] if "hybrid" in latency else [after]
                 writer = {"rate": args.writer_rate, "written": written, "hybrid": measured["hybrid"],
-                          "baseline_p50": latency.get("hybrid", {}).get("p50")}
+                          "baseline_p50": round(sum(a["p50"] for a in alone) / len(alone), 2),
+                          "baseline_cpu_ms": round(sum(a["cpu_ms"] for a in alone) / len(alone), 2),
+                          "baseline_p50s": [a["p50"] for a in alone]}
             private.append(private_mb())
             ann = index_recall(kn, corpus, args.top_k) if args.index_recall else None
         size = dir_size(db)
@@ -299,7 +306,9 @@ def report(result: dict[str, Any]) -> None:
     if w := result["second_writer"]:
         h = w["hybrid"]
         print(f"with a second process writing {w['rate']} memories/s ({w['written']} written): hybrid p50 "
-              f"{h['p50']} ms, p99 {h['p99']} ms (alone: p50 {w['baseline_p50']} ms)")
+              f"{h['p50']} ms, p99 {h['p99']} ms, CPU {h['cpu_ms']} ms a recall (alone, before and after:"
+              f" p50 {' / '.join(map(str, w['baseline_p50s']))} ms, CPU {w['baseline_cpu_ms']} ms;"
+              f" x{h['p50'] / w['baseline_p50']:.2f} p50, x{h['cpu_ms'] / w['baseline_cpu_ms']:.2f} CPU)")
     k = result["top_k"]
     if result["ann_vs_exact"]:
         rows = [[kind, v["rows"], v["search"], f"{100 * v[f'recall@{k}']:.1f}%", v["index_ms_p50"], v["exact_ms_p50"],
