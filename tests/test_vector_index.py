@@ -262,7 +262,8 @@ def _saved_stamp(db: str, kind: str = "chunk") -> int:
 
 def test_a_recall_that_searches_no_vectors_loads_no_index_and_a_later_one_still_checks_it(tmp_path):
     """Opening a store and a hashing hybrid recall (which searches no chunk or fact vectors)
-    import neither usearch nor onnxruntime (a fifth of a second or more of a fresh process);
+    import neither usearch nor onnxruntime (a fifth of a second or more of a fresh process) and
+    compile none of the offline extractor's patterns (about a second);
     the first vector search then loads them, onnxruntime first, and still refuses a damaged
     saved file (rebuilt from the rows, and the right rows found)."""
     db = str(tmp_path / "m.db")
@@ -284,6 +285,8 @@ def test_a_recall_that_searches_no_vectors_loads_no_index_and_a_later_one_still_
         with Kenning({db!r}) as kn:
             assert kn.recall("Where does Person3 work?", dataset="main").hits
             print("after hybrid:", "usearch.index" in sys.modules, "onnxruntime" in sys.modules)
+            from kenning.pipeline import offline  # imported by Kenning(): its patterns are not compiled yet
+            print("patterns compiled:", offline._compile.cache_info().currsize)
             onnx = __import__("importlib.util").util.find_spec("onnxruntime") is not None
             vec = kn._engine.embedder.embed(["N: Person3 works at Company3 in City3."])[0]
             hits = [h.id for h in kn.store.vector("main", "chunk", vec, 1)]
@@ -293,4 +296,5 @@ def test_a_recall_that_searches_no_vectors_loads_no_index_and_a_later_one_still_
     """)
     out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
-    assert out.stdout.split("\n")[:3] == ["after hybrid: False False", "after vectors: True True", "found: True True"]
+    assert out.stdout.split("\n")[:4] == [
+        "after hybrid: False False", "patterns compiled: 0", "after vectors: True True", "found: True True"]
