@@ -57,9 +57,10 @@ LANE_WEIGHTS: dict[str, float] = {
     "speaker": 0.25,
     #: a second full-text query with names from the best passages (two-hop questions)
     "expansion": 0.5,
-    #: what that second query is worth when the best passages are documents (no episode): a
-    #: name in a document is the bridge to the next document; in a chat the names are mostly
-    #: the speakers', and the turn after the match is the bridge (``neighbor``)
+    #: what that second query is worth for a question through something it does not name
+    #: ("the author of…", "the state that…") when the best passages are documents (no
+    #: episode): a name in a document is the bridge to the next one; in a chat the names are
+    #: mostly the speakers', and the turn after the match is the bridge (``neighbor``)
     "bridge": 1.5,
     #: score multiplier 1 + this for a chat turn of the role the question points at (search/chat.py)
     "role": 1.0,
@@ -245,7 +246,7 @@ def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usa
                 lanes.add("lexical", items)
             if kind == "chunk" and spec.neighbors and LANE_WEIGHTS["expansion"] and q.uses("expansion"):
                 found, documents = _expansion(store, q, terms, items, limit)
-                lanes.add("expansion", found, _bridge_scale() if documents else 1.0)
+                lanes.add("expansion", found, _bridge_scale() if documents and _HOPS.search(q.text) else 1.0)
     # An embedder says what its lane is worth beside the full-text lane when ranking memories
     # (the hashing embedder's bag of words repeats it: 0, so its lane is skipped there unless
     # asked for alone); record searches (facts, entities) keep it to find records by likeness.
@@ -266,6 +267,10 @@ def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usa
     return lanes
 
 
+#: a question through something it does not name ("the architect of the Tower", "the state
+#: that borders…", "the country where…"): its answer is a hop away from what it names
+_HOPS = re.compile(r"\bthe \w+(?: \w+)? (?:of|by|for|from|behind|where|who|whom|which|that|whose)\b",
+                   re.IGNORECASE)
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]+")
 
 
