@@ -123,11 +123,23 @@ def _needs(items: Iterable[tuple[Any, Any]]) -> Needs:
         if op is _c.LITERAL and av < 128:
             run.append(chr(av).lower())
             continue
+        if op is _c.BRANCH and run:  # "d(?:oing|id|o)": the parser took out the common start
+            keep(frozenset("".join(run) + _leading(branch) for branch in av[1]))
         keep(frozenset({"".join(run)}) if run else None)
         run = []
         keep(_part(op, av))
     keep(frozenset({"".join(run)}) if run else None)
     return best
+
+
+def _leading(items: Iterable[tuple[Any, Any]]) -> str:
+    """The literal characters a sequence starts with (lower-cased)."""
+    out = []
+    for op, av in items:
+        if op is not _c.LITERAL or av >= 128:
+            break
+        out.append(chr(av).lower())
+    return "".join(out)
 
 
 def _part(op: Any, av: Any) -> Needs:
