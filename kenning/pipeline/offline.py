@@ -830,7 +830,8 @@ def _split_sentences(line: str) -> list[str]:
 def _tidy(clause: str) -> str:
     """Cut fillers, contractions and stray punctuation so patterns can anchor at the subject."""
     clause = _EMPTY_BRACKETS.sub(" ", clause)
-    clause = _CONTRACTION.sub(lambda m: f"{m[1]} {_CONTRACTED[m[2].lower()]}", clause)
+    if "'" in clause or "’" in clause:  # what every contraction holds
+        clause = _CONTRACTION.sub(lambda m: f"{m[1]} {_CONTRACTED[m[2].lower()]}", clause)
     clause = _SPACES.sub(" ", clause)
     clause = _EDGE_PUNCTUATION.sub("", clause)
     for _ in range(3):
