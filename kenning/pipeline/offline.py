@@ -1,9 +1,9 @@
 """The offline extractor: entities and facts from plain English with regular expressions.
 
-No model and no dependency; deterministic and fast (every pattern is precompiled, anchored at a
-clause start and bounded, so a clause costs a few dozen failed matches at worst and a 100 kB
-memory stays linear; a pattern is not even tried on a clause that lacks every word it needs,
-``literals.py``).
+No model and no dependency; deterministic and fast (every pattern is compiled once, when first
+tried, anchored at a clause start and bounded, so a clause costs a few dozen failed matches at
+worst and a 100 kB memory stays linear; a pattern is not even tried on a clause that lacks
+every word it needs, ``literals.py``).
 
 How a memory is read:
 
@@ -50,6 +50,7 @@ Choices worth knowing:
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -310,7 +311,10 @@ _MACROS = {
 _MACRO = re.compile("|".join(map(re.escape, _MACROS)))
 
 
+@functools.cache
 def _compile(template: str) -> re.Pattern[str]:
+    """A rule's pattern, compiled the first time a clause is tried on it: compiling all of them
+    took about a second at import, which every process paid before its first recall."""
     for macro, pattern in _MACROS.items():
         template = template.replace(macro, pattern)
     return re.compile(template, re.DOTALL)
@@ -325,7 +329,7 @@ class _Rule:
     works_at; ``@kin`` from the kin word; ``@role`` only the has_role fact.
     """
 
-    pattern: re.Pattern[str]
+    template: str  # with its macros (``pattern`` compiles it)
     relation: str
     source_type: str
     target_type: str
@@ -339,6 +343,10 @@ class _Rule:
     #: strings (lower case) one of which a clause must contain to match (``literals.py``)
     needs: frozenset[str] | None = None
 
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return _compile(self.template)
+
 
 #: the macros that are lists of words: read for what a rule needs when nothing else is needed
 _WORD_MACROS = ("%K", "%R")
@@ -351,7 +359,7 @@ def _rule(template: str, relation: str, source: str, target: str, **flags: Any) 
     if needs is None:  # else what a kin word or a role needs ("Bob is my brother")
         needs = required_literals(_MACRO.sub(lambda m: _MACROS[m[0]] if m[0] in _WORD_MACROS else "(?:)",
                                              template), re.DOTALL)
-    return _Rule(_compile(template), relation, source, target, **flags, needs=needs)
+    return _Rule(template, relation, source, target, **flags, needs=needs)
 
 
 _USE_VERBS = (
