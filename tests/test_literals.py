@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -50,8 +51,6 @@ def test_the_scanner_finds_what_looking_for_each_string_finds() -> None:
 
 
 def test_a_gate_says_no_only_where_the_search_fails() -> None:
-    import re
-
     pattern = re.compile(r"\b(?:no\s+longer|stopped|quit)\b", re.IGNORECASE)
     may = gate(pattern)
     for text in ["I stopped", "I QUIT smoking", "no  longer", "nothing here", "quitting", "ſtopped"]:
@@ -83,6 +82,13 @@ def _clauses() -> list[str]:
     return sorted(c for c in clauses if 0 < len(c) <= 400)
 
 
+def test_no_rule_is_tried_on_every_clause() -> None:
+    # the age rule needs a digit; "Bob is my brother" a kin word; "Bob is the CTO" a role
+    assert not offline._ALWAYS
+    assert all(rule.needs and min(map(len, rule.needs)) > 1 for rule in offline._RULES
+               if rule.relation not in {"age"})
+
+
 def test_the_first_rule_that_matches_is_unchanged_by_skipping() -> None:
     clauses = _clauses()
     matched = 0
@@ -101,12 +107,12 @@ def test_the_gated_searches_find_what_the_searches_find() -> None:
         may = gate(pattern)
         skipped = [c for c in clauses if not may(c)]
         assert all(pattern.search(c) is None for c in skipped), pattern.pattern[:40]
-        assert len(skipped) > len(clauses) / 4  # the gate skips most clauses
+        assert len(skipped) > len(clauses) / 4  # the gate skips many clauses
     # instruction flags: every pattern run on every text gives the same flags
     texts = clauses + _instruction_texts()
     for text in texts:
         folded = instructions.fold(text)
-        squashed = __import__("re").sub(r"[^a-z<|>]", "", folded.translate(instructions._LEET))
+        squashed = re.sub(r"[^a-z<|>]", "", folded.translate(instructions._LEET))
         every = tuple(flag for flag in instructions.FLAGS
                       if any(instructions._matches(p, folded) for p in instructions._COMPILED[flag])
                       or any(w in squashed for w in instructions._SQUASHED.get(flag, ())))
