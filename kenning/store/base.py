@@ -267,15 +267,11 @@ class MemoryStore(ABC):
         sees every committed row. A store that gains nothing from it does nothing."""
         return nullcontext()
 
-    def insert_memory(self, memory: Memory, owner: str | None = None) -> tuple[str, bool]:
-        """Insert a memory (claimed by ``owner`` when given); if (dataset, content_hash) exists
-        return (its id, False)."""
-        return self.insert_memories([memory], owner)[0]
-
     @abstractmethod
     def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
-        """``insert_memory`` of each, in order, in one go: a memory whose content is stored
-        already, or came earlier in the list, gives that memory's id."""
+        """Insert memories (claimed by ``owner`` when given), in order, in one go: (id, True)
+        for each new one; a memory whose content (dataset, content_hash) is stored already, or
+        came earlier in the list, gives (that memory's id, False)."""
     @abstractmethod
     def get_memories(self, ids: Sequence[str]) -> list[Memory]: ...
     @abstractmethod

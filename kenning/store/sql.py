@@ -109,9 +109,9 @@ class Dialect:
     for_update: str = ""
     #: a list of ids goes as one array parameter (``= ANY(?)``) rather than a mark per id
     arrays: bool = False
-    #: the auth tables' column types (kenning.store.auth), their permissions' spelling, and
-    #: the statement that serializes their creation across processes
-    auth_types: dict[str, str] = field(default_factory=dict)
+    #: column types of the tables (kenning/store/schema.py, kenning.store.auth), the
+    #: permissions' spelling, and the statement that serializes the auth tables' creation
+    types: dict[str, str] = field(default_factory=dict)
     auth_lock: str | None = None
     perms_in: Callable[[list[str]], Any] = _same
     perms_out: Callable[[Any], frozenset[str]] = frozenset

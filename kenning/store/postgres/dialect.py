@@ -62,6 +62,8 @@ POSTGRES = Dialect(
     mark="%s", condition=_condition, json_in=json_value, vector_in=to_vector_text, vector_out=from_vector_text,
     vector_mark="?::vector", json_mark="?::jsonb", vector_select="embedding::text", json_text="{column} ->> '{key}'",
     for_update=" FOR UPDATE", arrays=True,
-    auth_types={"bool": "BOOLEAN", "false": "FALSE", "time": "TIMESTAMPTZ", "perms": "TEXT[]", "table_options": ""},
+    types={"id": 'TEXT COLLATE "C"', "json": "JSONB", "time": "TIMESTAMPTZ", "bool": "BOOLEAN", "false": "false",
+           "vector": "vector", "real": "DOUBLE PRECISION", "perms": "TEXT[]", "fill": " WITH (fillfactor = 80)",
+           "table_options": ""},
     auth_lock="SELECT pg_advisory_xact_lock(hashtext('kenning_auth_schema'))",
 )
