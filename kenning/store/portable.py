@@ -58,12 +58,11 @@ from .._checks import check_flag
 from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ..models import TransferResult
 from .base import Store
-from .copy import driver_error, in_order, PostgresSide, side_of, SQLiteSide, vector_value
+from .copy import Side, driver_error, in_order, side_of, vector_value
 
 __all__ = ["FORMAT", "VERSION", "export_file", "export_graph", "export_store", "import_file"]
 
 FORMAT, VERSION = "kenning-export", 1
-Side = SQLiteSide | PostgresSide
 Progress = Callable[[int], None] | None
 
 #: columns whose values are not plain text or numbers (a test checks these against PostgreSQL's

@@ -66,4 +66,16 @@ POSTGRES = Dialect(
            "vector": "vector", "real": "DOUBLE PRECISION", "perms": "TEXT[]", "fill": " WITH (fillfactor = 80)",
            "table_options": ""},
     auth_lock="SELECT pg_advisory_xact_lock(hashtext('kenning_auth_schema'))",
+    catalog={
+        "tables": "SELECT table_name FROM information_schema.tables"
+                  " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'",
+        "columns": "SELECT column_name::text, CASE WHEN data_type = 'USER-DEFINED' THEN udt_name::text ELSE data_type::text END"
+                   " FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = %s"
+                   " AND is_generated = 'NEVER' ORDER BY ordinal_position",
+        "depends_on": "SELECT confrelid::regclass::text FROM pg_constraint WHERE contype = 'f' AND conrelid = to_regclass(%s)",
+        "primary_key": "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid"
+                       " AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(%s) AND i.indisprimary"
+                       " ORDER BY array_position(i.indkey::int2[], a.attnum)",
+        "collate": ' COLLATE "C"',
+    },
 )

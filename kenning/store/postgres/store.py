@@ -36,8 +36,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...errors import ConfigurationError, StoreError
 from ...models import Memory
-from ..base import ClaimFilter, FactRow, Scored, Txn, retry_transient
-from ..sql import FACT_COLUMNS, KIND_TABLE, MEMORY_COLUMNS, SQLStore, SQLTxn
+from ..base import FACT_COLUMNS, MEMORY_COLUMNS, ClaimFilter, FactRow, Scored, Txn, retry_transient
+from ..sql import KIND_TABLE, SQLStore
 from .dialect import POSTGRES, to_vector_text
 from .lexical import bm25
 from .schema import BOOTSTRAP, LOCK_DATASET, LOCK_SCHEMA, PG_MIGRATIONS, vector_steps
@@ -96,7 +96,7 @@ def redact(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
 
 
-class PostgresTxn(SQLTxn):
+class PostgresTxn(Txn):
     """The shared primitives on one pipelined connection; each takes a per-dataset advisory
     transaction lock the first time it touches a dataset."""
 

@@ -63,4 +63,12 @@ SQLITE = Dialect(
     types={"id": "TEXT", "json": "TEXT", "time": "TEXT", "bool": "INTEGER", "false": "0", "vector": "BLOB", "real": "REAL",
            "perms": "TEXT", "fill": "", "table_options": " WITHOUT ROWID"},
     perms_in=",".join, perms_out=lambda text: frozenset(p for p in text.split(",") if p),
+    catalog={
+        # the full-text tables and their shadow tables are derived from the rows
+        "tables": "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND instr(name, '_fts') = 0",
+        "columns": "SELECT name, upper(coalesce(type, '')) FROM pragma_table_info(?)",
+        "depends_on": 'SELECT "table" FROM pragma_foreign_key_list(?)',
+        "primary_key": "SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk",
+        "collate": "",  # BINARY, the default
+    },
 )

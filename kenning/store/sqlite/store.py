@@ -28,8 +28,8 @@ import numpy as np
 from ..._time import to_text
 from ...errors import StoreError
 from ...models import Memory
-from ..base import ClaimFilter, FactRow, Scored, Txn
-from ..sql import FACT_COLUMNS, KIND_TABLE, MEMORY_COLUMNS, SQLStore, SQLTxn, entity_text
+from ..base import FACT_COLUMNS, MEMORY_COLUMNS, ClaimFilter, FactRow, Scored, Txn, entity_text
+from ..sql import KIND_TABLE, SQLStore
 from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate, to_blob
 from .dialect import SQLITE, dataset_token
 from .schema import SQLITE_MIGRATIONS
@@ -76,7 +76,7 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-class SQLiteTxn(SQLTxn):
+class SQLiteTxn(Txn):
     """The shared primitives on the store's one connection (``BEGIN IMMEDIATE``: no other writer
     runs, so nothing needs locking), keeping the FTS5 tables in step with their rows."""
 
