@@ -181,13 +181,7 @@ def ordered(by_id: Mapping[str, Any], ids: Sequence[str]) -> list[Any]:
 
 
 #: what a memory is read from
-MEMORY_COLUMNS = (
-    "id, dataset, kind, content, topic, context, decisions, rationale, metadata, source, "
-    "content_hash, valid_at, status, error, retention, retention_until, pinned, pin_reason, "
-    "access_count, last_accessed_at, supersedes, superseded_by, supersession_reason, "
-    'created_at, updated_at, processed_at, usage, episode, position, "user", agent, session, role, speaker,'
-    " origin, flags"
-)
+MEMORY_COLUMNS = ", ".join(f'"{name}"' for name in Memory.model_fields)
 #: what a fact row or a Fact is read from (not the vector, which only the vector lane reads)
 FACT_COLUMNS = ("id, dataset, source_id, relation, target_id, description, valid_at, invalid_at, created_at,"
                 " expired_at, superseded_by, memory_id, weight")
@@ -382,13 +376,6 @@ class Txn:
                 " WHERE g.source_id = facts.source_id AND g.relation = facts.relation"
                 " AND g.target_id = facts.target_id)", [entity_id, entity_id])
 
-    def live_facts_of(self, entity_id: str) -> list[tuple[str, str, str, str]]:
-        """(id, source_id, relation, target_id) of open facts touching the entity, oldest first."""
-        rows = self._all("SELECT id, source_id, relation, target_id FROM facts WHERE expired_at IS NULL"
-                         " AND invalid_at IS NULL AND (source_id = ? OR target_id = ?) ORDER BY created_at, id",
-                         [entity_id, entity_id])
-        return [(r["id"], r["source_id"], r["relation"], r["target_id"]) for r in rows]
-
     def fold_facts(self, pairs: Sequence[tuple[str, str]]) -> None:
         """For each (drop, keep): give ``keep`` the provenance of ``drop`` and what ``drop`` superseded; delete ``drop``."""
         for drop, keep in pairs:
@@ -412,10 +399,13 @@ class Txn:
         self.reopen_twins(keep_id)
         first: dict[tuple[str, str, str], str] = {}
         repeats = []
-        for fact_id, source_id, relation, target_id in self.live_facts_of(keep_id):
-            keeper = first.setdefault((source_id, relation, target_id), fact_id)
-            if keeper != fact_id:
-                repeats.append((fact_id, keeper))
+        # the open facts touching the entity, oldest first
+        for r in self._all("SELECT id, source_id, relation, target_id FROM facts WHERE expired_at IS NULL"
+                           " AND invalid_at IS NULL AND (source_id = ? OR target_id = ?) ORDER BY created_at, id",
+                           [keep_id, keep_id]):
+            keeper = first.setdefault((r["source_id"], r["relation"], r["target_id"]), r["id"])
+            if keeper != r["id"]:
+                repeats.append((r["id"], keeper))
         self.fold_facts(repeats)
         return [fact_id for fact_id, _ in repeats]
 
@@ -427,7 +417,7 @@ class Txn:
         dead_facts = sorted(self.unstated_facts(fact_ids))
         if dead_facts:
             self.reopen_closed(dead_facts)
-            self.delete_facts(dead_facts)
+            self._delete("facts", dead_facts)
         return sorted(self.delete_orphans(entity_ids)), dead_facts
 
     def reopen_closed(self, dead: Sequence[str]) -> None:
@@ -491,9 +481,6 @@ class Txn:
         return [self.d.fact_row(r) for r in self._all(
             f"SELECT {FACT_COLUMNS} FROM facts WHERE dataset = ? AND relation = ? AND {column} = ?",
             [dataset, relation, entity_id])]
-
-    def delete_facts(self, fact_ids: Sequence[str]) -> None:
-        self._delete("facts", fact_ids)
 
     def delete_orphans(self, entity_ids: Sequence[str]) -> list[str]:
         """Delete those of the entities no memory names and no fact uses; their ids."""

@@ -18,7 +18,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -96,6 +96,14 @@ class Side(ABC):
     def primary_key(self, table: str) -> list[str]:
         return [c for (c,) in self.select(self.catalog["primary_key"], [table])]
 
+    def lacks(self, tables: Iterable[str]) -> list[str]:
+        """Those of ``tables`` this store has not, once it made those it creates on first use
+        (the auth tables: users, keys, grants)."""
+        if missing := [t for t in tables if t not in self.tables()]:
+            self.store._auth_migrate()
+            missing = [t for t in missing if t not in self.tables()]
+        return missing
+
     def count(self, table: str, where: str = "") -> int:
         return int(self.select(f'SELECT count(*) FROM "{table}" {where}')[0][0])
 
@@ -129,11 +137,11 @@ class Side(ABC):
                 self.conn = None
 
     def _converted(self, table: str, columns: Sequence[str], rows: list[tuple], source: dict[str, str],
-                   to: Callable[[str, str], Callable[[Any], Any]]) -> list[tuple]:
-        """``rows`` in the target columns' types (``source``: the types they come in)."""
+                   to: Callable[[str, str, Any], Any]) -> list[tuple]:
+        """``rows`` in the target columns' types: ``to(target type, source type, value)``."""
         types = self.types[table] = self.types.get(table) or self.columns(table)
-        convert = [to(types.get(c, ""), source.get(c, "")) for c in columns]
-        return [tuple(f(v) for f, v in zip(convert, row)) for row in rows]
+        kinds = [(types.get(c, ""), source.get(c, "")) for c in columns]
+        return [tuple(None if v is None else to(*k, v) for k, v in zip(kinds, row)) for row in rows]
 
 
 class SQLiteSide(Side):
@@ -231,44 +239,34 @@ def vector_value(value: Any) -> np.ndarray | None:
     return np.asarray(value, dtype=np.float32)
 
 
-def _to_sqlite(declared: str, source: str) -> Callable[[Any], Any]:
-    def convert(value: Any) -> Any:
-        if value is None:
-            return None
-        if declared == "BLOB":
-            return to_blob(vector_value(value))
-        if source == "ARRAY":  # a PostgreSQL text[] is a comma list in SQLite (auth_grants)
-            return ",".join(sorted(value))
-        if isinstance(value, bool):
-            return int(value)
-        if hasattr(value, "isoformat") and hasattr(value, "tzinfo"):
-            return to_text(value)
-        if isinstance(value, (list, dict)):
-            return json.dumps(value, default=str)
-        return value
-
-    return convert
+def _to_sqlite(declared: str, source: str, value: Any) -> Any:
+    if declared == "BLOB":
+        return to_blob(vector_value(value))
+    if source == "ARRAY":  # a PostgreSQL text[] is a comma list in SQLite (auth_grants)
+        return ",".join(sorted(value))
+    if isinstance(value, bool):
+        return int(value)
+    if hasattr(value, "isoformat") and hasattr(value, "tzinfo"):
+        return to_text(value)
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, default=str)
+    return value
 
 
-def _to_postgres(kind: str, source: str) -> Callable[[Any], Any]:
+def _to_postgres(kind: str, source: str, value: Any) -> Any:
     from .postgres.dialect import json_value, to_vector_text
 
-    def convert(value: Any) -> Any:
-        if value is None:
-            return None
-        if kind == "vector":
-            return to_vector_text(vector_value(value))
-        if kind == "timestamp with time zone":
-            return as_utc(value)
-        if kind in ("jsonb", "json"):
-            return json_value(json.loads(value) if isinstance(value, str) else value)
-        if kind == "boolean":
-            return bool(value)
-        if kind == "ARRAY" and isinstance(value, str):
-            return [item for item in value.split(",") if item]
-        return value
-
-    return convert
+    if kind == "vector":
+        return to_vector_text(vector_value(value))
+    if kind == "timestamp with time zone":
+        return as_utc(value)
+    if kind in ("jsonb", "json"):
+        return json_value(json.loads(value) if isinstance(value, str) else value)
+    if kind == "boolean":
+        return bool(value)
+    if kind == "ARRAY" and isinstance(value, str):
+        return [item for item in value.split(",") if item]
+    return value
 
 
 # -- the copy -----------------------------------------------------------------------------------
@@ -303,16 +301,11 @@ def in_order(side: Side, tables: list[str]) -> list[str]:
     return done
 
 
-def _prepare(src: Any, dst: Any, target: Store) -> list[str]:
+def _prepare(src: Side, dst: Side) -> list[str]:
     if any(dst.count(t) for t in _CORE if t in dst.tables()):
         raise ConflictError("the target store is not empty; migrate copies into an empty store")
     tables = src.tables()
-    missing = [t for t in tables if t not in dst.tables()]
-    create_auth = getattr(target, "_auth_migrate", None)
-    if missing and create_auth is not None:
-        create_auth()  # tables a store creates on first use (users, keys, grants)
-        missing = [t for t in tables if t not in dst.tables()]
-    if missing:
+    if missing := dst.lacks(tables):
         raise StoreError(f"the target store has no table {', '.join(missing)}; upgrade kenning there first")
     for table in tables:
         lost = set(src.columns(table)) - set(dst.columns(table))
@@ -326,7 +319,7 @@ def copy_store(
 ) -> CopyReport:
     """Copy everything in ``source`` into the empty ``target`` and compare counts."""
     src, dst = side_of(source), side_of(target)
-    tables = _prepare(src, dst, target)
+    tables = _prepare(src, dst)
     report = CopyReport(embedder=src.embedder())
     stored = dst.embedder()
     if report.embedder and stored and stored != report.embedder:

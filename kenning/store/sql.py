@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +44,8 @@ CHUNK_COLUMNS = "id, memory_id, dataset, position, text, token_count, location"
 ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
 _MEMORY_JSON = ("decisions", "rationale", "metadata", "supersedes", "usage")
 _JSON_FIELDS = frozenset((*_MEMORY_JSON, "aliases"))
+_FACT_FIELDS = [c.strip() for c in FACT_COLUMNS.split(",")]
+_FACT_TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
 _MEMORY_TIMES = ("valid_at", "retention_until", "last_accessed_at", "created_at", "updated_at", "processed_at")
 #: how each kind of record reaches the memories that state it (``in_scope``)
 _REACH = {
@@ -54,7 +56,7 @@ _REACH = {
               " WHERE {ids}",
 }
 #: facts with the names of their two ends
-_NAMED_FACTS = (f"SELECT {', '.join('f.' + c.strip() for c in FACT_COLUMNS.split(','))}, s.name AS source_name,"
+_NAMED_FACTS = (f"SELECT {', '.join('f.' + c for c in _FACT_FIELDS)}, s.name AS source_name,"
                 " t.name AS target_name FROM facts f JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id")
 _REACH_ID = {"memory": "m.id", "chunk": "r.id", "fact": "p.fact_id", "entity": "p.entity_id"}
 _BATCH = 500
@@ -139,14 +141,7 @@ class Dialect:
         return Memory(**data)
 
     def fact_row(self, row: Mapping[str, Any]) -> FactRow:
-        t = self.time_out
-        return FactRow(
-            id=row["id"], dataset=row["dataset"], source_id=row["source_id"], relation=row["relation"],
-            target_id=row["target_id"], description=row["description"], valid_at=t(row["valid_at"]),
-            invalid_at=t(row["invalid_at"]), created_at=t(row["created_at"]),
-            expired_at=t(row["expired_at"]), superseded_by=row["superseded_by"],
-            memory_id=row["memory_id"], weight=row["weight"],
-        )
+        return FactRow(**{c: self.time_out(row[c]) if c in _FACT_TIMES else row[c] for c in _FACT_FIELDS})
 
     def fact(self, row: Mapping[str, Any], memory_ids: list[str]) -> Fact:
         fields = {k: v for k, v in vars(self.fact_row(row)).items() if k not in ("memory_id", "embedding")}
@@ -175,12 +170,6 @@ class SQLStore(AuthStore, Store):
 
     dialect: Dialect
 
-    def _read(self) -> AbstractContextManager[Any]:
-        raise NotImplementedError
-
-    def _write(self) -> AbstractContextManager[Any]:
-        raise NotImplementedError
-
     def _fresh(self, memories: list[Memory]) -> list[Memory]:
         return memories
 
@@ -189,9 +178,7 @@ class SQLStore(AuthStore, Store):
 
     def _rows(self, query: str, args: Sequence[Any] = (), conn: Any = None) -> list[Any]:
         """The rows of a read, on ``conn`` (a connection ``_read`` gave) or a connection of its own."""
-        if conn is not None:
-            return list(conn.execute(self.dialect.sql(query), list(args)).fetchall())
-        with self._read() as own:
+        with nullcontext(conn) if conn is not None else self._read() as own:
             return list(own.execute(self.dialect.sql(query), list(args)).fetchall())
 
     def _change(self, query: str, args: Sequence[Any] = ()) -> None:
@@ -204,8 +191,7 @@ class SQLStore(AuthStore, Store):
         if not keys:
             return {}
         clause, args = self.dialect.any_of("normalized", keys)
-        rows = conn.execute(self.dialect.sql(f"SELECT {ENTITY_COLUMNS} FROM entities WHERE dataset = ? AND {clause}"),
-                            [dataset, *args]).fetchall()
+        rows = self._rows(f"SELECT {ENTITY_COLUMNS} FROM entities WHERE dataset = ? AND {clause}", [dataset, *args], conn)
         return {r["normalized"]: self.dialect.entity_row(r) for r in rows}
 
     def _live_facts(self, conn: Any, dataset: str, source_id: str, target_id: str, relation: str,
@@ -219,14 +205,13 @@ class SQLStore(AuthStore, Store):
         if by_target:
             query += f" UNION {select} target_id = ? AND relation = ? {live}"
             args += [target_id, relation, dataset]
-        rows = conn.execute(self.dialect.sql(f"SELECT * FROM ({query}) u ORDER BY valid_at, id"), args).fetchall()
-        return [self.dialect.fact_row(r) for r in rows]
+        return [self.dialect.fact_row(r) for r in self._rows(f"SELECT * FROM ({query}) u ORDER BY valid_at, id", args, conn)]
 
     def _fact_rows(self, conn: Any, ids: Sequence[str]) -> list[FactRow]:
         if not ids:
             return []
         clause, args = self.dialect.any_of("id", ids)
-        rows = conn.execute(self.dialect.sql(f"SELECT {FACT_COLUMNS} FROM facts WHERE {clause}"), args).fetchall()
+        rows = self._rows(f"SELECT {FACT_COLUMNS} FROM facts WHERE {clause}", args, conn)
         return ordered({r["id"]: self.dialect.fact_row(r) for r in rows}, ids)
 
     # -- memories --------------------------------------------------------------------------------

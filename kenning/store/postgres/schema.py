@@ -66,26 +66,54 @@ _TSV = {
 }
 
 #: one statement trigger per event (PostgreSQL allows transition tables on one event only); an
-#: entity's text changes by UPDATE too, seen by a row trigger on the columns its tsv reads
+#: entity's text changes by UPDATE too, seen by a row trigger on the columns its tsv reads. The
+#: rows per lexeme (the migration after) are counted by the same function, replaced:
+#: ``_stats_function(lexemes=True)``.
 _STATS_FUNCTION = """
-CREATE FUNCTION kenning_lexical_stats() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+{create} FUNCTION kenning_lexical_stats() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_LEVEL = 'ROW' THEN
         INSERT INTO lexical_stats AS s (tbl, dataset, rows, tokens)
         VALUES (TG_TABLE_NAME, NEW.dataset, 0, NEW.tsv_len - OLD.tsv_len)
-        ON CONFLICT (tbl, dataset) DO UPDATE SET tokens = s.tokens + excluded.tokens;
+        ON CONFLICT (tbl, dataset) DO UPDATE SET tokens = s.tokens + excluded.tokens;{row}
     ELSIF TG_OP = 'INSERT' THEN
         INSERT INTO lexical_stats AS s (tbl, dataset, rows, tokens)
         SELECT TG_TABLE_NAME, dataset, count(*), sum(tsv_len) FROM new_rows GROUP BY dataset
-        ON CONFLICT (tbl, dataset) DO UPDATE SET rows = s.rows + excluded.rows, tokens = s.tokens + excluded.tokens;
+        ON CONFLICT (tbl, dataset) DO UPDATE SET rows = s.rows + excluded.rows, tokens = s.tokens + excluded.tokens;{insert}
     ELSE
         UPDATE lexical_stats s SET rows = s.rows - d.rows, tokens = s.tokens - d.tokens
         FROM (SELECT dataset, count(*) AS rows, sum(tsv_len) AS tokens
               FROM old_rows GROUP BY dataset) d
-        WHERE s.tbl = TG_TABLE_NAME AND s.dataset = d.dataset;
+        WHERE s.tbl = TG_TABLE_NAME AND s.dataset = d.dataset;{delete}
     END IF;
     RETURN NULL;
 END $$"""
+_LEXEME_COUNTS = {
+    "row": """
+        INSERT INTO lexeme_stats AS s (tbl, lexeme, dataset, rows)
+        SELECT TG_TABLE_NAME, l, NEW.dataset, 1 FROM unnest(tsvector_to_array(NEW.tsv)) AS l
+        WHERE l <> ALL (tsvector_to_array(OLD.tsv)) ORDER BY l
+        ON CONFLICT (tbl, lexeme, dataset) DO UPDATE SET rows = s.rows + 1;
+        UPDATE lexeme_stats s SET rows = s.rows - 1
+        WHERE s.tbl = TG_TABLE_NAME AND s.dataset = OLD.dataset
+          AND s.lexeme = ANY (tsvector_to_array(OLD.tsv)) AND s.lexeme <> ALL (tsvector_to_array(NEW.tsv));""",
+    "insert": """
+        INSERT INTO lexeme_stats AS s (tbl, lexeme, dataset, rows)
+        SELECT TG_TABLE_NAME, l, dataset, count(*) FROM new_rows, unnest(tsvector_to_array(tsv)) AS l
+        GROUP BY l, dataset ORDER BY l, dataset
+        ON CONFLICT (tbl, lexeme, dataset) DO UPDATE SET rows = s.rows + excluded.rows;""",
+    "delete": """
+        UPDATE lexeme_stats s SET rows = s.rows - d.rows
+        FROM (SELECT l, dataset, count(*) AS rows FROM old_rows, unnest(tsvector_to_array(tsv)) AS l
+              GROUP BY l, dataset) d
+        WHERE s.tbl = TG_TABLE_NAME AND s.lexeme = d.l AND s.dataset = d.dataset;""",
+}
+
+
+def _stats_function(lexemes: bool) -> str:
+    if lexemes:
+        return _STATS_FUNCTION.format(create="CREATE OR REPLACE", **_LEXEME_COUNTS)
+    return _STATS_FUNCTION.format(create="CREATE", row="", insert="", delete="")
 
 
 def _lexical_steps(table: str) -> list[str]:
@@ -123,7 +151,7 @@ _LEXICAL = [
     # Rows and tokens per table and dataset, kept by triggers, for BM25's average row length.
     f"CREATE TABLE lexical_stats (tbl TEXT NOT NULL, dataset {_ID} NOT NULL, rows BIGINT NOT NULL,"
     " tokens BIGINT NOT NULL, PRIMARY KEY (tbl, dataset))",
-    _STATS_FUNCTION,
+    _stats_function(lexemes=False),
     *(step for table in _TSV for step in _lexical_steps(table)),
 ]
 
@@ -133,45 +161,10 @@ _LEXICAL = [
 # dataset and lexeme, by the same triggers as ``lexical_stats`` (a row's dataset in the key:
 # writers of one dataset already take turns, so writers of two never wait for the same row).
 # The entities' update trigger now fires on any change of the text, not only of its length.
-_LEXEME_FUNCTION = """
-CREATE OR REPLACE FUNCTION kenning_lexical_stats() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF TG_LEVEL = 'ROW' THEN
-        INSERT INTO lexical_stats AS s (tbl, dataset, rows, tokens)
-        VALUES (TG_TABLE_NAME, NEW.dataset, 0, NEW.tsv_len - OLD.tsv_len)
-        ON CONFLICT (tbl, dataset) DO UPDATE SET tokens = s.tokens + excluded.tokens;
-        INSERT INTO lexeme_stats AS s (tbl, lexeme, dataset, rows)
-        SELECT TG_TABLE_NAME, l, NEW.dataset, 1 FROM unnest(tsvector_to_array(NEW.tsv)) AS l
-        WHERE l <> ALL (tsvector_to_array(OLD.tsv)) ORDER BY l
-        ON CONFLICT (tbl, lexeme, dataset) DO UPDATE SET rows = s.rows + 1;
-        UPDATE lexeme_stats s SET rows = s.rows - 1
-        WHERE s.tbl = TG_TABLE_NAME AND s.dataset = OLD.dataset
-          AND s.lexeme = ANY (tsvector_to_array(OLD.tsv)) AND s.lexeme <> ALL (tsvector_to_array(NEW.tsv));
-    ELSIF TG_OP = 'INSERT' THEN
-        INSERT INTO lexical_stats AS s (tbl, dataset, rows, tokens)
-        SELECT TG_TABLE_NAME, dataset, count(*), sum(tsv_len) FROM new_rows GROUP BY dataset
-        ON CONFLICT (tbl, dataset) DO UPDATE SET rows = s.rows + excluded.rows, tokens = s.tokens + excluded.tokens;
-        INSERT INTO lexeme_stats AS s (tbl, lexeme, dataset, rows)
-        SELECT TG_TABLE_NAME, l, dataset, count(*) FROM new_rows, unnest(tsvector_to_array(tsv)) AS l
-        GROUP BY l, dataset ORDER BY l, dataset
-        ON CONFLICT (tbl, lexeme, dataset) DO UPDATE SET rows = s.rows + excluded.rows;
-    ELSE
-        UPDATE lexical_stats s SET rows = s.rows - d.rows, tokens = s.tokens - d.tokens
-        FROM (SELECT dataset, count(*) AS rows, sum(tsv_len) AS tokens
-              FROM old_rows GROUP BY dataset) d
-        WHERE s.tbl = TG_TABLE_NAME AND s.dataset = d.dataset;
-        UPDATE lexeme_stats s SET rows = s.rows - d.rows
-        FROM (SELECT l, dataset, count(*) AS rows FROM old_rows, unnest(tsvector_to_array(tsv)) AS l
-              GROUP BY l, dataset) d
-        WHERE s.tbl = TG_TABLE_NAME AND s.lexeme = d.l AND s.dataset = d.dataset;
-    END IF;
-    RETURN NULL;
-END $$"""
-
 _LEXEMES = [
     f"CREATE TABLE lexeme_stats (tbl TEXT NOT NULL, lexeme TEXT NOT NULL, dataset {_ID} NOT NULL,"
     " rows BIGINT NOT NULL, PRIMARY KEY (tbl, lexeme, dataset))",
-    _LEXEME_FUNCTION,
+    _stats_function(lexemes=True),
     "DROP TRIGGER entities_stats_update ON entities",
     "CREATE TRIGGER entities_stats_update AFTER UPDATE OF name, aliases, description ON entities"
     " FOR EACH ROW WHEN (OLD.tsv IS DISTINCT FROM NEW.tsv) EXECUTE FUNCTION kenning_lexical_stats()",
