@@ -271,7 +271,7 @@ def test_the_server_never_reads_its_own_paths(tmp_path: Path) -> None:
     with Kenning(str(tmp_path / "k.db")) as kn:
         service = build_service(kn, auth=False)
         with pytest.raises(ValidationError, match="does not read paths"):
-            service.remember(service.access.authenticate(None), secret)
+            service.remember(service.access.authenticate(None), secret, dataset="main")
         pytest.importorskip("mcp")
         from kenning.mcp import build_server
 

@@ -58,6 +58,11 @@ def _chars(content: Any) -> int:
 
 
 class Service:
+    """The verbs as a caller may use them: each checks the caller's permission, spends its
+    allowance and holds the dataset's lock, then calls the engine. A verb takes its validated
+    request's arguments (``kenning.requests``: the server's and the MCP tools' bodies) and
+    declares no default of its own."""
+
     def __init__(self, kn: Kenning, access: Access, writes: Limiter | None = None) -> None:
         self.kn = kn
         self.access = access
@@ -79,7 +84,7 @@ class Service:
         return memory
 
     # -- writes ------------------------------------------------------------------------------
-    def remember(self, who: Principal, content: Any, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> RememberResult:
+    def remember(self, who: Principal, content: Any, *, dataset: str, **kw: Any) -> RememberResult:
         if any(isinstance(c, os.PathLike) for c in (content if isinstance(content, list) else [content])):
             # a caller of the server never makes it read its own files (docs/files.md)
             raise ValidationError("the server does not read paths on its machine: upload files to /v1/remember/file")
@@ -89,7 +94,7 @@ class Service:
             return self.kn.remember(content, dataset=dataset, **kw)
 
     def remember_uploads(self, who: Principal, uploads: list[tuple[str, bytes]], *, folder: str | None = None,
-                         dataset: str = DEFAULT_DATASET, **kw: Any) -> RememberResult:
+                         dataset: str, **kw: Any) -> RememberResult:
         """Uploaded files (name, bytes), read as the formats their names say and remembered as
         files of ``folder``; one that cannot be read is listed in ``files.failed``, and when
         none can be, the first one's FileReadError is raised."""
@@ -112,7 +117,7 @@ class Service:
             result.files.failed[:0] = failed
         return result
 
-    def add(self, who: Principal, content: Any, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> AddResult:
+    def add(self, who: Principal, content: Any, *, dataset: str, **kw: Any) -> AddResult:
         self.access.require_write(who, dataset)
         self.writes.spend(who.name, _chars(content))
         with self.locks.hold([dataset]):
@@ -175,12 +180,12 @@ class Service:
         with self.locks.hold([dataset]):  # an unknown dataset: NotFoundError (404)
             return self.kn.forget(dataset=dataset)
 
-    def prune(self, who: Principal, *, dataset: str = DEFAULT_DATASET, dry_run: bool = True, **kw: Any) -> PruneResult:
+    def prune(self, who: Principal, *, dataset: str, dry_run: bool, **kw: Any) -> PruneResult:
         self.access.require(who, dataset, "read" if dry_run else "delete")
         with self.locks.hold([] if dry_run else [dataset]):
             return self.kn.prune(dataset=dataset, dry_run=dry_run, **kw)
 
-    def improve(self, who: Principal, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> Any:
+    def improve(self, who: Principal, *, dataset: str, **kw: Any) -> Any:
         self.access.require(who, dataset, "write")
         with self.locks.hold([dataset]):
             return self.kn.improve(dataset=dataset, **kw)
@@ -194,20 +199,20 @@ class Service:
         return FeedbackResult(fact_id=fact_id, weight=self.kn.feedback(fact_id, **kw))
 
     # -- reads -------------------------------------------------------------------------------
-    def recall(self, who: Principal, query: str, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> RecallResult:
+    def recall(self, who: Principal, query: str, *, dataset: str, **kw: Any) -> RecallResult:
         self.access.require(who, dataset, "read")
         return self.kn.recall(query, dataset=dataset, **kw)
 
-    def timeline(self, who: Principal, entity: str, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> Timeline:
+    def timeline(self, who: Principal, entity: str, *, dataset: str, **kw: Any) -> Timeline:
         self.access.require(who, dataset, "read")
         return self.kn.timeline(entity, dataset=dataset, **kw)
 
-    def context(self, who: Principal, query: str | None = None, *, dataset: str = DEFAULT_DATASET,
+    def context(self, who: Principal, query: str | None = None, *, dataset: str,
                 **kw: Any) -> Context:
         self.access.require(who, dataset, "read")
         return self.kn.context(query, dataset=dataset, **kw)
 
-    def sessions(self, who: Principal, *, dataset: str = DEFAULT_DATASET, **kw: Any) -> list[Session]:
+    def sessions(self, who: Principal, *, dataset: str, **kw: Any) -> list[Session]:
         self.access.require(who, dataset, "read")
         return self.kn.sessions(dataset=dataset, **kw)
 
@@ -222,7 +227,7 @@ class Service:
         self._memory(who, memory_id)
         return [m for m in self.kn.chain(memory_id) if self.access.can_read(who, m.dataset)]
 
-    def list(self, who: Principal, *, dataset: str = DEFAULT_DATASET, limit: int = 50, offset: int = 0,
+    def list(self, who: Principal, *, dataset: str, limit: int, offset: int,
              **filters: Any) -> MemoryPage:
         self.access.require(who, dataset, "read")
         items = self.kn.list(dataset=dataset, limit=limit, offset=offset, **filters)

@@ -15,7 +15,7 @@ from typing import Any, cast, get_args
 
 from .._checks import check_choice, check_flag, check_int, check_scope, check_text
 from ..requests import ID_CHARS, MAX_DEPTH, MAX_NEIGHBORS, MAX_OFFSET, MAX_PAGE, MAX_TOKENS, MAX_TOP_K, MIN_TOKENS, NAME_CHARS
-from ..requests import CHOICE_CHARS, QUERY_CHARS, RecallRequest
+from ..requests import CHOICE_CHARS, ORDERS, QUERY_CHARS, RecallRequest
 from .._identity import DEFAULT_DATASET, check_dataset
 from ..dates import find_dates, parse_when
 from ..errors import KenningError, ModelNotConfiguredError, NotFoundError, ValidationError
@@ -38,9 +38,6 @@ from ..text import normalize_name, normalize_relation, terms_of
 __all__ = ["Reading", "get_memory"]
 
 log = logging.getLogger(__name__)
-
-#: the limits of the Python verbs' arguments (HTTP narrows some: see ``server.schemas``)
-ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
 
 
 def get_memory(store: Store, memory_id: str) -> Memory:
