@@ -9,7 +9,9 @@ Memories go in through the public API (``Kenning.remember`` of lists of ``--batc
 SQLite file in a temporary directory (or ``--db``). The first recall in a new process after
 ingest, and again after reopening, is timed for ``hybrid`` and then ``facts`` (which searches
 the fact vectors even with the hashing embedder): ``first_recall_ms``. The indexes are
-maintained at ingest, so neither should build a graph. The other queries show the steady state.
+maintained at ingest, so neither should build a graph. ``new_process_ms`` times ``import
+kenning``, ``Kenning(db)`` and the first hybrid recall in new interpreters (``--cold-runs``).
+The other queries show the steady state.
 
     python benchmarks/bench_scale.py --facts 100000 --index-recall --writer-rate 5
     python benchmarks/bench_scale.py --facts 10000 --index-recall --embedder local:all-MiniLM-L6-v2
@@ -71,7 +73,7 @@ def _answered(hits: list, answer: str) -> bool:
 def recall_latency(kn: Kenning, corpus: Corpus, search_types: list[str], top_k: int) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for search_type in search_types:
-        times, found = [], 0
+        times, found, cpu = [], 0, time.process_time()
         for q in corpus.questions:
             started = time.perf_counter()
             result = kn.recall(q.text, dataset=DATASET, search_type=search_type, top_k=top_k)
@@ -80,6 +82,7 @@ def recall_latency(kn: Kenning, corpus: Corpus, search_types: list[str], top_k: 
         out[search_type] = {
             **{k: round(v, 2) for k, v in percentiles(times).items()},
             "mean": round(sum(times) / len(times), 2),
+            "cpu_ms": round((time.process_time() - cpu) / len(times) * 1000, 2),  # this process's, per recall
             "answer_in_top_k": round(found / len(times), 3),
         }
     return out
@@ -140,6 +143,35 @@ def index_recall(kn: Kenning, corpus: Corpus, top_k: int) -> dict[str, Any]:
     return out
 
 
+_COLD = """
+import sys, time
+started = time.perf_counter()
+from kenning import Kenning
+imported = time.perf_counter()
+kn = Kenning(sys.argv[1], **({"embedder": sys.argv[4]} if sys.argv[4] else {}))
+opened = time.perf_counter()
+kn.recall(sys.argv[2], dataset=sys.argv[3], top_k=10)
+recalled = time.perf_counter()
+kn.close()
+print(imported - started, opened - imported, recalled - opened)
+"""
+
+
+def cold_process(db: Path, question: str, embedder: str | None, runs: int) -> dict[str, float]:
+    """A new interpreter per run: ``import kenning``, open the store (``Kenning(db)``) and its
+    first hybrid recall, each timed inside it (median of ``runs``, ms); ``open_first`` is the
+    last two together (the process's start-up is not counted)."""
+    import statistics
+    import subprocess
+
+    times = [[float(x) for x in subprocess.run(
+        [sys.executable, "-c", _COLD, str(db), question, DATASET, embedder or ""],
+        capture_output=True, text=True, check=True).stdout.split()] for _ in range(runs)]
+    median = [statistics.median(t[i] for t in times) * 1000 for i in range(3)]
+    return {"import": round(median[0], 1), "open": round(median[1], 1), "first_recall": round(median[2], 1),
+            "open_first": round(statistics.median((t[1] + t[2]) * 1000 for t in times), 1), "runs": runs}
+
+
 _WRITER = """
 import sys, time
 from kenning import Kenning
@@ -196,6 +228,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                     started = time.perf_counter()
                     kn.recall(corpus.questions[0].text, dataset=DATASET, search_type=search_type, top_k=args.top_k)
                     cold[name] = round((time.perf_counter() - started) * 1000, 1)
+        fresh = cold_process(db, corpus.questions[0].text, args.embedder, args.cold_runs) if args.cold_runs else None
         with Kenning(str(db), **settings()) as kn:
             if args.writer_rate:  # the writer's dataset exists in the baseline too
                 kn.remember("Writer note: Walker visits Harbor.", dataset="writer")
@@ -210,8 +243,14 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             if args.writer_rate:
                 measured, written = with_writer(
                     db, args.writer_rate, args.embedder, lambda: recall_latency(kn, corpus, ["hybrid"], args.top_k))
+                # alone again after the writer: the machine's load drifts, so the writer's run is
+                # compared with the mean of the runs on either side of it
+                after = recall_latency(kn, corpus, ["hybrid"], args.top_k)["hybrid"]
+                alone = [latency["hybrid"], after] if "hybrid" in latency else [after]
                 writer = {"rate": args.writer_rate, "written": written, "hybrid": measured["hybrid"],
-                          "baseline_p50": latency.get("hybrid", {}).get("p50")}
+                          "baseline_p50": round(sum(a["p50"] for a in alone) / len(alone), 2),
+                          "baseline_cpu_ms": round(sum(a["cpu_ms"] for a in alone) / len(alone), 2),
+                          "baseline_p50s": [a["p50"] for a in alone]}
             private.append(private_mb())
             ann = index_recall(kn, corpus, args.top_k) if args.index_recall else None
         size = dir_size(db)
@@ -228,6 +267,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
                   "facts_closed": stats.facts_closed, "embedder": stats.embedder},
         "ingest": ingested,
         "first_recall_ms": cold,
+        "new_process_ms": fresh,
         "top_k": args.top_k,
         "recall_ms": latency,
         "ann_vs_exact": ann,
@@ -257,13 +297,18 @@ def report(result: dict[str, Any]) -> None:
           f"vector index files: {result['index_files_mb']} MB")
     print(f"first recall after ingest: hybrid {first['after_ingest']} ms, then facts {first['after_ingest_facts']} ms; "
           f"after reopening: {first['after_reopen']} / {first['after_reopen_facts']} ms")
+    if f := result["new_process_ms"]:
+        print(f"new process (median of {f['runs']}): import kenning {f['import']} ms; open + first hybrid recall"
+              f" {f['open_first']} ms (open {f['open']}, recall {f['first_recall']})")
     rows = [[name, v["p50"], v["p95"], v["p99"], v["mean"], f"{v['answer_in_top_k']:.0%}"]
             for name, v in result["recall_ms"].items()]
     print_table(["recall (ms)", "p50", "p95", "p99", "mean", "answer in top-k"], rows)
     if w := result["second_writer"]:
         h = w["hybrid"]
         print(f"with a second process writing {w['rate']} memories/s ({w['written']} written): hybrid p50 "
-              f"{h['p50']} ms, p99 {h['p99']} ms (alone: p50 {w['baseline_p50']} ms)")
+              f"{h['p50']} ms, p99 {h['p99']} ms, CPU {h['cpu_ms']} ms a recall (alone, before and after:"
+              f" p50 {' / '.join(map(str, w['baseline_p50s']))} ms, CPU {w['baseline_cpu_ms']} ms;"
+              f" x{h['p50'] / w['baseline_p50']:.2f} p50, x{h['cpu_ms'] / w['baseline_cpu_ms']:.2f} CPU)")
     k = result["top_k"]
     if result["ann_vs_exact"]:
         rows = [[kind, v["rows"], v["search"], f"{100 * v[f'recall@{k}']:.1f}%", v["index_ms_p50"], v["exact_ms_p50"],
@@ -291,6 +336,8 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
                         help="measure the vector index against exact search with the corpus questions")
     parser.add_argument("--writer-rate", type=float, default=0.0, metavar="N",
                         help="also time hybrid recall while a second process writes N memories/s")
+    parser.add_argument("--cold-runs", type=int, default=3, metavar="N",
+                        help="time import, open and first recall in N new processes (0: not at all)")
     parser.add_argument("--json", action="store_true", help="print the figures as JSON")
     parser.add_argument("--quiet", action="store_true", help="no progress on stderr")
     return parser.parse_args(argv)

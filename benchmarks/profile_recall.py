@@ -2,12 +2,15 @@
 
     python benchmarks/tune_recall.py ../shared/data/longmemeval/dev --kind longmemeval --cache /tmp/lme-dev --grid role=1
     python benchmarks/profile_recall.py ../shared/data/longmemeval/dev --cache /tmp/lme-dev --limit 30
+    python benchmarks/profile_recall.py --scale /tmp/b50k.db --facts 50000 --top-k 10   # a bench_scale.py store
 
 Opens each cached per-question store (built by ``tune_recall.py --cache``: one LongMemEval
 question's haystack, ~490 turns of ~970 characters), asks its question once to warm the
 process, then ``--rounds`` times with ``recall(question, top_k=50)`` (hybrid, the default
 install), and prints recall p50 / p95 over every ask and the mean wall-clock time per recall
-of each step (store reads, the lanes, the memory ranking, the hits' flags). Steps nest
+of each step (store reads, the lanes, the memory ranking, the hits' flags). With ``--scale``, the
+store is one ``bench_scale.py --db`` kept (its dataset, its generated questions: ``--facts`` and
+``--seed`` as given to it), asked ``--limit`` questions. Steps nest
 (``search._by_memory`` includes the store reads it makes); the timing wrappers cost a few
 microseconds a call.
 """
@@ -53,8 +56,11 @@ def _timed(owner: Any, name: str, label: str, spent: dict[str, float]) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("path", help="a LongMemEval folder or file")
-    parser.add_argument("--cache", required=True, help="the stores tune_recall.py --cache built")
+    parser.add_argument("path", nargs="?", help="a LongMemEval folder or file")
+    parser.add_argument("--cache", help="the stores tune_recall.py --cache built")
+    parser.add_argument("--scale", metavar="DB", help="instead: a store bench_scale.py --db filled")
+    parser.add_argument("--facts", type=int, default=50_000, help="with --scale: its --facts")
+    parser.add_argument("--seed", type=int, default=7, help="with --scale: its --seed")
     parser.add_argument("--limit", type=int, default=30, help="the first N questions")
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--top-k", type=int, default=50)
@@ -68,7 +74,17 @@ def main() -> None:
             _timed(recall_module, name, f"search.{name}", spent)
         _timed(reading, "annotate_hits", "hits' flags (annotate_hits)", spent)
     stores = []
-    for collection in load("longmemeval", args.path, "all")[: args.limit]:
+    dataset = DATASET
+    if args.scale:
+        sys.path.insert(0, str(Path(__file__).resolve().parent))
+        from synth import generate
+
+        dataset = "bench"
+        questions = [q.text for q in generate(args.facts, seed=args.seed, questions=args.limit).questions]
+        stores.append((Kenning(args.scale), questions))
+    elif not (args.path and args.cache):
+        sys.exit("give a LongMemEval path and --cache, or --scale")
+    for collection in load("longmemeval", args.path, "all")[: args.limit] if not args.scale else ():
         db = Path(args.cache) / f"{collection.name}.db"
         if not db.is_file():
             sys.exit(f"{db} is missing: build the cache with tune_recall.py --cache first")
@@ -76,14 +92,14 @@ def main() -> None:
         stores.append((kn, [q.text for q in collection.questions]))
     for kn, questions in stores:  # warm: first reads of each file, term counts
         for text in questions:
-            kn.recall(text, dataset=DATASET, top_k=args.top_k)
+            kn.recall(text, dataset=dataset, top_k=args.top_k)
     spent.clear()
     ms: list[float] = []
     for _ in range(args.rounds):
         for kn, questions in stores:
             for text in questions:
                 started = time.perf_counter()
-                kn.recall(text, dataset=DATASET, top_k=args.top_k)
+                kn.recall(text, dataset=dataset, top_k=args.top_k)
                 ms.append((time.perf_counter() - started) * 1000)
     ms.sort()
     print(f"{len(stores)} stores, {len(ms)} recalls (top_k={args.top_k}): p50 {statistics.median(ms):.1f} ms,"

@@ -258,3 +258,43 @@ def test_close_saves_an_index_changed_by_many_rows_even_below_a_sixteenth(tmp_pa
 def _saved_stamp(db: str, kind: str = "chunk") -> int:
     (path,) = Path(db + ".vectors").glob(f"{kind}-*.usearch")
     return int(path.stem.split("-")[3])
+
+
+def test_a_recall_that_searches_no_vectors_loads_no_index_and_a_later_one_still_checks_it(tmp_path):
+    """Opening a store and a hashing hybrid recall (which searches no chunk or fact vectors)
+    import neither usearch nor onnxruntime (a fifth of a second or more of a fresh process) and
+    compile none of the offline extractor's patterns (about a second);
+    the first vector search then loads them, onnxruntime first, and still refuses a damaged
+    saved file (rebuilt from the rows, and the right rows found)."""
+    db = str(tmp_path / "m.db")
+    with Kenning(db) as kn:
+        kn.remember(_texts("N:", 60))
+        assert _vector_ids(kn, "Person3 works at Company3")  # builds and saves the chunk index
+    (saved,) = Path(db + ".vectors").glob("chunk-*.usearch")
+    body = bytearray(saved.read_bytes())
+    body[-64:] = b"\xff" * 64  # damaged vectors or links, same size and name
+    saved.write_bytes(bytes(body))
+    script = textwrap.dedent(f"""
+        import logging, sys
+        from kenning import Kenning
+        built = []
+        handler = logging.Handler()
+        handler.emit = lambda record: built.append(record.getMessage())
+        logging.getLogger("kenning").addHandler(handler)
+        logging.getLogger("kenning").setLevel(logging.INFO)
+        with Kenning({db!r}) as kn:
+            assert kn.recall("Where does Person3 work?", dataset="main").hits
+            print("after hybrid:", "usearch.index" in sys.modules, "onnxruntime" in sys.modules)
+            from kenning.pipeline import offline  # imported by Kenning(): its patterns are not compiled yet
+            print("patterns compiled:", offline._compile.cache_info().currsize)
+            onnx = __import__("importlib.util").util.find_spec("onnxruntime") is not None
+            vec = kn._engine.embedder.embed(["N: Person3 works at Company3 in City3."])[0]
+            hits = [h.id for h in kn.store.vector("main", "chunk", vec, 1)]
+            text = kn.store.get_chunks(hits)[0].text
+            print("after vectors:", "usearch.index" in sys.modules, "onnxruntime" in sys.modules or not onnx)
+            print("found:", text.startswith("N: Person3 "), "{BUILT}" in built)
+    """)
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split("\n")[:4] == [
+        "after hybrid: False False", "patterns compiled: 0", "after vectors: True True", "found: True True"]

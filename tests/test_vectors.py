@@ -6,10 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+from kenning._native import load_usearch
 from kenning.store.vectors import EXACT_ROWS, MIN_RECALL, AnnIndex, IndexFiles, build, calibrate, file_digest
 
-# after kenning's store, which loads onnxruntime before usearch (kenning/_native.py)
-from usearch.index import Index  # noqa: E402  # isort: skip
+Index = load_usearch().Index  # onnxruntime (when installed) before usearch: kenning/_native.py
 
 
 def _unit(rows: np.ndarray) -> np.ndarray:

@@ -1,9 +1,9 @@
 """The offline extractor: entities and facts from plain English with regular expressions.
 
-No model and no dependency; deterministic and fast (every pattern is precompiled, anchored at a
-clause start and bounded, so a clause costs a few dozen failed matches at worst and a 100 kB
-memory stays linear; a pattern is not even tried on a clause that lacks every word it needs,
-``literals.py``).
+No model and no dependency; deterministic and fast (every pattern is compiled once, when first
+tried, anchored at a clause start and bounded, so a clause costs a few dozen failed matches at
+worst and a 100 kB memory stays linear; a pattern is not even tried on a clause that lacks
+every word it needs, ``literals.py``).
 
 How a memory is read:
 
@@ -50,6 +50,7 @@ Choices worth knowing:
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
@@ -60,7 +61,7 @@ from ..dates import DateSpan, find_dates, parse_date
 from ..text import normalize_name
 from . import changes as _changes
 from .extract import ExtractedEntity, ExtractedFact, Extraction, Extractor
-from .literals import required_literals
+from .literals import gate, required_literals, scanner
 
 __all__ = ["OfflineExtractor"]
 
@@ -310,7 +311,10 @@ _MACROS = {
 _MACRO = re.compile("|".join(map(re.escape, _MACROS)))
 
 
+@functools.cache
 def _compile(template: str) -> re.Pattern[str]:
+    """A rule's pattern, compiled the first time a clause is tried on it: compiling all of them
+    took about a second at import, which every process paid before its first recall."""
     for macro, pattern in _MACROS.items():
         template = template.replace(macro, pattern)
     return re.compile(template, re.DOTALL)
@@ -325,7 +329,7 @@ class _Rule:
     works_at; ``@kin`` from the kin word; ``@role`` only the has_role fact.
     """
 
-    pattern: re.Pattern[str]
+    template: str  # with its macros (``pattern`` compiles it)
     relation: str
     source_type: str
     target_type: str
@@ -339,12 +343,23 @@ class _Rule:
     #: strings (lower case) one of which a clause must contain to match (``literals.py``)
     needs: frozenset[str] | None = None
 
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return _compile(self.template)
+
+
+#: the macros that are lists of words: read for what a rule needs when nothing else is needed
+_WORD_MACROS = ("%K", "%R")
+
 
 def _rule(template: str, relation: str, source: str, target: str, **flags: Any) -> _Rule:
     # what a clause needs is read from the template with its macros left out (an empty group
     # requires nothing): a tenth of the text to parse, and the macros hold names, not verbs
     needs = required_literals(_MACRO.sub("(?:)", template), re.DOTALL)
-    return _Rule(_compile(template), relation, source, target, **flags, needs=needs)
+    if needs is None:  # else what a kin word or a role needs ("Bob is my brother")
+        needs = required_literals(_MACRO.sub(lambda m: _MACROS[m[0]] if m[0] in _WORD_MACROS else "(?:)",
+                                             template), re.DOTALL)
+    return _Rule(template, relation, source, target, **flags, needs=needs)
 
 
 _USE_VERBS = (
@@ -688,12 +703,8 @@ _RULES_NEEDING: dict[str, frozenset[int]] = {
     literal: frozenset(i for i, rule in enumerate(_RULES) if rule.needs and literal in rule.needs)
     for literal in _LITERALS
 }
-#: the needed strings by their first three characters, and those shorter than that: a clause's
-#: three-letter windows name the few strings worth looking for (``literals_in`` looks for all)
-_SHORT_LITERALS = tuple(sorted(n for n in _LITERALS if len(n) < 3))
-_LITERALS_BY_PREFIX: dict[str, tuple[str, ...]] = {}
-for _literal in sorted(n for n in _LITERALS if len(n) >= 3):
-    _LITERALS_BY_PREFIX[_literal[:3]] = (*_LITERALS_BY_PREFIX.get(_literal[:3], ()), _literal)
+#: the needed strings a clause holds, found in one pass (``literals.scanner``)
+_present = scanner(_LITERALS)
 
 # -- text shapes
 
@@ -827,7 +838,8 @@ def _split_sentences(line: str) -> list[str]:
 def _tidy(clause: str) -> str:
     """Cut fillers, contractions and stray punctuation so patterns can anchor at the subject."""
     clause = _EMPTY_BRACKETS.sub(" ", clause)
-    clause = _CONTRACTION.sub(lambda m: f"{m[1]} {_CONTRACTED[m[2].lower()]}", clause)
+    if "'" in clause or "’" in clause:  # what every contraction holds
+        clause = _CONTRACTION.sub(lambda m: f"{m[1]} {_CONTRACTED[m[2].lower()]}", clause)
     clause = _SPACES.sub(" ", clause)
     clause = _EDGE_PUNCTUATION.sub("", clause)
     for _ in range(3):
@@ -1288,19 +1300,6 @@ class _Reader:
             self.last_thing = entity.name
 
 
-def _present(text: str) -> set[str] | None:
-    """``literals_in(text, _LITERALS)``: the needed strings the text holds (lower-cased), None
-    when that test is not sound (the text is not ASCII), found by looking only for the strings
-    that begin with one of the text's three-letter windows."""
-    if not text.isascii():
-        return None
-    lowered = text.lower()
-    found = {n for n in _SHORT_LITERALS if n in lowered}
-    for window in {lowered[i : i + 3] for i in range(len(lowered) - 2)}.intersection(_LITERALS_BY_PREFIX):
-        found.update(n for n in _LITERALS_BY_PREFIX[window] if n in lowered)
-    return found
-
-
 def _match(text: str) -> _Found | None:
     present = _present(text)
     if present is None:
@@ -1403,10 +1402,13 @@ _BARE_DAY = re.compile(
 )
 
 
+_MAY_BE_BARE_DAY = gate(_BARE_DAY)  # a month's name: what ``_bare_day`` cannot do without
+
+
 def _bare_day(clause: str, reference: dt.datetime) -> DateSpan | None:
     """A month and day said without "on" ("the deadline is June 30"), which ``find_dates``
     leaves to avoid reading names as dates; only where no other date was found."""
-    match = _BARE_DAY.search(clause)
+    match = _BARE_DAY.search(clause) if _MAY_BE_BARE_DAY(clause) else None
     if not match:
         return None
     when = parse_date((match["a"] or match["b"]).replace(" of ", " "), reference)

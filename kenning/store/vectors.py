@@ -25,6 +25,7 @@ allow: ``calibrate`` measures that on each index it saves (figures: docs/benchma
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import logging
 import os
@@ -32,13 +33,14 @@ import re
 import uuid
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from .._native import load_usearch
 
-load_usearch()  # onnxruntime first, when installed: kenning/_native.py
-from usearch.index import Index  # noqa: E402
+if TYPE_CHECKING:
+    from usearch.index import Index
 
 __all__ = ["EXACT_ROWS", "FORMAT", "MIN_RECALL", "AnnIndex", "IndexFiles", "build", "calibrate", "from_blob", "to_blob"]
 
@@ -76,8 +78,17 @@ def from_blob(blob: bytes | None) -> np.ndarray | None:
     return np.frombuffer(blob, dtype=np.float32)
 
 
+@functools.cache
+def _usearch() -> type[Index]:
+    """usearch's ``Index``, imported on first use (after onnxruntime when it is installed,
+    ``kenning/_native.py``): the two took a fifth to a third of a second of every process that
+    opened a store, and a recall that searches no vectors (the hashing embedder's hybrid) needs
+    neither."""
+    return load_usearch().Index
+
+
 def _new(dimension: int) -> Index:
-    return Index(ndim=dimension, metric="ip", dtype=_DTYPE, connectivity=_CONNECTIVITY,
+    return _usearch()(ndim=dimension, metric="ip", dtype=_DTYPE, connectivity=_CONNECTIVITY,
                  expansion_add=_EXPANSION_ADD)
 
 
@@ -285,10 +296,10 @@ class IndexFiles:
             if file_digest(path) != digest:
                 log.warning("damaged vector index file", extra={"path": str(path)})
                 return None
-            meta = Index.metadata(str(path))
+            meta = _usearch().metadata(str(path))
             if meta is None or meta["dimensions"] != dimension:
                 return None
-            index = Index.restore(str(path), view=True)
+            index = _usearch().restore(str(path), view=True)
         except (OSError, RuntimeError, ValueError) as exc:
             log.warning("unreadable vector index file", extra={"path": str(path), "error": str(exc)})
             return None
