@@ -152,7 +152,7 @@ class AuthStore(ABC):
                 conn.execute(self.dialect.auth_lock)
             if conn.execute("SELECT value FROM meta WHERE key = 'auth_schema'").fetchone() is None:
                 for sql in _TABLES:
-                    conn.execute(sql.format(**self.dialect.auth_types))
+                    conn.execute(sql.format(**self.dialect.types))
                 conn.execute(self._sql("INSERT INTO meta (key, value) VALUES ('auth_schema', ?)"),
                              (AUTH_SCHEMA_VERSION,))
         self._auth_ready = True

@@ -1,7 +1,7 @@
 """The store interface: a few role interfaces (memories, graph, search, admin; auth in
 ``auth.py``) composed into :class:`Store`. Both implementations (SQLite, PostgreSQL) run the
-SQL written once in ``sql.py`` over their dialect; nothing outside ``kenning.store`` knows
-which one it talks to.
+SQL written once in ``sql.py`` (reads) and here (:class:`Txn`) over their dialect; nothing
+outside ``kenning.store`` knows which one it talks to.
 
 Reads are plain methods. Writes go through :meth:`Store.transaction`, which yields a
 :class:`Txn` of small primitives; :func:`kenning.pipeline.commit.apply_plan` drives them, so the
@@ -14,10 +14,10 @@ import datetime as dt
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -25,7 +25,12 @@ from ..errors import StoreError
 from ..models import Entity, Fact, Location, Memory, Session, Stats
 from .filters import Condition, parse_filters
 
+if TYPE_CHECKING:
+    from .sql import SQLStore
+
 __all__ = [
+    "FACT_COLUMNS",
+    "MEMORY_COLUMNS",
     "AdminStore",
     "ChunkRow",
     "ClaimFilter",
@@ -38,6 +43,8 @@ __all__ = [
     "SearchStore",
     "Store",
     "Txn",
+    "entity_text",
+    "ordered",
     "retry_transient",
 ]
 
@@ -167,74 +174,333 @@ class MemoryFilter:
             self.filters = parse_filters(self.filters)
 
 
-class Txn(ABC):
-    """What a write transaction offers (written once in :class:`kenning.store.sql.SQLTxn`)."""
+def ordered(by_id: Mapping[str, Any], ids: Sequence[str]) -> list[Any]:
+    """The values of ``by_id`` in the order of ``ids`` (ids not found left out)."""
+    return [by_id[i] for i in ids if i in by_id]
 
-    # memories
-    @abstractmethod
+
+
+#: what a memory is read from
+MEMORY_COLUMNS = ", ".join(f'"{name}"' for name in Memory.model_fields)
+#: what a fact row or a Fact is read from (not the vector, which only the vector lane reads)
+FACT_COLUMNS = ("id, dataset, source_id, relation, target_id, description, valid_at, invalid_at, created_at,"
+                " expired_at, superseded_by, memory_id, weight")
+
+
+class Txn:
+    """What a write transaction offers: its primitives on ``conn``, written once over the
+    store's dialect (``kenning.store.sql``). A backend's subclass fills the hooks: ``_lock`` /
+    ``_lock_row`` / ``_seen`` (serialize writers of a dataset), ``_index`` / ``_reindex_entity``
+    / ``_delete_rows`` (keep a full-text index in step)."""
+
+    def __init__(self, store: SQLStore, conn: Any) -> None:
+        self.store, self.conn, self.d = store, conn, store.dialect
+
+    def _q(self, query: str, args: Sequence[Any] = ()) -> Any:
+        return self.conn.execute(self.d.sql(query), list(args))
+
+    def _all(self, query: str, args: Sequence[Any] = ()) -> list[Any]:
+        return list(self._q(query, args).fetchall())
+
+    def _ids(self, query: str, column: str, ids: Sequence[str], args: Sequence[Any] = ()) -> list[str]:
+        """The ``id`` column of ``query`` (``{ids}``: ``column`` is one of ``ids``)."""
+        clause, more = self.d.any_of(column, ids)
+        return [r["id"] for r in self._all(query.format(ids=clause), [*more, *args])]
+
+    # -- hooks -----------------------------------------------------------------------------------
+    def _lock(self, dataset: str) -> None:
+        """Serialize writers of ``dataset`` until the transaction ends."""
+
+    def _lock_row(self, table: str, row_id: str) -> None:
+        """Take the lock of the dataset of a row before touching it."""
+
+    def _seen(self, table: str, rows: Sequence[Any]) -> None:
+        """Rows whose dataset is now known to this transaction."""
+
+    def _index(self, table: str, cursor: Any, dataset: str, text: str) -> None:
+        """The row ``cursor`` inserted into ``table`` holds ``text`` to search."""
+
+    def _reindex_entity(self, entity_id: str) -> None:
+        """The entity's searchable text (name, aliases, description) changed."""
+
+    def _delete_rows(self, table: str, where: str, args: Sequence[Any]) -> None:
+        self._q(f"DELETE FROM {table} WHERE {where}", args)
+
+    def _delete(self, table: str, ids: Sequence[str]) -> None:
+        if ids:
+            self._delete_rows(table, *self.d.any_of("id", ids))
+
+    def _update(self, table: str, row_id: str, fields: dict[str, Any]) -> None:
+        if fields:
+            sets = ", ".join(f'"{k}" = ?' for k in fields)
+            self._q(f"UPDATE {table} SET {sets} WHERE id = ?", [*(self.d.value(k, v) for k, v in fields.items()), row_id])
+
+    # -- memories --------------------------------------------------------------------------------
     def claim_state(self, memory_id: str) -> tuple[str, str | None] | None:
         """(status, claim owner) of a memory, locked until the transaction ends; None if it no longer exists."""
-    @abstractmethod
+        self._lock_row("memories", memory_id)
+        rows = self._all(f"SELECT status, claimed_by FROM memories WHERE id = ?{self.d.for_update}", [memory_id])
+        return (rows[0]["status"], rows[0]["claimed_by"]) if rows else None
+
     def lock_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
         """The memories that still exist, read and locked until the transaction ends: no other
         writer changes them meanwhile (a pin made while a prune page is deleted waits for it)."""
-    @abstractmethod
-    def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None: ...
-    @abstractmethod
-    def insert_chunks(self, rows: Sequence[ChunkRow]) -> None: ...
-    @abstractmethod
-    def delete_chunks(self, memory_id: str) -> None: ...
-    @abstractmethod
-    def delete_memory(self, memory_id: str) -> None: ...
+        ids = sorted(set(memory_ids))
+        if not ids:
+            return []
+        clause, args = self.d.any_of("id", ids)
+        if self.d.for_update:  # the dataset locks first, as every writer takes them, then the rows in one order
+            for row in self._all(f"SELECT DISTINCT dataset FROM memories WHERE {clause} ORDER BY dataset", args):
+                self._lock(row["dataset"])
+        rows = self._all(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {clause} ORDER BY id{self.d.for_update}", args)
+        memories = self.store._fresh([self.d.memory(r) for r in rows])
+        self._seen("memories", memories)
+        return ordered({m.id: m for m in memories}, memory_ids)
 
-    # entities
-    @abstractmethod
-    def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]: ...
-    @abstractmethod
-    def insert_entity(self, row: EntityRow) -> None: ...
-    @abstractmethod
-    def update_entity(self, entity_id: str, fields: dict[str, Any]) -> None: ...
-    @abstractmethod
-    def link_entity(self, entity_id: str, memory_id: str) -> None: ...
+    def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
+        self._lock_row("memories", memory_id)
+        self._update("memories", memory_id, fields)
 
-    # facts
-    @abstractmethod
+    def insert_chunks(self, rows: Sequence[ChunkRow]) -> None:
+        for row in rows:
+            self._lock(row.dataset)
+            cur = self._q(
+                "INSERT INTO chunks (id, memory_id, dataset, position, text, token_count, embedding, location)"
+                f" VALUES (?, ?, ?, ?, ?, ?, {self.d.vector_mark}, {self.d.json_mark})",
+                [row.id, row.memory_id, row.dataset, row.position, row.text, row.token_count,
+                 self.d.vector_in(row.embedding), location_json(row.location)])
+            self._index("chunks", cur, row.dataset, row.text)
+
+    def delete_chunks(self, memory_id: str) -> None:
+        self._lock_row("memories", memory_id)
+        self._delete_rows("chunks", "memory_id = ?", [memory_id])
+
+    # -- entities --------------------------------------------------------------------------------
+    def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
+        self._lock(dataset)
+        found = self.store._find_entities(self.conn, dataset, normalized)
+        self._seen("entities", list(found.values()))
+        return found
+
+    def insert_entity(self, row: EntityRow) -> None:
+        self._lock(row.dataset)
+        self._seen("entities", [row])
+        cur = self._q(
+            "INSERT INTO entities (id, dataset, name, normalized, type, description, aliases, embedding, created_at)"
+            f" VALUES (?, ?, ?, ?, ?, ?, ?, {self.d.vector_mark}, ?)",
+            [row.id, row.dataset, row.name, row.normalized, row.type, row.description, self.d.json_in(row.aliases),
+             self.d.vector_in(row.embedding), self.d.time_in(row.created_at)])
+        self._index("entities", cur, row.dataset, entity_text(row.name, row.aliases, row.description))
+
+    def update_entity(self, entity_id: str, fields: dict[str, Any]) -> None:
+        if fields:
+            self._lock_row("entities", entity_id)
+            self._update("entities", entity_id, fields)
+            self._reindex_entity(entity_id)
+
+    def link_entity(self, entity_id: str, memory_id: str) -> None:
+        self._q("INSERT INTO entity_memories (entity_id, memory_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                [entity_id, memory_id])
+
+    def entity_names(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
+        """Each existing entity's name followed by its aliases."""
+        clause, args = self.d.any_of("id", entity_ids)
+        rows = self._all(f"SELECT id, name, aliases FROM entities WHERE {clause}", args)
+        return {r["id"]: [r["name"], *self.d.json_out(r["aliases"])] for r in rows}
+
+    def move_entity(self, drop_id: str, keep_id: str) -> None:
+        """Point facts and provenance of ``drop_id`` at ``keep_id``, then delete ``drop_id``."""
+        self._lock_row("entities", keep_id)
+        self._q("UPDATE facts SET source_id = ? WHERE source_id = ?", [keep_id, drop_id])
+        self._q("UPDATE facts SET target_id = ? WHERE target_id = ?", [keep_id, drop_id])
+        self._q("INSERT INTO entity_memories (entity_id, memory_id) SELECT ?, memory_id FROM entity_memories"
+                " WHERE entity_id = ? ON CONFLICT DO NOTHING", [keep_id, drop_id])
+        self._q("DELETE FROM entity_memories WHERE entity_id = ?", [drop_id])
+        self._delete("entities", [drop_id])
+
+    # -- facts -----------------------------------------------------------------------------------
     def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
                             by_target: bool = False) -> list[FactRow]:
         """Open (not expired) facts with the same source and relation or the same two endpoints
         (either direction); with ``by_target`` also those with the same target and relation."""
-    @abstractmethod
-    def get_fact_rows(self, fact_ids: Sequence[str]) -> list[FactRow]: ...
-    @abstractmethod
-    def insert_fact(self, row: FactRow) -> None: ...
-    @abstractmethod
-    def close_fact(self, fact_id: str, *, invalid_at: dt.datetime | None, expired_at: dt.datetime | None,
-                   superseded_by: str | None) -> None: ...
-    @abstractmethod
-    def link_fact(self, fact_id: str, memory_id: str) -> None: ...
+        self._lock(dataset)
+        rows = self.store._live_facts(self.conn, dataset, source_id, target_id, relation, by_target)
+        self._seen("facts", rows)
+        return rows
 
-    # authority (kenning.pipeline.authority): what the supersession guard weighs
-    @abstractmethod
+    def get_fact_rows(self, fact_ids: Sequence[str]) -> list[FactRow]:
+        return self.store._fact_rows(self.conn, fact_ids)
+
+    def insert_fact(self, row: FactRow) -> None:
+        self._lock(row.dataset)
+        self._seen("facts", [row])
+        t = self.d.time_in
+        cur = self._q(
+            "INSERT INTO facts (id, dataset, source_id, relation, target_id, description, valid_at, invalid_at,"
+            " created_at, expired_at, superseded_by, memory_id, embedding, weight)"
+            f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {self.d.vector_mark}, ?)",
+            [row.id, row.dataset, row.source_id, row.relation, row.target_id, row.description, t(row.valid_at),
+             t(row.invalid_at), t(row.created_at), t(row.expired_at), row.superseded_by, row.memory_id,
+             self.d.vector_in(row.embedding), row.weight])
+        self._index("facts", cur, row.dataset, row.description)
+
+    def close_fact(self, fact_id: str, *, invalid_at: dt.datetime | None, expired_at: dt.datetime | None,
+                   superseded_by: str | None) -> None:
+        self._lock_row("facts", fact_id)
+        self._q("UPDATE facts SET invalid_at = ?, expired_at = ?, superseded_by = ? WHERE id = ?",
+                [self.d.time_in(invalid_at), self.d.time_in(expired_at), superseded_by, fact_id])
+
+    def link_fact(self, fact_id: str, memory_id: str) -> None:
+        self._q("INSERT INTO fact_memories (fact_id, memory_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
+                [fact_id, memory_id])
+
     def memory_source(self, memory_id: str) -> tuple[str | None, str | None]:
         """(origin, user) of a memory; (None, None) if it does not exist."""
-    @abstractmethod
+        rows = self._all('SELECT origin, "user" FROM memories WHERE id = ?', [memory_id])
+        return (rows[0]["origin"], rows[0]["user"]) if rows else (None, None)
+
     def fact_sources(self, fact_ids: Sequence[str]) -> dict[str, list[tuple[str | None, str | None]]]:
         """(origin, user) of each memory that states each fact."""
+        out: dict[str, list[tuple[str | None, str | None]]] = {i: [] for i in fact_ids}
+        if fact_ids:
+            clause, args = self.d.any_of("p.fact_id", fact_ids)
+            for row in self._all('SELECT p.fact_id, m.origin, m."user" FROM fact_memories p'
+                                 f" JOIN memories m ON m.id = p.memory_id WHERE {clause}", args):
+                out[row["fact_id"]].append((row["origin"], row["user"]))
+        return out
 
-    @abstractmethod
-    def entity_names(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
-        """Each existing entity's name followed by its aliases."""
+    def reopen_twins(self, entity_id: str) -> None:
+        """Reopen facts touching the entity closed by a fact with the same source, relation and target."""
+        self._q("UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
+                " WHERE (source_id = ? OR target_id = ?) AND superseded_by IN (SELECT g.id FROM facts g"
+                " WHERE g.source_id = facts.source_id AND g.relation = facts.relation"
+                " AND g.target_id = facts.target_id)", [entity_id, entity_id])
 
-    # the graph rules that are not SQL
-    @abstractmethod
+    def fold_facts(self, pairs: Sequence[tuple[str, str]]) -> None:
+        """For each (drop, keep): give ``keep`` the provenance of ``drop`` and what ``drop`` superseded; delete ``drop``."""
+        for drop, keep in pairs:
+            self._q("INSERT INTO fact_memories (fact_id, memory_id) SELECT ?, memory_id FROM fact_memories"
+                    " WHERE fact_id = ? ON CONFLICT DO NOTHING", [keep, drop])
+            self._q("UPDATE facts SET superseded_by = ? WHERE superseded_by = ?", [keep, drop])
+        self._delete("facts", [drop for drop, _ in pairs])
+
+    # -- the graph rules that are not SQL, over the set-based primitives below -------------------
     def merge_entities(self, keep_id: str, drop_id: str) -> list[str]:
         """Fold ``drop_id`` into ``keep_id``: facts, provenance, name as alias; live facts that
         became exact repeats are merged into the oldest. Returns the merged-away fact ids."""
-    @abstractmethod
+        names = self.entity_names([keep_id, drop_id])
+        if keep_id not in names or drop_id not in names:
+            return []
+        (keep, *aliases), dropped = names[keep_id], names[drop_id]
+        aliases += [n for n in dict.fromkeys(dropped) if n != keep and n not in aliases]
+        self.move_entity(drop_id, keep_id)
+        self.update_entity(keep_id, {"aliases": aliases})
+        # A fact closed only because its now-identical twin arrived was never contradicted.
+        self.reopen_twins(keep_id)
+        first: dict[tuple[str, str, str], str] = {}
+        repeats = []
+        # the open facts touching the entity, oldest first
+        for r in self._all("SELECT id, source_id, relation, target_id FROM facts WHERE expired_at IS NULL"
+                           " AND invalid_at IS NULL AND (source_id = ? OR target_id = ?) ORDER BY created_at, id",
+                           [keep_id, keep_id]):
+            keeper = first.setdefault((r["source_id"], r["relation"], r["target_id"]), r["id"])
+            if keeper != r["id"]:
+                repeats.append((r["id"], keeper))
+        self.fold_facts(repeats)
+        return [fact_id for fact_id, _ in repeats]
+
     def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
         """Drop a memory's provenance links; delete facts and entities nothing else states.
-        Facts closed by a deleted fact are decided again without it (``SQLTxn.reopen_closed``):
-        the knowledge that closed them is gone. Returns (entity_ids, fact_ids) deleted, each sorted."""
+        Facts closed by a deleted fact are decided again without it (``reopen_closed``): the
+        knowledge that closed them is gone. Returns (entity_ids, fact_ids) deleted, each sorted."""
+        fact_ids, entity_ids = self.drop_links(memory_id)
+        dead_facts = sorted(self.unstated_facts(fact_ids))
+        if dead_facts:
+            self.reopen_closed(dead_facts)
+            self._delete("facts", dead_facts)
+        return sorted(self.delete_orphans(entity_ids)), dead_facts
+
+    def reopen_closed(self, dead: Sequence[str]) -> None:
+        """The facts the ``dead`` facts closed, re-decided without them: a fact ``O`` closed by
+        a dead fact is closed again at the start of the next later fact of its relation (or the
+        dead fact's) in the same slot (same source, or same target when the dead fact shared
+        only that),
+        superseded by it; only with no later fact left is it open again. So deleting the
+        middle of Acme (2020) -> Globex (2021) -> Initech (2022) leaves Acme closed at 2022,
+        never a second open value beside Initech."""
+        gone = set(dead)
+        closers = {row.id: row for row in self.get_fact_rows(list(dead))}
+        for old in self.facts_closed_by(list(dead)):
+            if old.id in gone:
+                continue
+            closer = closers.get(old.superseded_by or "")
+            later = None
+            if closer is not None and (closer.source_id == old.source_id or closer.target_id == old.target_id):
+                by_source = closer.source_id == old.source_id
+                anchor = old.source_id if by_source else old.target_id
+                rank = (old.valid_at, old.created_at, old.id)
+                # the dead fact's relation too: a change statement may close a fact of
+                # another relation of the same family, and its successors share its relation
+                slot = {f.id: f for relation in dict.fromkeys((old.relation, closer.relation))
+                        for f in self.slot_facts(old.dataset, relation, anchor, by_source)}
+                later = min((
+                    f for f in slot.values()
+                    if f.id not in gone and f.id != old.id
+                    and (f.target_id != old.target_id if by_source else f.source_id != old.source_id)
+                    and (f.valid_at, f.created_at, f.id) > rank
+                    and (f.invalid_at is None or f.invalid_at > f.valid_at)  # an empty interval holds no value
+                ), key=lambda f: (f.valid_at, f.created_at, f.id), default=None)
+            if later is not None:
+                self.close_fact(old.id, invalid_at=later.valid_at, expired_at=old.expired_at,
+                                superseded_by=later.id)
+            else:
+                self.close_fact(old.id, invalid_at=None, expired_at=None, superseded_by=None)
+
+    # -- garbage collection ----------------------------------------------------------------------
+    def drop_links(self, memory_id: str) -> tuple[list[str], list[str]]:
+        self._lock_row("memories", memory_id)
+        fact_ids = [r["fact_id"] for r in self._all("SELECT fact_id FROM fact_memories WHERE memory_id = ?", [memory_id])]
+        entity_ids = [r["entity_id"] for r in self._all("SELECT entity_id FROM entity_memories WHERE memory_id = ?",
+                                                        [memory_id])]
+        self._q("DELETE FROM fact_memories WHERE memory_id = ?", [memory_id])
+        self._q("DELETE FROM entity_memories WHERE memory_id = ?", [memory_id])
+        return fact_ids, entity_ids
+
+    def unstated_facts(self, fact_ids: Sequence[str]) -> list[str]:
+        return self._ids("SELECT id FROM facts WHERE {ids}"
+                         " AND NOT EXISTS (SELECT 1 FROM fact_memories m WHERE m.fact_id = facts.id)", "id", fact_ids)
+
+    def facts_closed_by(self, fact_ids: Sequence[str]) -> list[FactRow]:
+        clause, args = self.d.any_of("superseded_by", fact_ids)
+        return [self.d.fact_row(r) for r in self._all(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE {clause} AND expired_at IS NOT NULL ORDER BY created_at, id", args)]
+
+    def slot_facts(self, dataset: str, relation: str, entity_id: str, by_source: bool) -> list[FactRow]:
+        """Every fact (open and closed) of ``relation`` whose source (``by_source``) or target is ``entity_id``."""
+        column = "source_id" if by_source else "target_id"
+        return [self.d.fact_row(r) for r in self._all(
+            f"SELECT {FACT_COLUMNS} FROM facts WHERE dataset = ? AND relation = ? AND {column} = ?",
+            [dataset, relation, entity_id])]
+
+    def delete_orphans(self, entity_ids: Sequence[str]) -> list[str]:
+        """Delete those of the entities no memory names and no fact uses; their ids."""
+        if not entity_ids:
+            return []
+        dead = self._ids("SELECT id FROM entities e WHERE {ids}"
+                         " AND NOT EXISTS (SELECT 1 FROM entity_memories m WHERE m.entity_id = e.id)"
+                         " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.source_id = e.id)"
+                         " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.target_id = e.id)", "id", entity_ids)
+        self._delete("entities", dead)
+        return dead
+
+    def delete_memory(self, memory_id: str) -> None:
+        self.delete_chunks(memory_id)
+        self._q("DELETE FROM memories WHERE id = ?", [memory_id])
+
+
+def entity_text(name: str, aliases: Sequence[str], description: str) -> str:
+    """What an entity is searched by."""
+    return " ".join([name, *aliases, description])
 
 
 class MemoryStore(ABC):
@@ -267,15 +533,11 @@ class MemoryStore(ABC):
         sees every committed row. A store that gains nothing from it does nothing."""
         return nullcontext()
 
-    def insert_memory(self, memory: Memory, owner: str | None = None) -> tuple[str, bool]:
-        """Insert a memory (claimed by ``owner`` when given); if (dataset, content_hash) exists
-        return (its id, False)."""
-        return self.insert_memories([memory], owner)[0]
-
     @abstractmethod
     def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
-        """``insert_memory`` of each, in order, in one go: a memory whose content is stored
-        already, or came earlier in the list, gives that memory's id."""
+        """Insert memories (claimed by ``owner`` when given), in order, in one go: (id, True)
+        for each new one; a memory whose content (dataset, content_hash) is stored already, or
+        came earlier in the list, gives (that memory's id, False)."""
     @abstractmethod
     def get_memories(self, ids: Sequence[str]) -> list[Memory]: ...
     @abstractmethod

@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import json
 import sqlite3
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from abc import ABC, abstractmethod
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -27,10 +28,10 @@ import numpy as np
 
 from .._time import as_utc, to_text
 from ..errors import ConflictError, StoreError
-from .base import Store
+from .base import Store, entity_text
 from .vectors import from_blob, to_blob
 
-__all__ = ["OWN_TABLES", "CopyReport", "PostgresSide", "SQLiteSide", "copy_store", "driver_error", "in_order", "side_of",
+__all__ = ["OWN_TABLES", "CopyReport", "PostgresSide", "SQLiteSide", "Side", "copy_store", "driver_error", "in_order", "side_of",
            "vector_value"]
 
 _CORE = ("datasets", "memories", "chunks", "entities", "facts", "fact_memories", "entity_memories")
@@ -56,163 +57,55 @@ class CopyReport:
 
 
 # -- the two backends, seen as tables of rows ---------------------------------------------------
-class SQLiteSide:
-    mark, collate = "?", ""  # a parameter; how text keys sort bytewise (BINARY is the default)
+def _values(row: Any) -> tuple:
+    return tuple(row.values()) if isinstance(row, dict) else tuple(row)
+
+
+class Side(ABC):
+    """One store seen as tables of rows: its catalog (``Dialect.catalog``), reads on the
+    snapshot or the copy's transaction once open (``conn``), else on a connection of its own.
+    A backend's side says how it holds a snapshot and writes a batch fast."""
 
     def __init__(self, store: Any) -> None:
-        self.store, self.db = store, store._db
-        self.types: dict[str, dict[str, str]] = {}
-
-    def tables(self) -> list[str]:
-        rows = self.db.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-        ).fetchall()
-        return [r[0] for r in rows if "_fts" not in r[0] and r[0] not in OWN_TABLES]
-
-    def columns(self, table: str) -> dict[str, str]:
-        return {r["name"]: (r["type"] or "").upper() for r in self.db.execute(f'PRAGMA table_info("{table}")')}
-
-    def depends_on(self, table: str) -> set[str]:
-        return {r["table"] for r in self.db.execute(f'PRAGMA foreign_key_list("{table}")')} - {table}
-
-    def primary_key(self, table: str) -> list[str]:
-        rows = sorted((r["pk"], r["name"]) for r in self.db.execute(f'PRAGMA table_info("{table}")') if r["pk"])
-        return [name for _, name in rows]
-
-    def select(self, query: str, args: Sequence[Any] = ()) -> list[tuple]:
-        with self.store._lock:
-            return [tuple(r) for r in self.db.execute(query, args).fetchall()]
-
-    def count(self, table: str, where: str = "") -> int:
-        return self.db.execute(f'SELECT count(*) FROM "{table}" {where}').fetchone()[0]
-
-    def embedder(self) -> tuple[str, int] | None:
-        return self.store.recorded_embedder(self.db)
-
-    def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
-             args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
-        names = ", ".join(f'"{c}"' for c in columns)
-        with self.store._lock:
-            cursor = self.db.execute(f'SELECT {names} FROM "{table}" {where}', args)
-            while rows := cursor.fetchmany(batch):
-                yield [tuple(r) for r in rows]
-
-    @contextmanager
-    def snapshot(self) -> Iterator[None]:
-        """Reads see one state of the database: a read transaction on a second connection (WAL
-        lets writers go on meanwhile); an in-memory database has only its one connection."""
-        path = self.db.execute("PRAGMA database_list").fetchone()[2]
-        if not path:
-            yield
-            return
-        conn = sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True, check_same_thread=False)
-        conn.row_factory = sqlite3.Row
-        try:
-            conn.execute("BEGIN")
-            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the snapshot starts here
-            self.db = conn
-            yield
-        finally:
-            self.db = self.store._db
-            conn.close()
-
-    @contextmanager
-    def writing(self) -> Iterator[None]:
-        with self.store._write():
-            yield
-            self._rebuild_fulltext()
-        self.store.forget_vector_indexes()
-
-    def write(self, table: str, columns: Sequence[str], rows: list[tuple], source: dict[str, str]) -> None:
-        types = self.types[table] = self.types.get(table) or self.columns(table)
-        convert = [_to_sqlite(types.get(c, ""), source.get(c, "")) for c in columns]
-        names = ", ".join(f'"{c}"' for c in columns)
-        marks = ", ".join("?" * len(columns))
-        self.db.executemany(
-            f'INSERT INTO "{table}" ({names}) VALUES ({marks})',
-            [tuple(f(v) for f, v in zip(convert, row)) for row in rows],
-        )
-
-    def _rebuild_fulltext(self) -> None:
-        from .sql import entity_text
-        from .sqlite.dialect import dataset_token
-
-        # Every row gets its dataset token too: searching a store of several datasets matches
-        # on it inside the index.
-        for table, column in (("chunks", "text"), ("facts", "description")):
-            self.db.execute(f"DELETE FROM {table}_fts")
-            self.db.executemany(
-                f"INSERT INTO {table}_fts (rowid, ds, text) VALUES (?, ?, ?)",
-                [(r[0], dataset_token(r[1]), r[2])
-                 for r in self.db.execute(f"SELECT rowid, dataset, {column} FROM {table}")],
-            )
-        self.db.execute("DELETE FROM entities_fts")
-        self.db.executemany(
-            "INSERT INTO entities_fts (rowid, ds, text) VALUES (?, ?, ?)",
-            [(r[0], dataset_token(r[1]), entity_text(r[2], json.loads(r[3]), r[4]))
-             for r in self.db.execute("SELECT rowid, dataset, name, aliases, description FROM entities")],
-        )
-
-
-class PostgresSide:
-    mark, collate = "%s", ' COLLATE "C"'
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-        self._conn: Any = None
+        self.store, self.mark, self.catalog = store, store.dialect.mark, store.dialect.catalog
+        self.collate = self.catalog["collate"]  # how text keys sort bytewise
+        self.conn: Any = None
         self.types: dict[str, dict[str, str]] = {}
 
     @contextmanager
     def _connection(self) -> Iterator[Any]:
-        if self._conn is not None:  # inside writing(): the copy's own transaction
-            yield self._conn
+        if self.conn is not None:
+            yield self.conn
         else:
-            with self.store._conn() as conn:
+            with self.store._read() as conn:
                 yield conn
 
-    def _all(self, query: str, args: Sequence[Any] = ()) -> list[dict[str, Any]]:
+    def select(self, query: str, args: Sequence[Any] = ()) -> list[tuple]:
         with self._connection() as conn:
-            return conn.execute(query, args).fetchall()
+            return [_values(r) for r in conn.execute(query, list(args)).fetchall()]
 
     def tables(self) -> list[str]:
-        rows = self._all(
-            "SELECT table_name AS t FROM information_schema.tables"
-            " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'"
-        )
-        return [r["t"] for r in rows if r["t"] not in OWN_TABLES]
+        return [t for (t,) in self.select(self.catalog["tables"]) if t not in OWN_TABLES]
 
     def columns(self, table: str) -> dict[str, str]:
-        rows = self._all(
-            "SELECT column_name AS c, data_type AS d, udt_name AS u FROM information_schema.columns"
-            " WHERE table_schema = current_schema() AND table_name = %s AND is_generated = 'NEVER'"
-            " ORDER BY ordinal_position",
-            (table,),
-        )
-        return {r["c"]: (r["u"] if r["d"] == "USER-DEFINED" else r["d"]) for r in rows}
+        return dict(self.select(self.catalog["columns"], [table]))
 
     def depends_on(self, table: str) -> set[str]:
-        rows = self._all(
-            "SELECT confrelid::regclass::text AS t FROM pg_constraint"
-            " WHERE contype = 'f' AND conrelid = to_regclass(%s)",
-            (table,),
-        )
-        return {r["t"] for r in rows} - {table}
+        return {t for (t,) in self.select(self.catalog["depends_on"], [table])} - {table}
 
     def primary_key(self, table: str) -> list[str]:
-        rows = self._all(
-            "SELECT a.attname AS c FROM pg_index i JOIN pg_attribute a"
-            " ON a.attrelid = i.indrelid AND a.attnum = ANY(i.indkey)"
-            " WHERE i.indrelid = to_regclass(%s) AND i.indisprimary"
-            " ORDER BY array_position(i.indkey::int2[], a.attnum)",
-            (table,),
-        )
-        return [r["c"] for r in rows]
+        return [c for (c,) in self.select(self.catalog["primary_key"], [table])]
 
-    def select(self, query: str, args: Sequence[Any] = ()) -> list[tuple]:
-        return [tuple(r.values()) for r in self._all(query, args)]
+    def lacks(self, tables: Iterable[str]) -> list[str]:
+        """Those of ``tables`` this store has not, once it made those it creates on first use
+        (the auth tables: users, keys, grants)."""
+        if missing := [t for t in tables if t not in self.tables()]:
+            self.store._auth_migrate()
+            missing = [t for t in missing if t not in self.tables()]
+        return missing
 
     def count(self, table: str, where: str = "") -> int:
-        return self._all(f'SELECT count(*) AS n FROM "{table}" {where}')[0]["n"]
+        return int(self.select(f'SELECT count(*) FROM "{table}" {where}')[0][0])
 
     def embedder(self) -> tuple[str, int] | None:
         with self._connection() as conn:
@@ -221,40 +114,118 @@ class PostgresSide:
     def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
              args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
         names = ", ".join(f'"{c}"' for c in columns)
+        with self._connection() as conn:
+            cursor = conn.execute(f'SELECT {names} FROM "{table}" {where}', list(args))
+            while rows := cursor.fetchmany(batch):
+                yield [_values(r) for r in rows]
+
+    @abstractmethod
+    def snapshot(self) -> AbstractContextManager[None]:
+        """Reads inside see one state of the database."""
+
+    @abstractmethod
+    def write(self, table: str, columns: Sequence[str], rows: list[tuple], source: dict[str, str]) -> None:
+        """Insert ``rows`` (``source``: the types of their columns in the store they come from)."""
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        with self.store._write() as conn:
+            self.conn = conn
+            try:
+                yield
+            finally:
+                self.conn = None
+
+    def _converted(self, table: str, columns: Sequence[str], rows: list[tuple], source: dict[str, str],
+                   to: Callable[[str, str, Any], Any]) -> list[tuple]:
+        """``rows`` in the target columns' types: ``to(target type, source type, value)``."""
+        types = self.types[table] = self.types.get(table) or self.columns(table)
+        kinds = [(types.get(c, ""), source.get(c, "")) for c in columns]
+        return [tuple(None if v is None else to(*k, v) for k, v in zip(kinds, row)) for row in rows]
+
+
+class SQLiteSide(Side):
+    @contextmanager
+    def snapshot(self) -> Iterator[None]:
+        """Reads see one state of the database: a read transaction on a second connection (WAL
+        lets writers go on meanwhile); an in-memory database has only its one connection."""
+        path = self.select("PRAGMA database_list")[0][2]
+        if not path:
+            yield
+            return
+        conn = sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True, check_same_thread=False)
+        conn.row_factory = sqlite3.Row
+        try:
+            conn.execute("BEGIN")
+            conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the snapshot starts here
+            self.conn = conn
+            yield
+        finally:
+            self.conn = None
+            conn.close()
+
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        with super().writing():
+            yield
+            self._rebuild_fulltext()
+        self.store.forget_vector_indexes()
+
+    def write(self, table: str, columns: Sequence[str], rows: list[tuple], source: dict[str, str]) -> None:
+        names = ", ".join(f'"{c}"' for c in columns)
+        marks = ", ".join("?" * len(columns))
+        self.conn.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})',
+                              self._converted(table, columns, rows, source, _to_sqlite))
+
+    def _rebuild_fulltext(self) -> None:
+        from .sqlite.dialect import dataset_token
+
+        # Every row gets its dataset token too: searching a store of several datasets matches
+        # on it inside the index.
+        db = self.conn
+        for table, column in (("chunks", "text"), ("facts", "description")):
+            db.execute(f"DELETE FROM {table}_fts")
+            db.executemany(
+                f"INSERT INTO {table}_fts (rowid, ds, text) VALUES (?, ?, ?)",
+                [(r[0], dataset_token(r[1]), r[2]) for r in db.execute(f"SELECT rowid, dataset, {column} FROM {table}")],
+            )
+        db.execute("DELETE FROM entities_fts")
+        db.executemany(
+            "INSERT INTO entities_fts (rowid, ds, text) VALUES (?, ?, ?)",
+            [(r[0], dataset_token(r[1]), entity_text(r[2], json.loads(r[3]), r[4]))
+             for r in db.execute("SELECT rowid, dataset, name, aliases, description FROM entities")],
+        )
+
+
+class PostgresSide(Side):
+    def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
+             args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
+        """Through a server-side cursor: a table is never held in memory whole."""
+        names = ", ".join(f'"{c}"' for c in columns)
         with self._connection() as conn, conn.transaction(), conn.cursor(name=f"kenning_copy_{table}") as cursor:
             cursor.execute(f'SELECT {names} FROM "{table}" {where}', args)
             while rows := cursor.fetchmany(batch):
-                yield [tuple(r[c] for c in columns) for r in rows]
+                yield [_values(r) for r in rows]
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Reads see one state of the database (one repeatable-read transaction)."""
         with self.store._conn() as conn, conn.transaction():
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            self._conn = conn
+            self.conn = conn
             try:
                 yield
             finally:
-                self._conn = None
-
-    @contextmanager
-    def writing(self) -> Iterator[None]:
-        with self.store._write() as conn:
-            self._conn = conn
-            try:
-                yield
-            finally:
-                self._conn = None
+                self.conn = None
 
     def write(self, table: str, columns: Sequence[str], rows: list[tuple], source: dict[str, str]) -> None:
-        types = self.types[table] = self.types.get(table) or self.columns(table)
-        convert = [_to_postgres(types.get(c, "")) for c in columns]
         names = ", ".join(f'"{c}"' for c in columns)
+        values = self._converted(table, columns, rows, source, _to_postgres)  # (reads the catalog first)
         # COPY: one statement per batch, so the statement triggers (full-text statistics) run
         # once per batch, not once per row.
-        with self._conn.cursor() as cursor, cursor.copy(f'COPY "{table}" ({names}) FROM STDIN') as copy:
-            for row in rows:
-                copy.write_row(tuple(f(v) for f, v in zip(convert, row)))
+        with self.conn.cursor() as cursor, cursor.copy(f'COPY "{table}" ({names}) FROM STDIN') as copy:
+            for row in values:
+                copy.write_row(row)
 
 
 # -- value conversion, by the target column's type ----------------------------------------------
@@ -268,44 +239,34 @@ def vector_value(value: Any) -> np.ndarray | None:
     return np.asarray(value, dtype=np.float32)
 
 
-def _to_sqlite(declared: str, source: str) -> Callable[[Any], Any]:
-    def convert(value: Any) -> Any:
-        if value is None:
-            return None
-        if declared == "BLOB":
-            return to_blob(vector_value(value))
-        if source == "ARRAY":  # a PostgreSQL text[] is a comma list in SQLite (auth_grants)
-            return ",".join(sorted(value))
-        if isinstance(value, bool):
-            return int(value)
-        if hasattr(value, "isoformat") and hasattr(value, "tzinfo"):
-            return to_text(value)
-        if isinstance(value, (list, dict)):
-            return json.dumps(value, default=str)
-        return value
-
-    return convert
+def _to_sqlite(declared: str, source: str, value: Any) -> Any:
+    if declared == "BLOB":
+        return to_blob(vector_value(value))
+    if source == "ARRAY":  # a PostgreSQL text[] is a comma list in SQLite (auth_grants)
+        return ",".join(sorted(value))
+    if isinstance(value, bool):
+        return int(value)
+    if hasattr(value, "isoformat") and hasattr(value, "tzinfo"):
+        return to_text(value)
+    if isinstance(value, (list, dict)):
+        return json.dumps(value, default=str)
+    return value
 
 
-def _to_postgres(kind: str) -> Callable[[Any], Any]:
+def _to_postgres(kind: str, source: str, value: Any) -> Any:
     from .postgres.dialect import json_value, to_vector_text
 
-    def convert(value: Any) -> Any:
-        if value is None:
-            return None
-        if kind == "vector":
-            return to_vector_text(vector_value(value))
-        if kind == "timestamp with time zone":
-            return as_utc(value)
-        if kind in ("jsonb", "json"):
-            return json_value(json.loads(value) if isinstance(value, str) else value)
-        if kind == "boolean":
-            return bool(value)
-        if kind == "ARRAY" and isinstance(value, str):
-            return [item for item in value.split(",") if item]
-        return value
-
-    return convert
+    if kind == "vector":
+        return to_vector_text(vector_value(value))
+    if kind == "timestamp with time zone":
+        return as_utc(value)
+    if kind in ("jsonb", "json"):
+        return json_value(json.loads(value) if isinstance(value, str) else value)
+    if kind == "boolean":
+        return bool(value)
+    if kind == "ARRAY" and isinstance(value, str):
+        return [item for item in value.split(",") if item]
+    return value
 
 
 # -- the copy -----------------------------------------------------------------------------------
@@ -317,7 +278,7 @@ def driver_error() -> type[Exception]:
     return psycopg.Error
 
 
-def side_of(store: Store) -> SQLiteSide | PostgresSide:
+def side_of(store: Store) -> Side:
     from .sqlite.store import SQLiteStore
 
     if isinstance(store, SQLiteStore):
@@ -329,7 +290,7 @@ def side_of(store: Store) -> SQLiteSide | PostgresSide:
     raise StoreError(f"cannot copy a {type(store).__name__}")
 
 
-def in_order(side: SQLiteSide | PostgresSide, tables: list[str]) -> list[str]:
+def in_order(side: Side, tables: list[str]) -> list[str]:
     """Core tables first, then the rest, each after the tables its foreign keys point to."""
     pending = [t for t in _CORE if t in tables] + sorted(t for t in tables if t not in _CORE)
     done: list[str] = []
@@ -340,16 +301,11 @@ def in_order(side: SQLiteSide | PostgresSide, tables: list[str]) -> list[str]:
     return done
 
 
-def _prepare(src: Any, dst: Any, target: Store) -> list[str]:
+def _prepare(src: Side, dst: Side) -> list[str]:
     if any(dst.count(t) for t in _CORE if t in dst.tables()):
         raise ConflictError("the target store is not empty; migrate copies into an empty store")
     tables = src.tables()
-    missing = [t for t in tables if t not in dst.tables()]
-    create_auth = getattr(target, "_auth_migrate", None)
-    if missing and create_auth is not None:
-        create_auth()  # tables a store creates on first use (users, keys, grants)
-        missing = [t for t in tables if t not in dst.tables()]
-    if missing:
+    if missing := dst.lacks(tables):
         raise StoreError(f"the target store has no table {', '.join(missing)}; upgrade kenning there first")
     for table in tables:
         lost = set(src.columns(table)) - set(dst.columns(table))
@@ -363,7 +319,7 @@ def copy_store(
 ) -> CopyReport:
     """Copy everything in ``source`` into the empty ``target`` and compare counts."""
     src, dst = side_of(source), side_of(target)
-    tables = _prepare(src, dst, target)
+    tables = _prepare(src, dst)
     report = CopyReport(embedder=src.embedder())
     stored = dst.embedder()
     if report.embedder and stored and stored != report.embedder:

@@ -58,12 +58,11 @@ from .._checks import check_flag
 from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ..models import TransferResult
 from .base import Store
-from .copy import driver_error, in_order, PostgresSide, side_of, SQLiteSide, vector_value
+from .copy import Side, driver_error, in_order, side_of, vector_value
 
 __all__ = ["FORMAT", "VERSION", "export_file", "export_graph", "export_store", "import_file"]
 
 FORMAT, VERSION = "kenning-export", 1
-Side = SQLiteSide | PostgresSide
 Progress = Callable[[int], None] | None
 
 #: columns whose values are not plain text or numbers (a test checks these against PostgreSQL's
@@ -375,7 +374,7 @@ def import_file(store: Store, path: str | Path, *, vectors: bool = True, account
         for table in ACCOUNTS:
             if table in parsed.tables:
                 report.ignored[table] = len(parsed.tables.pop(table))
-    _check_tables(side, store, parsed)
+    _check_tables(side, parsed)
     _check_scope(side, parsed)
     users_before = ({r[0] for r in side.select('SELECT "id" FROM "auth_users"')}
                     if "auth_users" in parsed.tables else set())
@@ -419,16 +418,10 @@ def _check_embedder(side: Side, embedder: tuple[str, int] | None, vectors: bool)
             " without the file's vectors (kenning import --no-vectors) to embed the rows here")
 
 
-def _check_tables(side: Side, store: Store, parsed: _File) -> None:
-    tables = side.tables()
-    wanted = set(parsed.tables)
-    if wanted - set(tables):
-        create_auth = getattr(store, "_auth_migrate", None)
-        if create_auth is not None:
-            create_auth()  # tables a store creates on first use (users, grants)
-            tables = side.tables()
-    for table in sorted(wanted):
-        if table in NEVER or table not in tables:
+def _check_tables(side: Side, parsed: _File) -> None:
+    lacking = side.lacks(parsed.tables)
+    for table in sorted(parsed.tables):
+        if table in NEVER or table in lacking:
             raise ValidationError(f"the file has rows for table {table!r}, which this store cannot take")
         lost = {c for row in parsed.tables[table] for c in row} - set(side.columns(table))
         if lost:

@@ -3,8 +3,8 @@
 Every statement here is written with ``?`` placeholders; the dialect spells them for its driver
 (``%s`` for psycopg), says how a list of ids is passed (``IN (?, ?)`` or ``= ANY(?)``), how
 times, JSON, vectors and booleans are stored and read back, how a metadata filter condition is
-compiled and how auth tables are typed. :class:`SQLTxn` holds the write primitives and
-:class:`SQLStore` the reads; a backend (``sqlite/store.py``, ``postgres/store.py``) supplies
+compiled and how tables are typed. :class:`SQLStore` holds the reads (the write primitives,
+:class:`kenning.store.base.Txn`, run over the same dialect); a backend (``sqlite/store.py``, ``postgres/store.py``) supplies
 its connections (``_read``, ``_write``, ``transaction``), the hooks its indexes need (SQLite's
 full-text rows, PostgreSQL's per-dataset locks) and what only it can do well: inserting
 memories, claiming them, the search lanes, vectors and migrations.
@@ -15,7 +15,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -26,35 +26,26 @@ from ..errors import EmbedderMismatchError
 from ..models import Entity, Fact, Memory, Session, Stats, Usage
 from . import filters
 from .auth import AuthStore
-from .base import ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Store, Txn, location_from, location_json
+from .base import (FACT_COLUMNS, MEMORY_COLUMNS, ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Store, Txn,
+                   location_from, ordered)
 from .filters import Condition
 
 __all__ = [
-    "CHUNK_COLUMNS", "EMBED_TEXT", "ENTITY_COLUMNS", "FACT_COLUMNS", "KIND_TABLE", "MEMORY_COLUMNS", "ORDERS",
-    "Dialect", "SQLStore", "SQLTxn", "ordered",
+    "CHUNK_COLUMNS", "EMBED_TEXT", "ENTITY_COLUMNS", "KIND_TABLE", "ORDERS", "Dialect", "SQLStore",
 ]
 
 #: the table of each kind of searchable record
 KIND_TABLE = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
 #: the text each kind of record is embedded from
 EMBED_TEXT = {"chunk": "text", "entity": "name", "fact": "description"}
-#: what a memory is read from
-MEMORY_COLUMNS = (
-    "id, dataset, kind, content, topic, context, decisions, rationale, metadata, source, "
-    "content_hash, valid_at, status, error, retention, retention_until, pinned, pin_reason, "
-    "access_count, last_accessed_at, supersedes, superseded_by, supersession_reason, "
-    'created_at, updated_at, processed_at, usage, episode, position, "user", agent, session, role, speaker,'
-    " origin, flags"
-)
-#: what a fact row or a Fact is read from (not the vector, which only the vector lane reads)
-FACT_COLUMNS = ("id, dataset, source_id, relation, target_id, description, valid_at, invalid_at, created_at,"
-                " expired_at, superseded_by, memory_id, weight")
 ENTITY_COLUMNS = "id, dataset, name, normalized, type, description, aliases, created_at"
 CHUNK_COLUMNS = "id, memory_id, dataset, position, text, token_count, location"
 #: the orders ``list_memories`` accepts
 ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
 _MEMORY_JSON = ("decisions", "rationale", "metadata", "supersedes", "usage")
 _JSON_FIELDS = frozenset((*_MEMORY_JSON, "aliases"))
+_FACT_FIELDS = [c.strip() for c in FACT_COLUMNS.split(",")]
+_FACT_TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
 _MEMORY_TIMES = ("valid_at", "retention_until", "last_accessed_at", "created_at", "updated_at", "processed_at")
 #: how each kind of record reaches the memories that state it (``in_scope``)
 _REACH = {
@@ -65,7 +56,7 @@ _REACH = {
               " WHERE {ids}",
 }
 #: facts with the names of their two ends
-_NAMED_FACTS = (f"SELECT {', '.join('f.' + c.strip() for c in FACT_COLUMNS.split(','))}, s.name AS source_name,"
+_NAMED_FACTS = (f"SELECT {', '.join('f.' + c for c in _FACT_FIELDS)}, s.name AS source_name,"
                 " t.name AS target_name FROM facts f JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id")
 _REACH_ID = {"memory": "m.id", "chunk": "r.id", "fact": "p.fact_id", "entity": "p.entity_id"}
 _BATCH = 500
@@ -73,11 +64,6 @@ _BATCH = 500
 
 def _same(value: Any) -> Any:
     return value
-
-
-def ordered(by_id: Mapping[str, Any], ids: Sequence[str]) -> list[Any]:
-    """The values of ``by_id`` in the order of ``ids`` (ids not found left out)."""
-    return [by_id[i] for i in ids if i in by_id]
 
 
 def _and(clauses: Sequence[str], lead: str) -> str:
@@ -109,10 +95,14 @@ class Dialect:
     for_update: str = ""
     #: a list of ids goes as one array parameter (``= ANY(?)``) rather than a mark per id
     arrays: bool = False
-    #: the auth tables' column types (kenning.store.auth), their permissions' spelling, and
-    #: the statement that serializes their creation across processes
-    auth_types: dict[str, str] = field(default_factory=dict)
+    #: column types of the tables (kenning/store/schema.py, kenning.store.auth), the
+    #: permissions' spelling, and the statement that serializes the auth tables' creation
+    types: dict[str, str] = field(default_factory=dict)
     auth_lock: str | None = None
+    #: what ``kenning.store.copy`` reads of the catalog (in the driver's marks): ``tables``,
+    #: ``columns`` (name, type), ``depends_on`` (tables a foreign key names), ``primary_key``;
+    #: and ``collate``, how text keys sort bytewise in an ORDER BY
+    catalog: dict[str, str] = field(default_factory=dict)
     perms_in: Callable[[list[str]], Any] = _same
     perms_out: Callable[[Any], frozenset[str]] = frozenset
 
@@ -151,14 +141,7 @@ class Dialect:
         return Memory(**data)
 
     def fact_row(self, row: Mapping[str, Any]) -> FactRow:
-        t = self.time_out
-        return FactRow(
-            id=row["id"], dataset=row["dataset"], source_id=row["source_id"], relation=row["relation"],
-            target_id=row["target_id"], description=row["description"], valid_at=t(row["valid_at"]),
-            invalid_at=t(row["invalid_at"]), created_at=t(row["created_at"]),
-            expired_at=t(row["expired_at"]), superseded_by=row["superseded_by"],
-            memory_id=row["memory_id"], weight=row["weight"],
-        )
+        return FactRow(**{c: self.time_out(row[c]) if c in _FACT_TIMES else row[c] for c in _FACT_FIELDS})
 
     def fact(self, row: Mapping[str, Any], memory_ids: list[str]) -> Fact:
         fields = {k: v for k, v in vars(self.fact_row(row)).items() if k not in ("memory_id", "embedding")}
@@ -180,327 +163,12 @@ class Dialect:
         return ChunkRow(**{**dict(row), "location": location_from(row["location"])})
 
 
-class SQLTxn(Txn):
-    """The write primitives of one transaction on ``conn``. A backend's subclass fills the
-    hooks: ``_lock`` / ``_lock_row`` / ``_seen`` (serialize writers of a dataset), ``_index``
-    / ``_reindex_entity`` / ``_delete_rows`` (keep a full-text index in step)."""
-
-    def __init__(self, store: SQLStore, conn: Any) -> None:
-        self.store, self.conn, self.d = store, conn, store.dialect
-
-    def _q(self, query: str, args: Sequence[Any] = ()) -> Any:
-        return self.conn.execute(self.d.sql(query), list(args))
-
-    def _all(self, query: str, args: Sequence[Any] = ()) -> list[Any]:
-        return list(self._q(query, args).fetchall())
-
-    def _ids(self, query: str, column: str, ids: Sequence[str], args: Sequence[Any] = ()) -> list[str]:
-        """The ``id`` column of ``query`` (``{ids}``: ``column`` is one of ``ids``)."""
-        clause, more = self.d.any_of(column, ids)
-        return [r["id"] for r in self._all(query.format(ids=clause), [*more, *args])]
-
-    # -- hooks -----------------------------------------------------------------------------------
-    def _lock(self, dataset: str) -> None:
-        """Serialize writers of ``dataset`` until the transaction ends."""
-
-    def _lock_row(self, table: str, row_id: str) -> None:
-        """Take the lock of the dataset of a row before touching it."""
-
-    def _seen(self, table: str, rows: Sequence[Any]) -> None:
-        """Rows whose dataset is now known to this transaction."""
-
-    def _index(self, table: str, cursor: Any, dataset: str, text: str) -> None:
-        """The row ``cursor`` inserted into ``table`` holds ``text`` to search."""
-
-    def _reindex_entity(self, entity_id: str) -> None:
-        """The entity's searchable text (name, aliases, description) changed."""
-
-    def _delete_rows(self, table: str, where: str, args: Sequence[Any]) -> None:
-        self._q(f"DELETE FROM {table} WHERE {where}", args)
-
-    def _delete(self, table: str, ids: Sequence[str]) -> None:
-        if ids:
-            self._delete_rows(table, *self.d.any_of("id", ids))
-
-    def _update(self, table: str, row_id: str, fields: dict[str, Any]) -> None:
-        if fields:
-            sets = ", ".join(f'"{k}" = ?' for k in fields)
-            self._q(f"UPDATE {table} SET {sets} WHERE id = ?", [*(self.d.value(k, v) for k, v in fields.items()), row_id])
-
-    # -- memories --------------------------------------------------------------------------------
-    def claim_state(self, memory_id: str) -> tuple[str, str | None] | None:
-        self._lock_row("memories", memory_id)
-        rows = self._all(f"SELECT status, claimed_by FROM memories WHERE id = ?{self.d.for_update}", [memory_id])
-        return (rows[0]["status"], rows[0]["claimed_by"]) if rows else None
-
-    def lock_memories(self, memory_ids: Sequence[str]) -> list[Memory]:
-        ids = sorted(set(memory_ids))
-        if not ids:
-            return []
-        clause, args = self.d.any_of("id", ids)
-        if self.d.for_update:  # the dataset locks first, as every writer takes them, then the rows in one order
-            for row in self._all(f"SELECT DISTINCT dataset FROM memories WHERE {clause} ORDER BY dataset", args):
-                self._lock(row["dataset"])
-        rows = self._all(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {clause} ORDER BY id{self.d.for_update}", args)
-        memories = self.store._fresh([self.d.memory(r) for r in rows])
-        self._seen("memories", memories)
-        return ordered({m.id: m for m in memories}, memory_ids)
-
-    def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
-        self._lock_row("memories", memory_id)
-        self._update("memories", memory_id, fields)
-
-    def insert_chunks(self, rows: Sequence[ChunkRow]) -> None:
-        for row in rows:
-            self._lock(row.dataset)
-            cur = self._q(
-                "INSERT INTO chunks (id, memory_id, dataset, position, text, token_count, embedding, location)"
-                f" VALUES (?, ?, ?, ?, ?, ?, {self.d.vector_mark}, {self.d.json_mark})",
-                [row.id, row.memory_id, row.dataset, row.position, row.text, row.token_count,
-                 self.d.vector_in(row.embedding), location_json(row.location)])
-            self._index("chunks", cur, row.dataset, row.text)
-
-    def delete_chunks(self, memory_id: str) -> None:
-        self._lock_row("memories", memory_id)
-        self._delete_rows("chunks", "memory_id = ?", [memory_id])
-
-    # -- entities --------------------------------------------------------------------------------
-    def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
-        self._lock(dataset)
-        found = self.store._find_entities(self.conn, dataset, normalized)
-        self._seen("entities", list(found.values()))
-        return found
-
-    def insert_entity(self, row: EntityRow) -> None:
-        self._lock(row.dataset)
-        self._seen("entities", [row])
-        cur = self._q(
-            "INSERT INTO entities (id, dataset, name, normalized, type, description, aliases, embedding, created_at)"
-            f" VALUES (?, ?, ?, ?, ?, ?, ?, {self.d.vector_mark}, ?)",
-            [row.id, row.dataset, row.name, row.normalized, row.type, row.description, self.d.json_in(row.aliases),
-             self.d.vector_in(row.embedding), self.d.time_in(row.created_at)])
-        self._index("entities", cur, row.dataset, entity_text(row.name, row.aliases, row.description))
-
-    def update_entity(self, entity_id: str, fields: dict[str, Any]) -> None:
-        if fields:
-            self._lock_row("entities", entity_id)
-            self._update("entities", entity_id, fields)
-            self._reindex_entity(entity_id)
-
-    def link_entity(self, entity_id: str, memory_id: str) -> None:
-        self._q("INSERT INTO entity_memories (entity_id, memory_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                [entity_id, memory_id])
-
-    def entity_names(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
-        clause, args = self.d.any_of("id", entity_ids)
-        rows = self._all(f"SELECT id, name, aliases FROM entities WHERE {clause}", args)
-        return {r["id"]: [r["name"], *self.d.json_out(r["aliases"])] for r in rows}
-
-    def move_entity(self, drop_id: str, keep_id: str) -> None:
-        """Point facts and provenance of ``drop_id`` at ``keep_id``, then delete ``drop_id``."""
-        self._lock_row("entities", keep_id)
-        self._q("UPDATE facts SET source_id = ? WHERE source_id = ?", [keep_id, drop_id])
-        self._q("UPDATE facts SET target_id = ? WHERE target_id = ?", [keep_id, drop_id])
-        self._q("INSERT INTO entity_memories (entity_id, memory_id) SELECT ?, memory_id FROM entity_memories"
-                " WHERE entity_id = ? ON CONFLICT DO NOTHING", [keep_id, drop_id])
-        self._q("DELETE FROM entity_memories WHERE entity_id = ?", [drop_id])
-        self._delete("entities", [drop_id])
-
-    # -- facts -----------------------------------------------------------------------------------
-    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
-                            by_target: bool = False) -> list[FactRow]:
-        self._lock(dataset)
-        rows = self.store._live_facts(self.conn, dataset, source_id, target_id, relation, by_target)
-        self._seen("facts", rows)
-        return rows
-
-    def get_fact_rows(self, fact_ids: Sequence[str]) -> list[FactRow]:
-        return self.store._fact_rows(self.conn, fact_ids)
-
-    def insert_fact(self, row: FactRow) -> None:
-        self._lock(row.dataset)
-        self._seen("facts", [row])
-        t = self.d.time_in
-        cur = self._q(
-            "INSERT INTO facts (id, dataset, source_id, relation, target_id, description, valid_at, invalid_at,"
-            " created_at, expired_at, superseded_by, memory_id, embedding, weight)"
-            f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {self.d.vector_mark}, ?)",
-            [row.id, row.dataset, row.source_id, row.relation, row.target_id, row.description, t(row.valid_at),
-             t(row.invalid_at), t(row.created_at), t(row.expired_at), row.superseded_by, row.memory_id,
-             self.d.vector_in(row.embedding), row.weight])
-        self._index("facts", cur, row.dataset, row.description)
-
-    def close_fact(self, fact_id: str, *, invalid_at: dt.datetime | None, expired_at: dt.datetime | None,
-                   superseded_by: str | None) -> None:
-        self._lock_row("facts", fact_id)
-        self._q("UPDATE facts SET invalid_at = ?, expired_at = ?, superseded_by = ? WHERE id = ?",
-                [self.d.time_in(invalid_at), self.d.time_in(expired_at), superseded_by, fact_id])
-
-    def link_fact(self, fact_id: str, memory_id: str) -> None:
-        self._q("INSERT INTO fact_memories (fact_id, memory_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                [fact_id, memory_id])
-
-    def memory_source(self, memory_id: str) -> tuple[str | None, str | None]:
-        rows = self._all('SELECT origin, "user" FROM memories WHERE id = ?', [memory_id])
-        return (rows[0]["origin"], rows[0]["user"]) if rows else (None, None)
-
-    def fact_sources(self, fact_ids: Sequence[str]) -> dict[str, list[tuple[str | None, str | None]]]:
-        out: dict[str, list[tuple[str | None, str | None]]] = {i: [] for i in fact_ids}
-        if fact_ids:
-            clause, args = self.d.any_of("p.fact_id", fact_ids)
-            for row in self._all('SELECT p.fact_id, m.origin, m."user" FROM fact_memories p'
-                                 f" JOIN memories m ON m.id = p.memory_id WHERE {clause}", args):
-                out[row["fact_id"]].append((row["origin"], row["user"]))
-        return out
-
-    def reopen_twins(self, entity_id: str) -> None:
-        """Reopen facts touching the entity closed by a fact with the same source, relation and target."""
-        self._q("UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
-                " WHERE (source_id = ? OR target_id = ?) AND superseded_by IN (SELECT g.id FROM facts g"
-                " WHERE g.source_id = facts.source_id AND g.relation = facts.relation"
-                " AND g.target_id = facts.target_id)", [entity_id, entity_id])
-
-    def live_facts_of(self, entity_id: str) -> list[tuple[str, str, str, str]]:
-        """(id, source_id, relation, target_id) of open facts touching the entity, oldest first."""
-        rows = self._all("SELECT id, source_id, relation, target_id FROM facts WHERE expired_at IS NULL"
-                         " AND invalid_at IS NULL AND (source_id = ? OR target_id = ?) ORDER BY created_at, id",
-                         [entity_id, entity_id])
-        return [(r["id"], r["source_id"], r["relation"], r["target_id"]) for r in rows]
-
-    def fold_facts(self, pairs: Sequence[tuple[str, str]]) -> None:
-        """For each (drop, keep): give ``keep`` the provenance of ``drop`` and what ``drop`` superseded; delete ``drop``."""
-        for drop, keep in pairs:
-            self._q("INSERT INTO fact_memories (fact_id, memory_id) SELECT ?, memory_id FROM fact_memories"
-                    " WHERE fact_id = ? ON CONFLICT DO NOTHING", [keep, drop])
-            self._q("UPDATE facts SET superseded_by = ? WHERE superseded_by = ?", [keep, drop])
-        self._delete("facts", [drop for drop, _ in pairs])
-
-    # -- the graph rules that are not SQL, over the set-based primitives below -------------------
-    def merge_entities(self, keep_id: str, drop_id: str) -> list[str]:
-        names = self.entity_names([keep_id, drop_id])
-        if keep_id not in names or drop_id not in names:
-            return []
-        (keep, *aliases), dropped = names[keep_id], names[drop_id]
-        aliases += [n for n in dict.fromkeys(dropped) if n != keep and n not in aliases]
-        self.move_entity(drop_id, keep_id)
-        self.update_entity(keep_id, {"aliases": aliases})
-        # A fact closed only because its now-identical twin arrived was never contradicted.
-        self.reopen_twins(keep_id)
-        first: dict[tuple[str, str, str], str] = {}
-        repeats = []
-        for fact_id, source_id, relation, target_id in self.live_facts_of(keep_id):
-            keeper = first.setdefault((source_id, relation, target_id), fact_id)
-            if keeper != fact_id:
-                repeats.append((fact_id, keeper))
-        self.fold_facts(repeats)
-        return [fact_id for fact_id, _ in repeats]
-
-    def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
-        fact_ids, entity_ids = self.drop_links(memory_id)
-        dead_facts = sorted(self.unstated_facts(fact_ids))
-        if dead_facts:
-            self.reopen_closed(dead_facts)
-            self.delete_facts(dead_facts)
-        return sorted(self.delete_orphans(entity_ids)), dead_facts
-
-    def reopen_closed(self, dead: Sequence[str]) -> None:
-        """The facts the ``dead`` facts closed, re-decided without them: a fact ``O`` closed by
-        a dead fact is closed again at the start of the next later fact of its relation (or the
-        dead fact's) in the same slot (same source, or same target when the dead fact shared
-        only that),
-        superseded by it; only with no later fact left is it open again. So deleting the
-        middle of Acme (2020) -> Globex (2021) -> Initech (2022) leaves Acme closed at 2022,
-        never a second open value beside Initech."""
-        gone = set(dead)
-        closers = {row.id: row for row in self.get_fact_rows(list(dead))}
-        for old in self.facts_closed_by(list(dead)):
-            if old.id in gone:
-                continue
-            closer = closers.get(old.superseded_by or "")
-            later = None
-            if closer is not None and (closer.source_id == old.source_id or closer.target_id == old.target_id):
-                by_source = closer.source_id == old.source_id
-                anchor = old.source_id if by_source else old.target_id
-                rank = (old.valid_at, old.created_at, old.id)
-                # the dead fact's relation too: a change statement may close a fact of
-                # another relation of the same family, and its successors share its relation
-                slot = {f.id: f for relation in dict.fromkeys((old.relation, closer.relation))
-                        for f in self.slot_facts(old.dataset, relation, anchor, by_source)}
-                later = min((
-                    f for f in slot.values()
-                    if f.id not in gone and f.id != old.id
-                    and (f.target_id != old.target_id if by_source else f.source_id != old.source_id)
-                    and (f.valid_at, f.created_at, f.id) > rank
-                    and (f.invalid_at is None or f.invalid_at > f.valid_at)  # an empty interval holds no value
-                ), key=lambda f: (f.valid_at, f.created_at, f.id), default=None)
-            if later is not None:
-                self.close_fact(old.id, invalid_at=later.valid_at, expired_at=old.expired_at,
-                                superseded_by=later.id)
-            else:
-                self.close_fact(old.id, invalid_at=None, expired_at=None, superseded_by=None)
-
-    # -- garbage collection ----------------------------------------------------------------------
-    def drop_links(self, memory_id: str) -> tuple[list[str], list[str]]:
-        self._lock_row("memories", memory_id)
-        fact_ids = [r["fact_id"] for r in self._all("SELECT fact_id FROM fact_memories WHERE memory_id = ?", [memory_id])]
-        entity_ids = [r["entity_id"] for r in self._all("SELECT entity_id FROM entity_memories WHERE memory_id = ?",
-                                                        [memory_id])]
-        self._q("DELETE FROM fact_memories WHERE memory_id = ?", [memory_id])
-        self._q("DELETE FROM entity_memories WHERE memory_id = ?", [memory_id])
-        return fact_ids, entity_ids
-
-    def unstated_facts(self, fact_ids: Sequence[str]) -> list[str]:
-        return self._ids("SELECT id FROM facts WHERE {ids}"
-                         " AND NOT EXISTS (SELECT 1 FROM fact_memories m WHERE m.fact_id = facts.id)", "id", fact_ids)
-
-    def facts_closed_by(self, fact_ids: Sequence[str]) -> list[FactRow]:
-        clause, args = self.d.any_of("superseded_by", fact_ids)
-        return [self.d.fact_row(r) for r in self._all(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE {clause} AND expired_at IS NOT NULL ORDER BY created_at, id", args)]
-
-    def slot_facts(self, dataset: str, relation: str, entity_id: str, by_source: bool) -> list[FactRow]:
-        """Every fact (open and closed) of ``relation`` whose source (``by_source``) or target is ``entity_id``."""
-        column = "source_id" if by_source else "target_id"
-        return [self.d.fact_row(r) for r in self._all(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE dataset = ? AND relation = ? AND {column} = ?",
-            [dataset, relation, entity_id])]
-
-    def delete_facts(self, fact_ids: Sequence[str]) -> None:
-        self._delete("facts", fact_ids)
-
-    def delete_orphans(self, entity_ids: Sequence[str]) -> list[str]:
-        """Delete those of the entities no memory names and no fact uses; their ids."""
-        if not entity_ids:
-            return []
-        dead = self._ids("SELECT id FROM entities e WHERE {ids}"
-                         " AND NOT EXISTS (SELECT 1 FROM entity_memories m WHERE m.entity_id = e.id)"
-                         " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.source_id = e.id)"
-                         " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.target_id = e.id)", "id", entity_ids)
-        self._delete("entities", dead)
-        return dead
-
-    def delete_memory(self, memory_id: str) -> None:
-        self.delete_chunks(memory_id)
-        self._q("DELETE FROM memories WHERE id = ?", [memory_id])
-
-
-def entity_text(name: str, aliases: Sequence[str], description: str) -> str:
-    """What an entity is searched by."""
-    return " ".join([name, *aliases, description])
-
-
 class SQLStore(AuthStore, Store):
     """The reads both stores share. A backend sets ``dialect`` and gives connections (rows
     readable by column name) through ``_read()`` and ``_write()`` (committed when the block
     ends); ``_fresh`` lets it add what it holds in memory to memories read."""
 
     dialect: Dialect
-
-    def _read(self) -> AbstractContextManager[Any]:
-        raise NotImplementedError
-
-    def _write(self) -> AbstractContextManager[Any]:
-        raise NotImplementedError
 
     def _fresh(self, memories: list[Memory]) -> list[Memory]:
         return memories
@@ -510,9 +178,7 @@ class SQLStore(AuthStore, Store):
 
     def _rows(self, query: str, args: Sequence[Any] = (), conn: Any = None) -> list[Any]:
         """The rows of a read, on ``conn`` (a connection ``_read`` gave) or a connection of its own."""
-        if conn is not None:
-            return list(conn.execute(self.dialect.sql(query), list(args)).fetchall())
-        with self._read() as own:
+        with nullcontext(conn) if conn is not None else self._read() as own:
             return list(own.execute(self.dialect.sql(query), list(args)).fetchall())
 
     def _change(self, query: str, args: Sequence[Any] = ()) -> None:
@@ -525,8 +191,7 @@ class SQLStore(AuthStore, Store):
         if not keys:
             return {}
         clause, args = self.dialect.any_of("normalized", keys)
-        rows = conn.execute(self.dialect.sql(f"SELECT {ENTITY_COLUMNS} FROM entities WHERE dataset = ? AND {clause}"),
-                            [dataset, *args]).fetchall()
+        rows = self._rows(f"SELECT {ENTITY_COLUMNS} FROM entities WHERE dataset = ? AND {clause}", [dataset, *args], conn)
         return {r["normalized"]: self.dialect.entity_row(r) for r in rows}
 
     def _live_facts(self, conn: Any, dataset: str, source_id: str, target_id: str, relation: str,
@@ -540,14 +205,13 @@ class SQLStore(AuthStore, Store):
         if by_target:
             query += f" UNION {select} target_id = ? AND relation = ? {live}"
             args += [target_id, relation, dataset]
-        rows = conn.execute(self.dialect.sql(f"SELECT * FROM ({query}) u ORDER BY valid_at, id"), args).fetchall()
-        return [self.dialect.fact_row(r) for r in rows]
+        return [self.dialect.fact_row(r) for r in self._rows(f"SELECT * FROM ({query}) u ORDER BY valid_at, id", args, conn)]
 
     def _fact_rows(self, conn: Any, ids: Sequence[str]) -> list[FactRow]:
         if not ids:
             return []
         clause, args = self.dialect.any_of("id", ids)
-        rows = conn.execute(self.dialect.sql(f"SELECT {FACT_COLUMNS} FROM facts WHERE {clause}"), args).fetchall()
+        rows = self._rows(f"SELECT {FACT_COLUMNS} FROM facts WHERE {clause}", args, conn)
         return ordered({r["id"]: self.dialect.fact_row(r) for r in rows}, ids)
 
     # -- memories --------------------------------------------------------------------------------
@@ -591,7 +255,7 @@ class SQLStore(AuthStore, Store):
 
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
         with self._write() as conn:
-            SQLTxn(self, conn)._update("memories", memory_id, fields)
+            Txn(self, conn)._update("memories", memory_id, fields)
 
     def _claimable(self, flt: ClaimFilter) -> tuple[str, list[Any]]:
         """(the condition on the memories a claim may take, its arguments)."""

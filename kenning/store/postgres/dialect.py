@@ -62,6 +62,20 @@ POSTGRES = Dialect(
     mark="%s", condition=_condition, json_in=json_value, vector_in=to_vector_text, vector_out=from_vector_text,
     vector_mark="?::vector", json_mark="?::jsonb", vector_select="embedding::text", json_text="{column} ->> '{key}'",
     for_update=" FOR UPDATE", arrays=True,
-    auth_types={"bool": "BOOLEAN", "false": "FALSE", "time": "TIMESTAMPTZ", "perms": "TEXT[]", "table_options": ""},
+    types={"id": 'TEXT COLLATE "C"', "json": "JSONB", "time": "TIMESTAMPTZ", "bool": "BOOLEAN", "false": "false",
+           "vector": "vector", "real": "DOUBLE PRECISION", "perms": "TEXT[]", "fill": " WITH (fillfactor = 80)",
+           "table_options": ""},
     auth_lock="SELECT pg_advisory_xact_lock(hashtext('kenning_auth_schema'))",
+    catalog={
+        "tables": "SELECT table_name FROM information_schema.tables"
+                  " WHERE table_schema = current_schema() AND table_type = 'BASE TABLE'",
+        "columns": "SELECT column_name::text, CASE WHEN data_type = 'USER-DEFINED' THEN udt_name::text ELSE data_type::text END"
+                   " FROM information_schema.columns WHERE table_schema = current_schema() AND table_name = %s"
+                   " AND is_generated = 'NEVER' ORDER BY ordinal_position",
+        "depends_on": "SELECT confrelid::regclass::text FROM pg_constraint WHERE contype = 'f' AND conrelid = to_regclass(%s)",
+        "primary_key": "SELECT a.attname FROM pg_index i JOIN pg_attribute a ON a.attrelid = i.indrelid"
+                       " AND a.attnum = ANY(i.indkey) WHERE i.indrelid = to_regclass(%s) AND i.indisprimary"
+                       " ORDER BY array_position(i.indkey::int2[], a.attnum)",
+        "collate": ' COLLATE "C"',
+    },
 )

@@ -1,4 +1,4 @@
-"""The PostgreSQL schema: the same tables and columns as SQLite (``schema.py``), with native
+"""The PostgreSQL schema: the shared tables and steps (``kenning/store/schema.py``) with native
 types. Timestamps are ``timestamptz``, JSON is ``jsonb``, flags are ``boolean``, vectors are
 pgvector ``vector`` columns and full text is a generated ``tsvector`` column with a GIN index.
 
@@ -18,6 +18,9 @@ processes may open a fresh database at once.
 
 from __future__ import annotations
 
+from ..schema import shared_steps
+from .dialect import POSTGRES
+
 __all__ = [
     "BOOTSTRAP", "LOCK_DATASET", "LOCK_SCHEMA", "PG_MIGRATIONS", "TS_CONFIG", "vector_steps",
 ]
@@ -36,90 +39,15 @@ BOOTSTRAP = (
     " version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
 )
 
-_MEMORIES = f"""
-CREATE TABLE memories (
-    id {_ID} PRIMARY KEY,
-    dataset {_ID} NOT NULL,
-    kind TEXT NOT NULL,
-    content TEXT NOT NULL,
-    topic TEXT,
-    context TEXT,
-    decisions JSONB NOT NULL DEFAULT '[]',
-    rationale JSONB NOT NULL DEFAULT '[]',
-    metadata JSONB NOT NULL DEFAULT '{{}}',
-    source TEXT,
-    content_hash TEXT NOT NULL,
-    valid_at TIMESTAMPTZ NOT NULL,
-    status TEXT NOT NULL,
-    error TEXT,
-    retention TEXT NOT NULL DEFAULT 'standard',
-    retention_until TIMESTAMPTZ,
-    pinned BOOLEAN NOT NULL DEFAULT false,
-    pin_reason TEXT,
-    access_count INTEGER NOT NULL DEFAULT 0,
-    last_accessed_at TIMESTAMPTZ,
-    supersedes JSONB NOT NULL DEFAULT '[]',
-    superseded_by {_ID},
-    supersession_reason TEXT,
-    created_at TIMESTAMPTZ NOT NULL,
-    updated_at TIMESTAMPTZ NOT NULL,
-    processed_at TIMESTAMPTZ,
-    usage JSONB NOT NULL DEFAULT '{{}}',
-    UNIQUE (dataset, content_hash)
-) WITH (fillfactor = 80)"""
-
-_CHUNKS = f"""
-CREATE TABLE chunks (
-    id {_ID} PRIMARY KEY,
-    memory_id {_ID} NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
-    dataset {_ID} NOT NULL,
-    position INTEGER NOT NULL,
-    text TEXT NOT NULL,
-    token_count INTEGER NOT NULL,
-    embedding vector,
-    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED
-)"""
-
-_ENTITIES = f"""
-CREATE TABLE entities (
-    id {_ID} PRIMARY KEY,
-    dataset {_ID} NOT NULL,
-    name TEXT NOT NULL,
-    normalized TEXT NOT NULL,
-    type TEXT NOT NULL,
-    description TEXT NOT NULL DEFAULT '',
-    aliases JSONB NOT NULL DEFAULT '[]',
-    embedding vector,
-    access_count INTEGER NOT NULL DEFAULT 0,
-    last_accessed_at TIMESTAMPTZ,
-    created_at TIMESTAMPTZ NOT NULL,
-    tsv tsvector GENERATED ALWAYS AS (
-        to_tsvector('english'::regconfig, name)
-        || jsonb_to_tsvector('english'::regconfig, aliases, '["string"]')
-        || to_tsvector('english'::regconfig, description)) STORED,
-    UNIQUE (dataset, normalized)
-) WITH (fillfactor = 80)"""
-
-_FACTS = f"""
-CREATE TABLE facts (
-    id {_ID} PRIMARY KEY,
-    dataset {_ID} NOT NULL,
-    source_id {_ID} NOT NULL REFERENCES entities(id),
-    relation TEXT NOT NULL,
-    target_id {_ID} NOT NULL REFERENCES entities(id),
-    description TEXT NOT NULL,
-    valid_at TIMESTAMPTZ NOT NULL,
-    invalid_at TIMESTAMPTZ,
-    created_at TIMESTAMPTZ NOT NULL,
-    expired_at TIMESTAMPTZ,
-    superseded_by {_ID},
-    memory_id {_ID},
-    embedding vector,
-    weight DOUBLE PRECISION NOT NULL DEFAULT 1.0,
-    access_count INTEGER NOT NULL DEFAULT 0,
-    last_accessed_at TIMESTAMPTZ,
-    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, description)) STORED
-) WITH (fillfactor = 80)"""
+#: the first ``tsv`` columns (English configuration), replaced by the lexical lane's migration
+_FIRST_TSV = {
+    "tsv_chunks": ",\n    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED",
+    "tsv_entities": "\n    tsv tsvector GENERATED ALWAYS AS (\n        to_tsvector('english'::regconfig, name)"
+                    "\n        || jsonb_to_tsvector('english'::regconfig, aliases, '[\"string\"]')"
+                    "\n        || to_tsvector('english'::regconfig, description)) STORED,",
+    "tsv_facts": ",\n    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, description)) STORED",
+}
+_STEPS = shared_steps(POSTGRES, _FIRST_TSV)
 
 # -- migration: the lexical lane ranks like SQLite's FTS5 (Okapi BM25) ---------------------------
 # FTS5's ``porter unicode61`` keeps every word (stop words too) and splits hyphenated words into
@@ -138,26 +66,54 @@ _TSV = {
 }
 
 #: one statement trigger per event (PostgreSQL allows transition tables on one event only); an
-#: entity's text changes by UPDATE too, seen by a row trigger on the columns its tsv reads
+#: entity's text changes by UPDATE too, seen by a row trigger on the columns its tsv reads. The
+#: rows per lexeme (the migration after) are counted by the same function, replaced:
+#: ``_stats_function(lexemes=True)``.
 _STATS_FUNCTION = """
-CREATE FUNCTION kenning_lexical_stats() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
+{create} FUNCTION kenning_lexical_stats() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
 BEGIN
     IF TG_LEVEL = 'ROW' THEN
         INSERT INTO lexical_stats AS s (tbl, dataset, rows, tokens)
         VALUES (TG_TABLE_NAME, NEW.dataset, 0, NEW.tsv_len - OLD.tsv_len)
-        ON CONFLICT (tbl, dataset) DO UPDATE SET tokens = s.tokens + excluded.tokens;
+        ON CONFLICT (tbl, dataset) DO UPDATE SET tokens = s.tokens + excluded.tokens;{row}
     ELSIF TG_OP = 'INSERT' THEN
         INSERT INTO lexical_stats AS s (tbl, dataset, rows, tokens)
         SELECT TG_TABLE_NAME, dataset, count(*), sum(tsv_len) FROM new_rows GROUP BY dataset
-        ON CONFLICT (tbl, dataset) DO UPDATE SET rows = s.rows + excluded.rows, tokens = s.tokens + excluded.tokens;
+        ON CONFLICT (tbl, dataset) DO UPDATE SET rows = s.rows + excluded.rows, tokens = s.tokens + excluded.tokens;{insert}
     ELSE
         UPDATE lexical_stats s SET rows = s.rows - d.rows, tokens = s.tokens - d.tokens
         FROM (SELECT dataset, count(*) AS rows, sum(tsv_len) AS tokens
               FROM old_rows GROUP BY dataset) d
-        WHERE s.tbl = TG_TABLE_NAME AND s.dataset = d.dataset;
+        WHERE s.tbl = TG_TABLE_NAME AND s.dataset = d.dataset;{delete}
     END IF;
     RETURN NULL;
 END $$"""
+_LEXEME_COUNTS = {
+    "row": """
+        INSERT INTO lexeme_stats AS s (tbl, lexeme, dataset, rows)
+        SELECT TG_TABLE_NAME, l, NEW.dataset, 1 FROM unnest(tsvector_to_array(NEW.tsv)) AS l
+        WHERE l <> ALL (tsvector_to_array(OLD.tsv)) ORDER BY l
+        ON CONFLICT (tbl, lexeme, dataset) DO UPDATE SET rows = s.rows + 1;
+        UPDATE lexeme_stats s SET rows = s.rows - 1
+        WHERE s.tbl = TG_TABLE_NAME AND s.dataset = OLD.dataset
+          AND s.lexeme = ANY (tsvector_to_array(OLD.tsv)) AND s.lexeme <> ALL (tsvector_to_array(NEW.tsv));""",
+    "insert": """
+        INSERT INTO lexeme_stats AS s (tbl, lexeme, dataset, rows)
+        SELECT TG_TABLE_NAME, l, dataset, count(*) FROM new_rows, unnest(tsvector_to_array(tsv)) AS l
+        GROUP BY l, dataset ORDER BY l, dataset
+        ON CONFLICT (tbl, lexeme, dataset) DO UPDATE SET rows = s.rows + excluded.rows;""",
+    "delete": """
+        UPDATE lexeme_stats s SET rows = s.rows - d.rows
+        FROM (SELECT l, dataset, count(*) AS rows FROM old_rows, unnest(tsvector_to_array(tsv)) AS l
+              GROUP BY l, dataset) d
+        WHERE s.tbl = TG_TABLE_NAME AND s.lexeme = d.l AND s.dataset = d.dataset;""",
+}
+
+
+def _stats_function(lexemes: bool) -> str:
+    if lexemes:
+        return _STATS_FUNCTION.format(create="CREATE OR REPLACE", **_LEXEME_COUNTS)
+    return _STATS_FUNCTION.format(create="CREATE", row="", insert="", delete="")
 
 
 def _lexical_steps(table: str) -> list[str]:
@@ -195,7 +151,7 @@ _LEXICAL = [
     # Rows and tokens per table and dataset, kept by triggers, for BM25's average row length.
     f"CREATE TABLE lexical_stats (tbl TEXT NOT NULL, dataset {_ID} NOT NULL, rows BIGINT NOT NULL,"
     " tokens BIGINT NOT NULL, PRIMARY KEY (tbl, dataset))",
-    _STATS_FUNCTION,
+    _stats_function(lexemes=False),
     *(step for table in _TSV for step in _lexical_steps(table)),
 ]
 
@@ -205,45 +161,10 @@ _LEXICAL = [
 # dataset and lexeme, by the same triggers as ``lexical_stats`` (a row's dataset in the key:
 # writers of one dataset already take turns, so writers of two never wait for the same row).
 # The entities' update trigger now fires on any change of the text, not only of its length.
-_LEXEME_FUNCTION = """
-CREATE OR REPLACE FUNCTION kenning_lexical_stats() RETURNS trigger LANGUAGE plpgsql SET search_path FROM CURRENT AS $$
-BEGIN
-    IF TG_LEVEL = 'ROW' THEN
-        INSERT INTO lexical_stats AS s (tbl, dataset, rows, tokens)
-        VALUES (TG_TABLE_NAME, NEW.dataset, 0, NEW.tsv_len - OLD.tsv_len)
-        ON CONFLICT (tbl, dataset) DO UPDATE SET tokens = s.tokens + excluded.tokens;
-        INSERT INTO lexeme_stats AS s (tbl, lexeme, dataset, rows)
-        SELECT TG_TABLE_NAME, l, NEW.dataset, 1 FROM unnest(tsvector_to_array(NEW.tsv)) AS l
-        WHERE l <> ALL (tsvector_to_array(OLD.tsv)) ORDER BY l
-        ON CONFLICT (tbl, lexeme, dataset) DO UPDATE SET rows = s.rows + 1;
-        UPDATE lexeme_stats s SET rows = s.rows - 1
-        WHERE s.tbl = TG_TABLE_NAME AND s.dataset = OLD.dataset
-          AND s.lexeme = ANY (tsvector_to_array(OLD.tsv)) AND s.lexeme <> ALL (tsvector_to_array(NEW.tsv));
-    ELSIF TG_OP = 'INSERT' THEN
-        INSERT INTO lexical_stats AS s (tbl, dataset, rows, tokens)
-        SELECT TG_TABLE_NAME, dataset, count(*), sum(tsv_len) FROM new_rows GROUP BY dataset
-        ON CONFLICT (tbl, dataset) DO UPDATE SET rows = s.rows + excluded.rows, tokens = s.tokens + excluded.tokens;
-        INSERT INTO lexeme_stats AS s (tbl, lexeme, dataset, rows)
-        SELECT TG_TABLE_NAME, l, dataset, count(*) FROM new_rows, unnest(tsvector_to_array(tsv)) AS l
-        GROUP BY l, dataset ORDER BY l, dataset
-        ON CONFLICT (tbl, lexeme, dataset) DO UPDATE SET rows = s.rows + excluded.rows;
-    ELSE
-        UPDATE lexical_stats s SET rows = s.rows - d.rows, tokens = s.tokens - d.tokens
-        FROM (SELECT dataset, count(*) AS rows, sum(tsv_len) AS tokens
-              FROM old_rows GROUP BY dataset) d
-        WHERE s.tbl = TG_TABLE_NAME AND s.dataset = d.dataset;
-        UPDATE lexeme_stats s SET rows = s.rows - d.rows
-        FROM (SELECT l, dataset, count(*) AS rows FROM old_rows, unnest(tsvector_to_array(tsv)) AS l
-              GROUP BY l, dataset) d
-        WHERE s.tbl = TG_TABLE_NAME AND s.lexeme = d.l AND s.dataset = d.dataset;
-    END IF;
-    RETURN NULL;
-END $$"""
-
 _LEXEMES = [
     f"CREATE TABLE lexeme_stats (tbl TEXT NOT NULL, lexeme TEXT NOT NULL, dataset {_ID} NOT NULL,"
     " rows BIGINT NOT NULL, PRIMARY KEY (tbl, lexeme, dataset))",
-    _LEXEME_FUNCTION,
+    _stats_function(lexemes=True),
     "DROP TRIGGER entities_stats_update ON entities",
     "CREATE TRIGGER entities_stats_update AFTER UPDATE OF name, aliases, description ON entities"
     " FOR EACH ROW WHEN (OLD.tsv IS DISTINCT FROM NEW.tsv) EXECUTE FUNCTION kenning_lexical_stats()",
@@ -253,60 +174,13 @@ _LEXEMES = [
 
 
 PG_MIGRATIONS: list[list[str]] = [
-    [
-        "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)",
-        f"CREATE TABLE datasets (name {_ID} PRIMARY KEY, owner_id TEXT, created_at TIMESTAMPTZ NOT NULL)",
-        _MEMORIES,
-        "CREATE INDEX memories_status ON memories (dataset, status)",
-        "CREATE INDEX memories_created ON memories (dataset, created_at)",
-        _CHUNKS,
-        "CREATE INDEX chunks_memory ON chunks (memory_id)",
-        "CREATE INDEX chunks_tsv ON chunks USING gin (tsv)",
-        _ENTITIES,
-        "CREATE INDEX entities_tsv ON entities USING gin (tsv)",
-        _FACTS,
-        "CREATE INDEX facts_source ON facts (source_id, relation)",
-        "CREATE INDEX facts_target ON facts (target_id, relation)",
-        "CREATE INDEX facts_superseded ON facts (superseded_by)",
-        "CREATE INDEX facts_tsv ON facts USING gin (tsv)",
-        f"""CREATE TABLE fact_memories (
-            fact_id {_ID} NOT NULL REFERENCES facts(id) ON DELETE CASCADE,
-            memory_id {_ID} NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
-            PRIMARY KEY (fact_id, memory_id))""",
-        "CREATE INDEX fact_memories_memory ON fact_memories (memory_id)",
-        f"""CREATE TABLE entity_memories (
-            entity_id {_ID} NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
-            memory_id {_ID} NOT NULL REFERENCES memories(id) ON DELETE CASCADE,
-            PRIMARY KEY (entity_id, memory_id))""",
-        "CREATE INDEX entity_memories_memory ON entity_memories (memory_id)",
-    ],
-    [
-        "ALTER TABLE memories ADD COLUMN episode TEXT",
-        "ALTER TABLE memories ADD COLUMN position INTEGER",
-        "CREATE INDEX memories_episode ON memories (episode, position)",
-    ],
-    [
-        # Who holds a ``processing`` claim (``host/pid/token``): a claim whose owner process is
-        # gone is taken over at once. Cleared when processing ends, so the index stays small.
-        "ALTER TABLE memories ADD COLUMN claimed_by TEXT",
-        "CREATE INDEX memories_claims ON memories (claimed_by) WHERE claimed_by IS NOT NULL",
-    ],
+    [*_STEPS["core"], *(f"CREATE INDEX {table}_tsv ON {table} USING gin (tsv)" for table in ("chunks", "entities", "facts"))],
+    _STEPS["episodes"],
+    _STEPS["claims"],
     _LEXICAL,
-    # Where each chunk of a document read from a file sits in it (page, slide, sheet, headings);
-    # NULL for plain text (kenning.files, docs/files.md).
+    _STEPS["locations"],
     [
-        "ALTER TABLE chunks ADD COLUMN location JSONB",
-        # folder sync reads a dataset's memories by source prefix (Store.file_memories)
-        "CREATE INDEX memories_source ON memories (dataset, source) WHERE source IS NOT NULL",
-    ],
-    [
-        # Scopes and messages: the user, agent and session a memory belongs to inside its
-        # dataset, and a message's role and speaker. Partial indexes: unscoped memories cost
-        # them nothing.
-        *(f'ALTER TABLE memories ADD COLUMN "{name}" TEXT' for name in ("user", "agent", "session", "role", "speaker")),
-        'CREATE INDEX memories_user ON memories (dataset, "user", created_at) WHERE "user" IS NOT NULL',
-        "CREATE INDEX memories_agent ON memories (dataset, agent, created_at) WHERE agent IS NOT NULL",
-        "CREATE INDEX memories_session ON memories (dataset, session, position) WHERE session IS NOT NULL",
+        *_STEPS["scopes"],
         # A metadata value as an instant when it is an ISO date, else NULL (a filter on dates
         # must not fail on a value that is not one, nor read 'now' or 'today' as one).
         "CREATE FUNCTION kenning_iso_time(value text) RETURNS timestamptz LANGUAGE plpgsql STABLE"
@@ -315,16 +189,7 @@ PG_MIGRATIONS: list[list[str]] = [
         " RETURN value::timestamptz; EXCEPTION WHEN others THEN RETURN NULL; END $$",
     ],
     _LEXEMES,
-    [
-        # Authority (kenning.pipeline.authority, docs/security.md): who said each memory, and
-        # why its text is instruction-shaped ("a,b"; NULL: not flagged). Memories stored before
-        # get the origin their surface would give now; flags come when they are processed again.
-        "ALTER TABLE memories ADD COLUMN origin TEXT",
-        "ALTER TABLE memories ADD COLUMN flags TEXT",
-        "UPDATE memories SET origin = CASE role WHEN 'user' THEN 'user' WHEN 'assistant' THEN 'agent'"
-        " WHEN 'tool' THEN 'tool' WHEN 'system' THEN 'api' ELSE CASE WHEN metadata->>'format' IS NOT NULL"
-        " THEN 'document' ELSE 'api' END END",
-    ],
+    _STEPS["authority"],
 ]
 
 

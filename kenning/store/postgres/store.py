@@ -36,8 +36,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...errors import ConfigurationError, StoreError
 from ...models import Memory
-from ..base import ClaimFilter, FactRow, Scored, Txn, retry_transient
-from ..sql import FACT_COLUMNS, KIND_TABLE, MEMORY_COLUMNS, SQLStore, SQLTxn
+from ..base import FACT_COLUMNS, MEMORY_COLUMNS, ClaimFilter, FactRow, Scored, Txn, retry_transient
+from ..sql import KIND_TABLE, SQLStore
 from .dialect import POSTGRES, to_vector_text
 from .lexical import bm25
 from .schema import BOOTSTRAP, LOCK_DATASET, LOCK_SCHEMA, PG_MIGRATIONS, vector_steps
@@ -96,8 +96,7 @@ def redact(url: str) -> str:
     return re.sub(r"(://[^:/@]+):[^@/]*@", r"\1:***@", url)
 
 
-
-class PostgresTxn(SQLTxn):
+class PostgresTxn(Txn):
     """The shared primitives on one pipelined connection; each takes a per-dataset advisory
     transaction lock the first time it touches a dataset."""
 
@@ -151,8 +150,6 @@ def _probe(url: str, timeout: float) -> None:
     except psycopg.OperationalError as exc:
         reason = next((line.strip() for line in str(exc).splitlines() if line.strip()), type(exc).__name__)
         raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {reason}") from None
-
-
 
 
 class PostgresStore(SQLStore):
@@ -399,7 +396,6 @@ class PostgresStore(SQLStore):
         return [(m.id, True) if new else (stored[(m.dataset, m.content_hash)], False)
                 for m, new in zip(memories, created)]
 
-
     def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
         where, args = self._claimable(flt)
         # Locked rows belong to another worker's claim: skip them rather than wait and re-take.
@@ -421,13 +417,6 @@ class PostgresStore(SQLStore):
             conn.execute("UPDATE memories SET updated_at = %s WHERE id IN (SELECT id FROM memories"
                          " WHERE claimed_by = %s AND status = 'processing' FOR NO KEY UPDATE SKIP LOCKED)",
                          (at, owner))
-
-    def claim_owners(self, dataset: str | None) -> list[str]:
-        query = "SELECT DISTINCT claimed_by FROM memories WHERE claimed_by IS NOT NULL AND status = 'processing'"
-        with self._conn() as conn:
-            rows = conn.execute(query + (" AND dataset = %s" if dataset else ""), [dataset] if dataset else [])
-            return [r["claimed_by"] for r in rows]
-
 
     # -- search lanes ------------------------------------------------------------------------
     def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
@@ -508,7 +497,6 @@ class PostgresStore(SQLStore):
 
         retry_transient(once)
 
-
     def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
         if not rows:
             return
@@ -526,7 +514,6 @@ class PostgresStore(SQLStore):
                     sql.SQL("UPDATE {} SET embedding = %s::vector WHERE id = %s").format(sql.Identifier(table)),
                     [(to_vector_text(v), i) for i, v in rows],
                 )
-
 
 
 def _similarity(distance: float | None) -> float:

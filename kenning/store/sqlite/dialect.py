@@ -60,6 +60,15 @@ def dataset_token(dataset: str) -> str:
 SQLITE = Dialect(
     mark="?", condition=_condition, time_in=to_text, time_out=from_text, json_in=json_text, json_out=json.loads,
     bool_in=int, vector_in=to_blob, vector_out=from_blob, json_text="json_extract({column}, '$.{key}')",
-    auth_types={"bool": "INTEGER", "false": "0", "time": "TEXT", "perms": "TEXT", "table_options": " WITHOUT ROWID"},
+    types={"id": "TEXT", "json": "TEXT", "time": "TEXT", "bool": "INTEGER", "false": "0", "vector": "BLOB", "real": "REAL",
+           "perms": "TEXT", "fill": "", "table_options": " WITHOUT ROWID"},
     perms_in=",".join, perms_out=lambda text: frozenset(p for p in text.split(",") if p),
+    catalog={
+        # the full-text tables and their shadow tables are derived from the rows
+        "tables": "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%' AND instr(name, '_fts') = 0",
+        "columns": "SELECT name, upper(coalesce(type, '')) FROM pragma_table_info(?)",
+        "depends_on": 'SELECT "table" FROM pragma_foreign_key_list(?)',
+        "primary_key": "SELECT name FROM pragma_table_info(?) WHERE pk > 0 ORDER BY pk",
+        "collate": "",  # BINARY, the default
+    },
 )

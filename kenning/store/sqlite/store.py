@@ -28,8 +28,8 @@ import numpy as np
 from ..._time import to_text
 from ...errors import StoreError
 from ...models import Memory
-from ..base import ClaimFilter, FactRow, Scored, Txn
-from ..sql import FACT_COLUMNS, KIND_TABLE, MEMORY_COLUMNS, SQLStore, SQLTxn, entity_text
+from ..base import FACT_COLUMNS, MEMORY_COLUMNS, ClaimFilter, FactRow, Scored, Txn, entity_text
+from ..sql import KIND_TABLE, SQLStore
 from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate, to_blob
 from .dialect import SQLITE, dataset_token
 from .schema import SQLITE_MIGRATIONS
@@ -38,7 +38,6 @@ __all__ = ["SQLiteStore", "SQLiteTxn"]
 
 log = logging.getLogger(__name__)
 
-#: a vector index is saved when this many of its rows changed (or a quarter of it)
 #: a vector index is saved when this many of its rows changed (or a quarter of it)
 _SAVE_ROWS = 20_000
 #: an index that changed by more rows than this is saved at close, however large it is
@@ -77,7 +76,7 @@ def _marks(n: int) -> str:
     return ",".join("?" * n)
 
 
-class SQLiteTxn(SQLTxn):
+class SQLiteTxn(Txn):
     """The shared primitives on the store's one connection (``BEGIN IMMEDIATE``: no other writer
     runs, so nothing needs locking), keeping the FTS5 tables in step with their rows."""
 
@@ -141,11 +140,9 @@ def _rarest(terms: list[str], counts: dict[str, int], limit: int) -> list[str] |
     return rare
 
 
-
 def _dataset_phrase(dataset: str) -> str:
     """The full-text query phrase that matches a dataset's rows."""
     return f'ds : "{dataset_token(dataset)}"'
-
 
 
 class SQLiteStore(SQLStore):
@@ -334,7 +331,6 @@ class SQLiteStore(SQLStore):
                 self._grouped = False
         self._maintain()
 
-
     @contextmanager
     def _read(self) -> Iterator[sqlite3.Connection]:
         with self._lock:
@@ -347,7 +343,6 @@ class SQLiteStore(SQLStore):
                 yield SQLiteTxn(self, db)
             if not self._grouped:  # a group maintains the indexes once it has committed
                 self._maintain()
-
 
     # -- memories ----------------------------------------------------------------------------
     def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
@@ -374,7 +369,6 @@ class SQLiteStore(SQLStore):
                 out.append((memory.id, True))
         return out
 
-
     def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
         where, args = self._claimable(flt)
         query = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY created_at, id"
@@ -396,7 +390,6 @@ class SQLiteStore(SQLStore):
         with self._write():
             self._db.execute("UPDATE memories SET updated_at = ? WHERE claimed_by = ? AND status = 'processing'",
                              (to_text(at), owner))
-
 
     # -- search lanes ------------------------------------------------------------------------
     def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
