@@ -95,3 +95,25 @@ def test_date_patterns_are_compiled_on_first_use():
 def test_the_request_models_search_types_are_recalls():
     # written out in kenning.requests so that the request models load without the search engine
     assert SEARCH_TYPES == recall.SEARCH_TYPES
+
+
+def test_the_cli_loads_no_engine_until_a_command_runs():
+    out = _fresh(
+        "import contextlib, io, json, sys\n"
+        "from kenning.cli import cli\n"
+        "text = io.StringIO()\n"
+        "with contextlib.redirect_stdout(text), contextlib.suppress(SystemExit):\n"
+        "    cli.main(['--help'], prog_name='kenning')\n"
+        "heavy = ['numpy', 'kenning.client', 'kenning.store', 'kenning.pipeline', 'kenning.search', 'kenning.access']\n"
+        "print(json.dumps({'help': 'recall' in text.getvalue(), 'loaded': [m for m in heavy if m in sys.modules]}))"
+    )
+    assert out == {"help": True, "loaded": []}
+
+
+def test_the_cli_permissions_are_accesss():
+    from typing import get_args
+
+    from kenning.access import Permission
+    from kenning.cli.server import PERMISSIONS
+
+    assert PERMISSIONS == get_args(Permission)
