@@ -2,7 +2,7 @@
 
 import importlib as _importlib
 import logging as _logging
-from typing import TYPE_CHECKING, Any
+import typing as _typing
 
 from .errors import (
     AuthenticationError,
@@ -21,7 +21,7 @@ from .errors import (
     ValidationError,
 )
 
-if TYPE_CHECKING:
+if _typing.TYPE_CHECKING:
     from .client import AsyncKenning, Kenning
     from .models import (
         CognifyResult,
@@ -90,7 +90,7 @@ _LAZY = {
 }
 
 
-def __getattr__(name: str) -> Any:
+def __getattr__(name: str) -> _typing.Any:
     module = _LAZY.get(name)
     if module is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
