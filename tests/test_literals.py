@@ -6,12 +6,13 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 from pathlib import Path
 
 import pytest
 
 from kenning.pipeline import offline
-from kenning.pipeline.literals import literals_in, required_literals
+from kenning.pipeline.literals import gate, literals_in, required_literals, scanner
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -24,7 +25,10 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
     (r"(?:foo|)", None),  # a branch that needs nothing
     (r"(?:acquired|acquire|acquires)\s", {"acquire"}),  # "acquired" holds "acquire"
     (r"(?i:Caf[ée])", {"caf"}),  # no letter outside ASCII
-    (r"\d+\s+\w+", None),
+    (r"x(?:doing|does|do|did|done)", {"xdo", "xdid"}),  # the common "d" the parser takes out
+    (r"(?:doing|does|do|did|done)", {"do", "did"}),
+    (r"\d+\s+\w+", set("0123456789")),  # in ASCII text a digit is one of ten
+    (r"[0-9]+\s+\w+", None),
 ])
 def test_required_literals(pattern: str, needs: set[str] | None) -> None:
     assert required_literals(pattern) == (frozenset(needs) if needs is not None else None)
@@ -34,6 +38,25 @@ def test_text_outside_ascii_skips_no_pattern() -> None:
     # (?i)s matches the long s, whose lower case is itself: no literal test is sound there
     assert literals_in("Alice ſtays in Paris", frozenset({"stay"})) is None
     assert literals_in("Alice STAYS in Paris", frozenset({"stay", "left"})) == {"stay"}
+
+
+def test_the_scanner_finds_what_looking_for_each_string_finds() -> None:
+    # overlapping strings, one the prefix of another, one inside another, at the text's edges
+    strings = frozenset({"a", "at", "work", "works at", "works", "or", "ks a", "t"})
+    scan = scanner(strings)
+    for text in ["", "Alice works at Acme", "WORKS AT", "at", "a", "xyz", "networks attack", "tat",
+                 "worksat", "ork"]:
+        assert scan(text) == literals_in(text, strings), text
+    assert scan("Alice ſtays") is None and scanner(frozenset())("abc") == set()
+
+
+def test_a_gate_says_no_only_where_the_search_fails() -> None:
+    pattern = re.compile(r"\b(?:no\s+longer|stopped|quit)\b", re.IGNORECASE)
+    may = gate(pattern)
+    for text in ["I stopped", "I QUIT smoking", "no  longer", "nothing here", "quitting", "ſtopped"]:
+        assert may(text) or pattern.search(text) is None, text
+    assert not may("nothing here") and may("ſtopped")  # outside ASCII the gate always says yes
+    assert gate(re.compile(r"\w+"))("anything")  # a pattern needing nothing is always tried
 
 
 def _strings(value: object) -> list[str]:
@@ -59,6 +82,13 @@ def _clauses() -> list[str]:
     return sorted(c for c in clauses if 0 < len(c) <= 400)
 
 
+def test_no_rule_is_tried_on_every_clause() -> None:
+    # the age rule needs a digit; "Bob is my brother" a kin word; "Bob is the CTO" a role
+    assert not offline._ALWAYS
+    assert all(rule.needs and min(map(len, rule.needs)) > 1 for rule in offline._RULES
+               if rule.relation not in {"age"})
+
+
 def test_the_first_rule_that_matches_is_unchanged_by_skipping() -> None:
     clauses = _clauses()
     matched = 0
@@ -67,3 +97,34 @@ def test_the_first_rule_that_matches_is_unchanged_by_skipping() -> None:
         assert offline._match(clause) == every, clause
         matched += every is not None
     assert len(clauses) > 3000 and matched > 400, (len(clauses), matched)
+
+
+def test_the_gated_searches_find_what_the_searches_find() -> None:
+    from kenning.pipeline import changes, instructions
+
+    clauses = _clauses()
+    for pattern in (changes._MARKER, changes._FUTURE, offline._BARE_DAY):
+        may = gate(pattern)
+        skipped = [c for c in clauses if not may(c)]
+        assert all(pattern.search(c) is None for c in skipped), pattern.pattern[:40]
+        assert len(skipped) > len(clauses) / 4  # the gate skips many clauses
+    # instruction flags: every pattern run on every text gives the same flags
+    texts = clauses + _instruction_texts()
+    for text in texts:
+        folded = instructions.fold(text)
+        squashed = re.sub(r"[^a-z<|>]", "", folded.translate(instructions._LEET))
+        every = tuple(flag for flag in instructions.FLAGS
+                      if any(instructions._matches(p, folded) for p in instructions._COMPILED[flag])
+                      or any(w in squashed for w in instructions._SQUASHED.get(flag, ())))
+        assert instructions._detect(text) == every, text
+
+
+def _instruction_texts() -> list[str]:
+    """The strings of the tests of instruction-shaped text (flagged and not)."""
+    out = []
+    for name in ("test_poisoning.py", "test_long_turn_extraction.py", "test_context.py"):
+        path = FIXTURES.parent / name
+        if path.exists():
+            out += [node.value for node in ast.walk(ast.parse(path.read_text()))
+                    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.strip()]
+    return out

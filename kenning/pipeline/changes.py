@@ -32,6 +32,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ..text import normalize_name
+from .literals import gate
 
 __all__ = [
     "FAMILY",
@@ -252,6 +253,8 @@ _MARKER = re.compile(
     r"downgraded|focus\w*|concentrating|not|rather|instead|now|these\s+days|nowadays)\b",
     re.IGNORECASE,
 )
+#: cheap tests before the two searches every clause pays (``literals.gate``)
+_MAY_BE_FUTURE, _MAY_BE_MARKED = gate(_FUTURE), gate(_MARKER)
 _PROGRESSIVE = re.compile(r"\b(?:am|is|are)\s+(?:[a-z]+ly\s+)?[a-z]+ing\b", re.IGNORECASE)
 #: leading and trailing words that are no part of a value ("now a software tester", "tea lately")
 _VALUE_EDGES = re.compile(
@@ -328,7 +331,7 @@ def _base_form(rest: str) -> str:
 
 def is_future(clause: str, valid_at: dt.datetime | None, reference: dt.datetime) -> bool:
     """A plan: a future word, or a progressive ("I'm moving …") with a date after the reference."""
-    if _FUTURE.search(clause):
+    if _MAY_BE_FUTURE(clause) and _FUTURE.search(clause):
         return True
     return bool(valid_at and valid_at > reference and _PROGRESSIVE.search(clause))
 
@@ -338,7 +341,7 @@ def read_change(clause: str, said: str | None = None) -> Change | None:
     the clause as written (tidying cuts a leading "now", "these days")."""
     text = clause.strip()
     said = said or text
-    if not text or not _MARKER.search(said):
+    if not text or not _MAY_BE_MARKED(said) or not _MARKER.search(said):
         return None  # most clauses state no change: one search is all they pay
     if match := _STOPPED.fullmatch(text):
         rest = _base_form(match["rest"].strip())

@@ -36,6 +36,8 @@ import re
 import unicodedata
 from functools import lru_cache
 
+from .literals import required_literals, scanner
+
 __all__ = ["FLAGS", "HEADER", "detect", "fold", "neutral", "quote", "strip_role_markers"]
 
 #: every flag :func:`detect` may give, in the order it reports them
@@ -212,12 +214,21 @@ def detect(text: str) -> list[str]:
 _CACHED_LENGTH = 20_000
 
 
+#: what each pattern needs (``literals.py``; the folded text is ASCII and lower case, where
+#: that test is sound): a pattern whose strings the text lacks is not run
+_NEEDS = {flag: [required_literals(p.pattern, p.flags) for p, _ in patterns] for flag, patterns in _COMPILED.items()}
+_present = scanner(frozenset().union(*(n for needs in _NEEDS.values() for n in needs if n)))
+
+
 def _detect(text: str) -> tuple[str, ...]:
     folded = fold(text)
     squashed = re.sub(r"[^a-z<|>]", "", folded.translate(_LEET))
+    present = _present(folded)
     found = []
     for flag in FLAGS:
-        if any(_matches(p, folded) for p in _COMPILED[flag]) or any(w in squashed for w in _SQUASHED.get(flag, ())):
+        if any(_matches(p, folded) for p, needs in zip(_COMPILED[flag], _NEEDS[flag], strict=True)
+               if present is None or needs is None or not present.isdisjoint(needs)) or any(
+                w in squashed for w in _SQUASHED.get(flag, ())):
             found.append(flag)
     return tuple(found)
 

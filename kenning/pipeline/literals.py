@@ -15,11 +15,12 @@ never a wrong one.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable
+import re
+from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["literals_in", "required_literals"]
+__all__ = ["gate", "literals_in", "required_literals", "scanner"]
 
 # the parser behind ``re.compile``: private (no type information, its tree is nested tuples and
 # lists), so anything unexpected means "no requirement"
@@ -55,6 +56,58 @@ def literals_in(text: str, literals: frozenset[str]) -> frozenset[str] | None:
     return frozenset(n for n in literals if n in lowered)
 
 
+def scanner(literals: Iterable[str]) -> Callable[[str], set[str] | None]:
+    """``literals_in`` for one fixed set of lower-case strings, in one regular-expression pass:
+    a text's positions where some string starts, each giving the longest string there (a trie
+    of the strings, so at most one branch continues at each character) and with it every
+    string that is a prefix of it (all the strings that start at a position are prefixes of
+    the longest one). Returns None for a text that is not ASCII, as ``literals_in``."""
+    strings = frozenset(literals)
+    if not strings:
+        return lambda text: set() if text.isascii() else None
+    pattern = re.compile(f"(?=({_trie(strings)}))")
+    prefixes = {s: frozenset(p for p in strings if s.startswith(p)) for s in strings}
+
+    def scan(text: str) -> set[str] | None:
+        if not text.isascii():
+            return None
+        found: set[str] = set()
+        for longest in set(pattern.findall(text.lower())):
+            found |= prefixes[longest]
+        return found
+
+    return scan
+
+
+def gate(pattern: re.Pattern[str]) -> Callable[[str], bool]:
+    """A cheap test before ``pattern.search(text)``: False only when the text (ASCII) holds none
+    of the strings every match needs, so the search cannot succeed; True when it may."""
+    needs = required_literals(pattern.pattern, pattern.flags)
+    if not needs:
+        return lambda text: True
+    any_of = re.compile(_trie(needs))
+    return lambda text: not text.isascii() or any_of.search(text.lower()) is not None
+
+
+def _trie(strings: frozenset[str]) -> str:
+    """A pattern matching any of ``strings``, the longest one where several start at a place."""
+    root: dict[str, Any] = {}
+    for string in strings:
+        node = root
+        for char in string:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def pattern(node: dict[str, Any]) -> str:
+        branches = [re.escape(char) + pattern(child) for char, child in sorted(node.items()) if char]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        return f"(?:{body})?" if "" in node else body
+
+    return pattern(root)
+
+
 def _needs(items: Iterable[tuple[Any, Any]]) -> Needs:
     """Of a sequence: the most selective requirement of its parts (a run of literals, a group,
     a repeat done at least once, an alternation whose every branch requires something)."""
@@ -70,11 +123,23 @@ def _needs(items: Iterable[tuple[Any, Any]]) -> Needs:
         if op is _c.LITERAL and av < 128:
             run.append(chr(av).lower())
             continue
+        if op is _c.BRANCH and run:  # "d(?:oing|id|o)": the parser took out the common start
+            keep(frozenset("".join(run) + _leading(branch) for branch in av[1]))
         keep(frozenset({"".join(run)}) if run else None)
         run = []
         keep(_part(op, av))
     keep(frozenset({"".join(run)}) if run else None)
     return best
+
+
+def _leading(items: Iterable[tuple[Any, Any]]) -> str:
+    """The literal characters a sequence starts with (lower-cased)."""
+    out = []
+    for op, av in items:
+        if op is not _c.LITERAL or av >= 128:
+            break
+        out.append(chr(av).lower())
+    return "".join(out)
 
 
 def _part(op: Any, av: Any) -> Needs:
@@ -92,7 +157,12 @@ def _part(op: Any, av: Any) -> Needs:
         return frozenset[str]().union(*(b for b in branches if b is not None))
     if op is _c.IN and all(o is _c.LITERAL and v < 128 for o, v in av):
         return frozenset(chr(v).lower() for _, v in av)
+    if op is _c.IN and av == [(_c.CATEGORY, _c.CATEGORY_DIGIT)]:
+        return _DIGITS  # ``\d``: in ASCII text, one of the ten digits
     return None
+
+
+_DIGITS = frozenset("0123456789")
 
 
 def _selectivity(needs: frozenset[str]) -> tuple[int, int]:

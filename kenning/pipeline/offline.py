@@ -61,7 +61,7 @@ from ..dates import DateSpan, find_dates, parse_date
 from ..text import normalize_name
 from . import changes as _changes
 from .extract import ExtractedEntity, ExtractedFact, Extraction, Extractor
-from .literals import required_literals
+from .literals import gate, required_literals, scanner
 
 __all__ = ["OfflineExtractor"]
 
@@ -348,10 +348,17 @@ class _Rule:
         return _compile(self.template)
 
 
+#: the macros that are lists of words: read for what a rule needs when nothing else is needed
+_WORD_MACROS = ("%K", "%R")
+
+
 def _rule(template: str, relation: str, source: str, target: str, **flags: Any) -> _Rule:
     # what a clause needs is read from the template with its macros left out (an empty group
     # requires nothing): a tenth of the text to parse, and the macros hold names, not verbs
     needs = required_literals(_MACRO.sub("(?:)", template), re.DOTALL)
+    if needs is None:  # else what a kin word or a role needs ("Bob is my brother")
+        needs = required_literals(_MACRO.sub(lambda m: _MACROS[m[0]] if m[0] in _WORD_MACROS else "(?:)",
+                                             template), re.DOTALL)
     return _Rule(template, relation, source, target, **flags, needs=needs)
 
 
@@ -696,12 +703,8 @@ _RULES_NEEDING: dict[str, frozenset[int]] = {
     literal: frozenset(i for i, rule in enumerate(_RULES) if rule.needs and literal in rule.needs)
     for literal in _LITERALS
 }
-#: the needed strings by their first three characters, and those shorter than that: a clause's
-#: three-letter windows name the few strings worth looking for (``literals_in`` looks for all)
-_SHORT_LITERALS = tuple(sorted(n for n in _LITERALS if len(n) < 3))
-_LITERALS_BY_PREFIX: dict[str, tuple[str, ...]] = {}
-for _literal in sorted(n for n in _LITERALS if len(n) >= 3):
-    _LITERALS_BY_PREFIX[_literal[:3]] = (*_LITERALS_BY_PREFIX.get(_literal[:3], ()), _literal)
+#: the needed strings a clause holds, found in one pass (``literals.scanner``)
+_present = scanner(_LITERALS)
 
 # -- text shapes
 
@@ -835,7 +838,8 @@ def _split_sentences(line: str) -> list[str]:
 def _tidy(clause: str) -> str:
     """Cut fillers, contractions and stray punctuation so patterns can anchor at the subject."""
     clause = _EMPTY_BRACKETS.sub(" ", clause)
-    clause = _CONTRACTION.sub(lambda m: f"{m[1]} {_CONTRACTED[m[2].lower()]}", clause)
+    if "'" in clause or "’" in clause:  # what every contraction holds
+        clause = _CONTRACTION.sub(lambda m: f"{m[1]} {_CONTRACTED[m[2].lower()]}", clause)
     clause = _SPACES.sub(" ", clause)
     clause = _EDGE_PUNCTUATION.sub("", clause)
     for _ in range(3):
@@ -1296,19 +1300,6 @@ class _Reader:
             self.last_thing = entity.name
 
 
-def _present(text: str) -> set[str] | None:
-    """``literals_in(text, _LITERALS)``: the needed strings the text holds (lower-cased), None
-    when that test is not sound (the text is not ASCII), found by looking only for the strings
-    that begin with one of the text's three-letter windows."""
-    if not text.isascii():
-        return None
-    lowered = text.lower()
-    found = {n for n in _SHORT_LITERALS if n in lowered}
-    for window in {lowered[i : i + 3] for i in range(len(lowered) - 2)}.intersection(_LITERALS_BY_PREFIX):
-        found.update(n for n in _LITERALS_BY_PREFIX[window] if n in lowered)
-    return found
-
-
 def _match(text: str) -> _Found | None:
     present = _present(text)
     if present is None:
@@ -1411,10 +1402,13 @@ _BARE_DAY = re.compile(
 )
 
 
+_MAY_BE_BARE_DAY = gate(_BARE_DAY)  # a month's name: what ``_bare_day`` cannot do without
+
+
 def _bare_day(clause: str, reference: dt.datetime) -> DateSpan | None:
     """A month and day said without "on" ("the deadline is June 30"), which ``find_dates``
     leaves to avoid reading names as dates; only where no other date was found."""
-    match = _BARE_DAY.search(clause)
+    match = _BARE_DAY.search(clause) if _MAY_BE_BARE_DAY(clause) else None
     if not match:
         return None
     when = parse_date((match["a"] or match["b"]).replace(" of ", " "), reference)

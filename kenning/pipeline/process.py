@@ -124,6 +124,8 @@ class Prepared:
 def group_memories(memories: list[Memory], extractor: Extractor, config: PipelineConfig) -> list[list[Memory]]:
     """Short memories of one dataset share an extraction call (an extractor that supports
     it); long ones go alone. Input order is kept inside and across groups."""
+    if type(extractor).groupable is Extractor.groupable:  # it shares no call: no text to chunk
+        return [[memory] for memory in memories]
     groups: list[list[Memory]] = []
     open_groups: dict[str, tuple[list[Memory], list[int]]] = {}
     for memory in memories:
