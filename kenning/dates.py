@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import calendar
 import datetime as dt
+import functools
 import re
 from dataclasses import dataclass
 
@@ -87,7 +88,14 @@ _FORMS: list[tuple[str, str]] = [
 # after a preposition, or "Acme has 2000 employees" and "Alice may join" would be dates.
 _STRONG = {"iso", "us", "mdy", "dmy", "my", "rel", "ago", "word"}
 
-_FULL = {kind: re.compile(pattern, re.IGNORECASE) for kind, pattern in _FORMS}
+
+# The patterns are compiled on first use, not at import: compiling them all costs ~50 ms, and
+# a process that reads no dates (``kenning --help``, most recalls) never needs them.
+@functools.cache
+def _full() -> dict[str, re.Pattern[str]]:
+    return {kind: re.compile(pattern, re.IGNORECASE) for kind, pattern in _FORMS}
+
+
 _NOW = re.compile(r"now|right\s+now", re.IGNORECASE)
 _LEADING_PREPOSITION = re.compile(r"(?:in|on|during|at)\s+(?:the\s+)?", re.IGNORECASE)
 
@@ -99,48 +107,53 @@ def _unnamed(pattern: str) -> str:
 _ANY = "(?:" + "|".join(_unnamed(p) for _, p in _FORMS) + ")"
 _ANY_STRONG = "(?:" + "|".join(_unnamed(p) for k, p in _FORMS if k in _STRONG) + ")"
 
-# Phrases, scanned in this order; a later phrase may not overlap an earlier one.
-_PHRASES: list[tuple[str, re.Pattern[str]]] = [
-    (
-        "range",
-        re.compile(
-            rf"\b(?:from|between)\s+(?P<a>{_ANY})"
-            rf"(?:\s+(?:to|and|until|till|through)\s+|\s*[-–—]\s*)(?P<b>{_ANY})",
-            re.IGNORECASE,
+# Phrases, scanned in this order; a later phrase may not overlap an earlier one (compiled on
+# first use, as ``_full``: these alternations are the costliest patterns here).
+@functools.cache
+def _phrases() -> list[tuple[str, re.Pattern[str]]]:
+    return [
+        (
+            "range",
+            re.compile(
+                rf"\b(?:from|between)\s+(?P<a>{_ANY})"
+                rf"(?:\s+(?:to|and|until|till|through)\s+|\s*[-–—]\s*)(?P<b>{_ANY})",
+                re.IGNORECASE,
+            ),
         ),
-    ),
-    (
-        "range",
-        re.compile(
-            _expand(r"(?:\b(?:in|from|during)\s+)?(?P<a>YEAR)\s*[-–—]\s*(?P<b>YEAR)"),
-            re.IGNORECASE,
+        (
+            "range",
+            re.compile(
+                _expand(r"(?:\b(?:in|from|during)\s+)?(?P<a>YEAR)\s*[-–—]\s*(?P<b>YEAR)"),
+                re.IGNORECASE,
+            ),
         ),
-    ),
-    (
-        "since",
-        re.compile(
-            r"\b(?:since|starting(?:\s+(?:in|on|from))?|beginning(?:\s+(?:in|on))?"
-            rf"|as\s+of|effective(?:\s+(?:from|on))?)\s+(?:the\s+)?(?P<a>{_ANY})",
-            re.IGNORECASE,
+        (
+            "since",
+            re.compile(
+                r"\b(?:since|starting(?:\s+(?:in|on|from))?|beginning(?:\s+(?:in|on))?"
+                rf"|as\s+of|effective(?:\s+(?:from|on))?)\s+(?:the\s+)?(?P<a>{_ANY})",
+                re.IGNORECASE,
+            ),
         ),
-    ),
-    (
-        "until",
-        re.compile(
-            r"\b(?:until|till|til|through|thru|up\s+(?:to|until)|ending(?:\s+(?:in|on))?)"
-            rf"\s+(?:the\s+)?(?P<b>{_ANY})",
-            re.IGNORECASE,
+        (
+            "until",
+            re.compile(
+                r"\b(?:until|till|til|through|thru|up\s+(?:to|until)|ending(?:\s+(?:in|on))?)"
+                rf"\s+(?:the\s+)?(?P<b>{_ANY})",
+                re.IGNORECASE,
+            ),
         ),
-    ),
-    (
-        "point",
-        re.compile(
-            rf"\b(?:in|on|during)\s+(?:the\s+)?(?:(?:early|mid|late)[-\s]+)?(?P<a>{_ANY})",
-            re.IGNORECASE,
+        (
+            "point",
+            re.compile(
+                rf"\b(?:in|on|during)\s+(?:the\s+)?(?:(?:early|mid|late)[-\s]+)?(?P<a>{_ANY})",
+                re.IGNORECASE,
+            ),
         ),
-    ),
-    ("point", re.compile(rf"(?P<a>{_ANY_STRONG})", re.IGNORECASE)),
-]
+        ("point", re.compile(rf"(?P<a>{_ANY_STRONG})", re.IGNORECASE)),
+    ]
+
+
 # Cheap gate: most sentences hold no date at all, and this one search is all they pay.
 _HINT = re.compile(
     _expand(r"\d|MONTH|\b(?:last|this|next|past|yesterday|today|tomorrow|ago)\b"), re.IGNORECASE
@@ -176,7 +189,7 @@ def parse_date(text: str, reference: dt.datetime) -> dt.datetime | None:
     reference = as_utc(reference)
     if _NOW.fullmatch(text):
         return reference
-    for pattern in _FULL.values():
+    for pattern in _full().values():
         match = pattern.fullmatch(text)
         if match:
             try:
@@ -252,7 +265,7 @@ def find_dates(sentence: str, reference: dt.datetime) -> DateSpan:
     reference = as_utc(reference)
     valid_at = invalid_at = None
     spans: list[tuple[int, int]] = []
-    for _kind, pattern in _PHRASES:
+    for _kind, pattern in _phrases():
         for match in pattern.finditer(sentence):
             if any(match.start() < end and start < match.end() for start, end in spans):
                 continue
@@ -350,7 +363,7 @@ def absolute_date(value: object) -> dt.datetime | None:
         return as_utc(text)
     except (ValueError, OverflowError):
         pass  # not ISO 8601: try the written forms
-    match = next((m for kind in _ABSOLUTE if (m := _FULL[kind].fullmatch(text))), None)
+    match = next((m for kind in _ABSOLUTE if (m := _full()[kind].fullmatch(text))), None)
     try:
         return _resolve(match.groupdict(), dt.datetime(1, 1, 1, tzinfo=UTC)) if match else None
     except (ValueError, OverflowError):

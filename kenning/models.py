@@ -51,7 +51,9 @@ Origin = Literal["user", "api", "agent", "tool", "document"]
 
 
 class _Model(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: each model's validator is built on its first use, not at ``import kenning``
+    # (building all of them costs ~0.2 s, and most processes use a few)
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
 
 class Usage(_Model):

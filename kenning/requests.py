@@ -26,7 +26,6 @@ from ._identity import DATASET_PATTERN, DEFAULT_DATASET, ID_CHARS
 from .errors import ValidationError
 from .models import FactInput, MemoryInput, MemoryKind, MemoryStatus, Message, Origin, Retention
 from .dates import ACCEPTED_FORMS
-from .search.recall import SEARCH_TYPES
 
 __all__ = [
     "DATASET_PATTERN",
@@ -82,6 +81,14 @@ Metadata = Annotated[dict[str, Any], Field(
 #: server's own files, so no JSON schema shows it: HTTP uploads to ``/v1/remember/file``)
 Files = SkipJsonSchema[Path]
 Globs = Annotated[list[Annotated[str, Field(min_length=1, max_length=1000)]], Field(max_length=100)]
+#: recall's search types: kenning.search.recall.SEARCH_TYPES (its lanes, answer modes and
+#: ``auto``), written out here so that the request models, and the CLI's options built from
+#: them, load without the search engine, numpy and the store (tests/test_imports.py checks
+#: that the two stay equal)
+SEARCH_TYPES = (
+    "hybrid", "chunks", "chunks_lexical", "temporal", "facts", "entities", "graph",
+    "graph_completion", "rag_completion", "auto",
+)  # fmt: skip
 SearchType = Literal[SEARCH_TYPES]  # type: ignore[valid-type]
 Days = Annotated[float, Field(ge=0, le=1e6)]
 Scope = Annotated[str, Field(min_length=1, max_length=ID_CHARS)]
@@ -117,7 +124,8 @@ class VerbRequest(BaseModel):
     ``remember`` of files and folders) just processed (no
     request field: it never crosses a wire, and a remote call does not call it)."""
 
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: a verb's validator is built on its first call, not at ``import kenning``
+    model_config = ConfigDict(extra="forbid", defer_build=True)
     positional: ClassVar[tuple[str, ...]] = ()
     partial: ClassVar[bool] = False
     progress: ClassVar[bool] = False

@@ -7,14 +7,17 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from ..access import Access, Accounts, Permission, Principal
-from ..access.guard import forwarded_options
-from ..client import Kenning
 from ._common import dump_json, fail, open_kenning, run
+
+# kenning.access (and the facade, store and pipeline it imports) is imported by the commands
+# that use it, not here: every ``kenning`` call, ``--help`` included, loads this module
+if TYPE_CHECKING:
+    from ..access import Accounts, Principal
+    from ..client import Kenning
 
 __all__ = ["register"]
 
@@ -67,6 +70,8 @@ def serve(ctx: click.Context, host: str, port: int, no_auth: bool, max_body: int
                              allowed_hosts=allowed_hosts)
             if not no_auth and not _accounts(kn).keys():
                 click.echo("no API keys yet: create one with `kenning keys create --admin`", err=True)
+        from ..access.guard import forwarded_options
+
         uvicorn.run(app, host=host, port=port, log_level=log_level, **forwarded_options(kn.settings.trusted_proxies))
 
 
@@ -105,6 +110,8 @@ def mcp(ctx: click.Context, transport: str, host: str, port: int, no_auth: bool,
         if transport == "http":
             import uvicorn
 
+            from ..access.guard import forwarded_options
+
             with run():
                 app = http_app(kn, auth=not no_auth, bind=host, allowed_hosts=allowed_hosts, tools=tool_profile)
             uvicorn.run(app, host=host, port=port, **forwarded_options(kn.settings.trusted_proxies))
@@ -115,11 +122,20 @@ def mcp(ctx: click.Context, transport: str, host: str, port: int, no_auth: bool,
 
 
 def _accounts(kn: Kenning) -> Accounts:
+    from ..access import Access, Accounts
+
     return Accounts(kn, Access.of(kn))
 
 
-#: the CLI administers the store it holds
-ADMIN = Principal(name="cli", admin=True)
+def _cli_admin() -> Principal:
+    """The CLI administers the store it holds."""
+    from ..access import Principal
+
+    return Principal(name="cli", admin=True)
+
+
+#: kenning.access.Permission's values, written out for the option (tests/test_imports.py checks)
+PERMISSIONS = ("read", "write", "delete", "share")
 
 
 @contextmanager
@@ -211,7 +227,7 @@ def datasets_create(ctx: click.Context, name: str, owner: str | None) -> None:
     Example: kenning datasets create projects --owner alice
     """
     with _admin(ctx) as accounts:
-        info = accounts.create_dataset(_owner(accounts, owner) or ADMIN, name)
+        info = accounts.create_dataset(_owner(accounts, owner) or _cli_admin(), name)
     click.echo(f"created dataset {info.name!r}" + (f" owned by {owner!r}" if owner else ""))
 
 
@@ -225,7 +241,7 @@ def datasets_adopt(ctx: click.Context, name: str, owner: str | None) -> None:
     Example: kenning datasets adopt notes --owner alice
     """
     with _admin(ctx) as accounts:
-        accounts.adopt(ADMIN, name, _owner(accounts, owner))
+        accounts.adopt(_cli_admin(), name, _owner(accounts, owner))
     click.echo(f"adopted dataset {name!r}" + (f" owned by {owner!r}" if owner else " (no owner: admins only)"))
 
 
@@ -240,8 +256,8 @@ def datasets_list(ctx: click.Context, as_json: bool) -> None:
     with _admin(ctx) as accounts:
         rows: list[dict[str, Any]] = [
             {"name": d.name, "owner": d.owner,
-             "grants": {g.user: g.permissions for g in accounts.grants(ADMIN, d.name)}}
-            for d in accounts.datasets(ADMIN)
+             "grants": {g.user: g.permissions for g in accounts.grants(_cli_admin(), d.name)}}
+            for d in accounts.datasets(_cli_admin())
         ]
     if as_json:
         dump_json(rows)
@@ -263,14 +279,14 @@ def datasets_delete(ctx: click.Context, name: str, yes: bool) -> None:
     if not yes:
         click.confirm(f"delete dataset {name!r} and all its memories?", abort=True)
     with _admin(ctx) as accounts:
-        result = accounts.delete_dataset(ADMIN, name)
+        result = accounts.delete_dataset(_cli_admin(), name)
     click.echo(f"deleted dataset {name!r}: {len(result.memory_ids)} memories")
 
 
 @datasets.command("grant")
 @click.argument("name")
 @click.argument("user")
-@click.argument("permissions", nargs=-1, required=True, type=click.Choice(get_args(Permission)))
+@click.argument("permissions", nargs=-1, required=True, type=click.Choice(PERMISSIONS))
 @click.pass_context
 def datasets_grant(ctx: click.Context, name: str, user: str, permissions: tuple[str, ...]) -> None:
     """Set USER's permissions on dataset NAME (read is always included).
@@ -278,7 +294,7 @@ def datasets_grant(ctx: click.Context, name: str, user: str, permissions: tuple[
     Example: kenning datasets grant projects bob read write
     """
     with _admin(ctx) as accounts:
-        grant = accounts.grant(ADMIN, name, user, list(permissions))
+        grant = accounts.grant(_cli_admin(), name, user, list(permissions))
     click.echo(f"{user} may {', '.join(grant.permissions)} on {name!r}")
 
 
@@ -292,5 +308,5 @@ def datasets_revoke(ctx: click.Context, name: str, user: str) -> None:
     Example: kenning datasets revoke projects bob
     """
     with _admin(ctx) as accounts:
-        accounts.grant(ADMIN, name, user, [])
+        accounts.grant(_cli_admin(), name, user, [])
     click.echo(f"revoked {user}'s access to {name!r}")
