@@ -8,6 +8,9 @@ weight setting of a small grid (one weight varied at a time around the defaults)
     python benchmarks/tune_recall.py ../shared/data/longmemeval/dev --kind longmemeval \
         --cache /tmp/lme-dev --grid neighbor=0,0.3,0.65
 
+``--no-forms`` adds a row ranked without the irregular word forms (``fly``/``flew``/``flight``,
+kenning/search/lexicon.py), beside the defaults in the same run.
+
 Prints recall@5/10/25 and MRR per setting (LongMemEval: also session recall_all@5, and BM25 over
 the same turns as the first row). The defaults in kenning/search/recall.py (``LANE_WEIGHTS``)
 were chosen with this script; docs/benchmarks.md has the figures. ``--cache DIR`` keeps the
@@ -32,6 +35,7 @@ from kenning.eval.datasets import load, session_of  # noqa: E402
 from kenning.eval.metrics import all_at_k, recall_at_k, reciprocal_rank  # noqa: E402
 from kenning.eval.run import DATASET, _embedder, _ingest, ranked_keys, EvalConfig  # noqa: E402
 from kenning.search import recall as recall_module  # noqa: E402
+from kenning.search import variants as variants_module  # noqa: E402
 
 DEFAULT_GRID = {
     "vector": [0.0, 0.2, 0.35, 0.5, 0.7],
@@ -52,6 +56,8 @@ def _grid(items: list[str]) -> dict[str, list[float]]:
         return DEFAULT_GRID
     out = {}
     for item in items:
+        if item == "none":  # the defaults alone (and --no-forms)
+            continue
         name, _, values = item.partition("=")
         out[name] = [float(v) for v in values.split(",")]
     return out
@@ -65,16 +71,18 @@ def main() -> None:
     parser.add_argument("--cache", default=None, help="keep / reuse the ingested stores in this folder")
     parser.add_argument("--split", default="dev", choices=["dev", "test", "all"])
     parser.add_argument("--embedder", default=None)
-    parser.add_argument("--grid", action="append", default=[], help="name=v1,v2,… (repeatable)")
+    parser.add_argument("--grid", action="append", default=[], help="name=v1,v2,… (repeatable); none: no grid")
     parser.add_argument("--set", action="append", default=[], help="name=value: a base weight (repeatable)")
     parser.add_argument("--search-type", default="hybrid")
     parser.add_argument("--types", action="store_true", help="also R@5 / R@10 by question type")
+    parser.add_argument("--no-forms", action="store_true",
+                        help="also a row with the irregular word forms (kenning/search/lexicon.py) left out")
     args = parser.parse_args()
     collections = load(args.kind, args.path, args.split)[: args.limit]
     stores = [_store(collection, args) for collection in collections]
     base = dict(recall_module.LANE_WEIGHTS)
     base.update({name: float(value) for name, _, value in (item.partition("=") for item in args.set)})
-    settings = [("defaults", {})] + [
+    settings = [("defaults", {})] + ([("no-forms", {})] if args.no_forms else []) + [
         (f"{name}={value:g}", {name: value}) for name, values in _grid(args.grid).items() for value in values
     ]
     sessions = args.kind == "longmemeval"
@@ -89,6 +97,7 @@ def main() -> None:
         recall_module.LANE_WEIGHTS.clear()
         recall_module.LANE_WEIGHTS.update({**base, **change})
         rows, ms = [], []
+        variants_module.forms = _no_forms if label == "no-forms" else FORMS
         for kn, keys, questions in stores:
             for q in questions:
                 started = time.perf_counter()
@@ -98,6 +107,13 @@ def main() -> None:
         _print(label, rows, ms, sessions, args.types)
     recall_module.LANE_WEIGHTS.clear()
     recall_module.LANE_WEIGHTS.update(base)
+
+
+FORMS = variants_module.forms
+
+
+def _no_forms(word: str) -> tuple[str, ...]:
+    return ()
 
 
 def _print(label: str, rows: list, ms: list[float], sessions: bool, types: bool = False) -> None:

@@ -7,11 +7,14 @@ english Snowball dictionary — and both conflate inflections ("allergy", "aller
 Rather than a stemmer of our own in the index (a migration and a reindex of every stored row
 on both backends, and the two would have to agree), the query carries the family: a content
 word ending in one of the suffix classes below is also searched as its stem with the other
-class's suffix. A variant no row contains costs one term lookup; the stored rows and both
-stores' indexes are unchanged, so existing stores need nothing.
+class's suffix; a word with irregular forms also searches them (kenning/search/lexicon.py:
+"flew" finds "fly", "flight"). A variant no row contains costs one term lookup; the stored rows
+and both stores' indexes are unchanged, so existing stores need nothing.
 """
 
 from __future__ import annotations
+
+from .lexicon import forms
 
 __all__ = ["with_variants"]
 
@@ -25,10 +28,13 @@ _MIN_STEM = 4
 
 
 def variants(word: str) -> list[str]:
-    """A word of ``word``'s family that the stemmers do not join to it: "allergies" ->
-    allergic, "biological" -> biology (one no text says finds nothing)."""
+    """Words of ``word``'s family that the stemmers do not join to it: "allergies" ->
+    allergic, "biological" -> biology, "flew" -> fly, flown, flight (one no text says finds
+    nothing)."""
     if not word.isalpha():
         return []
+    if irregular := forms(word):
+        return list(irregular)
     for index, suffixes in enumerate(_CLASSES):
         for suffix in suffixes:
             if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:

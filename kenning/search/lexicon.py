@@ -1,0 +1,178 @@
+"""Word forms no stemmer joins: English irregular verbs with the nouns made from them
+("fly", "flew", "flown", "flight") and irregular plurals ("child", "children"; "knife",
+"knives").
+
+Both full-text stores stem suffixes (FTS5 ``porter``, PostgreSQL's english Snowball): "flying"
+and "flies" meet "fly", but "flew" and "flight" stay other words, so "When did I fly to
+Boston?" shares no term with "my flight to Boston was delayed". Each line of ``_FAMILIES`` is
+one family; a question's word that is a member, or a regular inflection of one ("flying",
+"flights", "buys"), also searches the family's other members. The index and stored rows are
+unchanged (the stemmer inflects each added term as it does the question's).
+
+What is left out, on purpose: forms that are stop words ("was", "did", "had"), verbs whose
+forms are common other words ("left", "saw", "bit", "lay", "found", "rose", "ground"), and
+"tell"/"know"/"win" (stop words themselves). Synonyms are a different thing (a "purchase" is
+not a form of "buy") and are not here.
+"""
+
+from __future__ import annotations
+
+import functools
+
+__all__ = ["forms"]
+
+#: one family a line: a verb's base, past and past participle (irregular only), then nouns the
+#: stemmers keep apart from them; irregular plurals as singular, plural
+_FAMILIES = """
+arise arose arisen
+awake awoke awoken
+begin began begun
+bend bent
+bite bitten
+bleed bled blood
+blow blew blown
+break broke broken
+breed bred
+bring brought
+build built
+burn burnt
+buy bought
+catch caught
+choose chose chosen choice
+cling clung
+come came
+creep crept
+deal dealt
+die died dead death
+dig dug
+draw drew drawn
+dream dreamt
+drink drank drunk
+drive drove driven
+eat ate eaten
+fall fell fallen
+feed fed food
+feel felt
+fight fought
+flee fled
+fly flew flown flight
+forbid forbade forbidden
+forget forgot forgotten
+forgive forgave forgiven
+freeze froze frozen
+get got gotten
+give gave given gift
+go went gone
+grow grew grown growth
+hang hung
+hear heard
+hide hid hidden
+hold held
+keep kept
+kneel knelt
+lead led
+lend lent loan
+lose lost loss
+make made
+mean meant
+meet met
+pay paid payment
+ride rode ridden
+ring rang rung
+rise risen
+run ran
+say said
+seek sought
+see seen sight
+sell sold sale
+send sent
+shake shook shaken
+shine shone
+shoot shot
+shrink shrank shrunk
+sing sang sung song
+sink sank sunk
+sit sat seat
+sleep slept
+slide slid
+speak spoke spoken speech
+speed sped
+spend spent
+spin spun
+spring sprang sprung
+stand stood
+steal stole stolen theft
+stick stuck
+sting stung
+stink stank stunk
+strike struck
+swear swore sworn
+sweep swept
+swim swam swum
+swing swung
+take took taken
+teach taught
+tear tore torn
+think thought
+throw threw thrown
+understand understood
+wake woke woken
+wear wore worn
+weave wove woven
+weep wept
+weigh weight
+write wrote written
+bear born birth
+marry marriage
+child children
+person people
+man men
+woman women
+foot feet
+tooth teeth
+goose geese
+mouse mice
+knife knives
+wife wives
+life lives
+leaf leaves
+wolf wolves
+half halves
+shelf shelves
+loaf loaves
+thief thieves
+"""
+
+
+def _inflections(word: str) -> set[str]:
+    """``word`` and its regular inflections (some spellings generated are no words: they are
+    only keys a question's word is looked up by)."""
+    out = {word, word + "s", word + "es", word + "ing", word + "ed"}
+    if word.endswith("e"):
+        out |= {word[:-1] + "ing", word + "d"}
+    if word.endswith("y") and len(word) > 2 and word[-2] not in "aeiou":
+        out |= {word[:-1] + "ies", word[:-1] + "ied"}
+    if len(word) > 2 and word[-1] not in "aeiouwxy" and word[-2] in "aeiou" and word[-3] not in "aeiou":
+        out |= {word + word[-1] + "ing", word + word[-1] + "ed"}  # run -> running, stop -> stopped
+    return out
+
+
+@functools.cache
+def _table() -> dict[str, tuple[str, ...]]:
+    """Each key (a member or a regular inflection of one) -> the words it also searches: its
+    family's members other than the one it inflects, each once, over every family it is in."""
+    table: dict[str, list[str]] = {}
+    for line in _FAMILIES.strip().splitlines():
+        members = line.split()
+        for member in members:
+            others = [m for m in members if m != member]
+            for key in _inflections(member):
+                found = table.setdefault(key, [])
+                found += [m for m in others if m not in found and m != key]
+    return {key: tuple(words) for key, words in table.items() if words}
+
+
+def forms(word: str) -> tuple[str, ...]:
+    """The other forms of ``word``'s family ("flew" -> fly, flown, flight), none if it has
+    no irregular family."""
+    return _table().get(word, ())
