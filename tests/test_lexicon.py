@@ -23,8 +23,8 @@ CASES = [
      ["The market opens at eight.", "The market was crowded."]),
     ("Where did Sam go skiing?", "Sam went skiing in Chamonix last winter.",
      ["Sam likes skiing.", "Skiing with Sam."]),
-    ("How old are my children?", "My child turned seven in May.",
-     ["My old car broke down.", "The old house was sold."]),
+    ("Where did I put the knives?", "The knife is in the top drawer.",
+     ["I put the keys on the table.", "Put the plates away."]),
 ]
 
 
@@ -40,7 +40,7 @@ def test_inflections_of_a_member_find_the_family() -> None:
     assert set(forms("flew")) == {"fly", "flown", "flight"}
     assert {"flew", "flight"} <= set(forms("flying")) and {"fly", "flew"} <= set(forms("flights"))
     assert "fly" not in forms("flying")  # the stemmer joins those already: it would count twice
-    assert "bought" in forms("buys") and "ran" in forms("running") and "child" in forms("children")
+    assert "bought" in forms("buys") and "ran" in forms("running") and "knife" in forms("knives")
     assert forms("boston") == () and forms("tea") == ()
 
 
