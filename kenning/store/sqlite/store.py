@@ -348,25 +348,34 @@ class SQLiteStore(SQLStore):
     def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
         """All in one transaction (one commit, not one per memory), in order: a memory whose
         content is stored already, or came earlier in the list, gives that memory's id."""
-        out = []
+        out: list[tuple[str, bool]] = []
         with self._write():
+            # the stored contents read at once, a dataset row per dataset, the new rows in one executemany
+            stored: dict[tuple[str, str], str] = {}
+            for dataset in dict.fromkeys(m.dataset for m in memories):
+                hashes = list(dict.fromkeys(m.content_hash for m in memories if m.dataset == dataset))
+                for start in range(0, len(hashes), 500):
+                    part = hashes[start:start + 500]
+                    stored.update(((dataset, r["content_hash"]), r["id"]) for r in self._db.execute(
+                        f"SELECT id, content_hash FROM memories WHERE dataset = ? AND content_hash IN ({_marks(len(part))})",
+                        [dataset, *part]))
+            rows: dict[tuple[str, ...], list[list[Any]]] = {}
+            datasets: dict[str, dt.datetime] = {}
             for memory in memories:
-                existing = self._db.execute(
-                    "SELECT id FROM memories WHERE dataset = ? AND content_hash = ?",
-                    (memory.dataset, memory.content_hash),
-                ).fetchone()
-                if existing:
-                    out.append((existing["id"], False))
+                key = (memory.dataset, memory.content_hash)
+                if key in stored:
+                    out.append((stored[key], False))
                     continue
+                stored[key] = memory.id
                 data = {**memory.model_dump(exclude={"error"}), "claimed_by": owner}
-                names = ", ".join(f'"{n}"' for n in data)
-                self._db.execute("INSERT OR IGNORE INTO datasets (name, created_at) VALUES (?, ?)",
-                                 (memory.dataset, to_text(memory.created_at)))
-                self._db.execute(
-                    f"INSERT INTO memories ({names}) VALUES ({_marks(len(data))})",
-                    [self.dialect.value(n, v) for n, v in data.items()],
-                )
+                rows.setdefault(tuple(data), []).append([self.dialect.value(n, v) for n, v in data.items()])
+                datasets.setdefault(memory.dataset, memory.created_at)
                 out.append((memory.id, True))
+            self._db.executemany("INSERT OR IGNORE INTO datasets (name, created_at) VALUES (?, ?)",
+                                 [(name, to_text(at)) for name, at in datasets.items()])
+            for columns, values in rows.items():
+                names = ", ".join(f'"{n}"' for n in columns)
+                self._db.executemany(f"INSERT INTO memories ({names}) VALUES ({_marks(len(columns))})", values)
         return out
 
     def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
