@@ -7,7 +7,7 @@
 Opens each cached per-question store (built by ``tune_recall.py --cache``: one LongMemEval
 question's haystack, ~490 turns of ~970 characters), asks its question once to warm the
 process, then ``--rounds`` times with ``recall(question, top_k=50)`` (hybrid, the default
-install), and prints recall p50 / p95 over every ask and the mean wall-clock time per recall
+install), and prints recall p50 / p95 / p99 over every ask and the mean wall-clock time per recall
 of each step (store reads, the lanes, the memory ranking, the hits' flags). With ``--scale``, the
 store is one ``bench_scale.py --db`` kept (its dataset, its generated questions: ``--facts`` and
 ``--seed`` as given to it), asked ``--limit`` questions. Steps nest
@@ -103,7 +103,8 @@ def main() -> None:
                 ms.append((time.perf_counter() - started) * 1000)
     ms.sort()
     print(f"{len(stores)} stores, {len(ms)} recalls (top_k={args.top_k}): p50 {statistics.median(ms):.1f} ms,"
-          f" p95 {ms[min(len(ms) - 1, int(len(ms) * 0.95))]:.1f} ms")
+          f" p95 {ms[min(len(ms) - 1, int(len(ms) * 0.95))]:.1f} ms, p99 {ms[min(len(ms) - 1, int(len(ms) * 0.99))]:.1f} ms,"
+          f" max {ms[-1]:.1f} ms")
     for label, seconds in sorted(spent.items(), key=lambda item: -item[1]):
         print(f"  {label:<30} {seconds / len(ms) * 1000:7.2f} ms")
 
