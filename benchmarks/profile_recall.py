@@ -35,7 +35,7 @@ from kenning.eval.run import DATASET
 from kenning.search import recall as recall_module
 from kenning.store.sqlite.store import SQLiteStore
 
-_STORE_READS = ("lexical", "vector", "get_memories", "get_chunks", "chunk_owners", "get_facts", "memory_graph", "memory_facts",
+_STORE_READS = ("lexical", "vector", "get_memories", "get_chunks", "chunk_owners", "fact_owners", "get_facts", "memory_graph", "memory_facts",
                 "memory_neighbors", "neighbors", "find_entities", "get_entities", "record_access")
 _STEPS = ("_collect", "_expansion", "_graph_lane", "_by_memory", "_neighbor_bonus", "_evidence_hit", "_settle")
 
@@ -69,7 +69,8 @@ def main() -> None:
     spent: dict[str, float] = defaultdict(float)
     if not args.no_steps:
         for name in _STORE_READS:
-            _timed(SQLiteStore, name, f"store.{name}", spent)
+            if hasattr(SQLiteStore, name):  # (an older tree has fewer)
+                _timed(SQLiteStore, name, f"store.{name}", spent)
         for name in _STEPS:
             _timed(recall_module, name, f"search.{name}", spent)
         _timed(reading, "annotate_hits", "hits' flags (annotate_hits)", spent)
