@@ -255,6 +255,8 @@ class SQLiteStore(SQLStore):
                 with self._write():
                     self._db.execute(f"INSERT INTO {table}_fts ({table}_fts) VALUES ('optimize')")
             self._fts_changed.clear()
+            if self._checkpointer is not None:  # the access counts' checkpoint would make this one busy
+                self._checkpointer.join()
             busy = self._db.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()[0]
         if busy:
             log.info("wal not truncated: another connection is reading")
