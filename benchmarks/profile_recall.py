@@ -7,7 +7,7 @@
 Opens each cached per-question store (built by ``tune_recall.py --cache``: one LongMemEval
 question's haystack, ~490 turns of ~970 characters), asks its question once to warm the
 process, then ``--rounds`` times with ``recall(question, top_k=50)`` (hybrid, the default
-install), and prints recall p50 / p95 over every ask and the mean wall-clock time per recall
+install), and prints recall p50 / p95 / p99 over every ask and the mean wall-clock time per recall
 of each step (store reads, the lanes, the memory ranking, the hits' flags). With ``--scale``, the
 store is one ``bench_scale.py --db`` kept (its dataset, its generated questions: ``--facts`` and
 ``--seed`` as given to it), asked ``--limit`` questions. Steps nest
@@ -35,7 +35,7 @@ from kenning.eval.run import DATASET
 from kenning.search import recall as recall_module
 from kenning.store.sqlite.store import SQLiteStore
 
-_STORE_READS = ("lexical", "vector", "get_memories", "get_chunks", "chunk_owners", "get_facts", "memory_graph", "memory_facts",
+_STORE_READS = ("lexical", "vector", "get_memories", "get_chunks", "chunk_owners", "fact_owners", "get_facts", "memory_graph", "memory_facts",
                 "memory_neighbors", "neighbors", "find_entities", "get_entities", "record_access")
 _STEPS = ("_collect", "_expansion", "_graph_lane", "_by_memory", "_neighbor_bonus", "_evidence_hit", "_settle")
 
@@ -69,7 +69,8 @@ def main() -> None:
     spent: dict[str, float] = defaultdict(float)
     if not args.no_steps:
         for name in _STORE_READS:
-            _timed(SQLiteStore, name, f"store.{name}", spent)
+            if hasattr(SQLiteStore, name):  # (an older tree has fewer)
+                _timed(SQLiteStore, name, f"store.{name}", spent)
         for name in _STEPS:
             _timed(recall_module, name, f"search.{name}", spent)
         _timed(reading, "annotate_hits", "hits' flags (annotate_hits)", spent)
@@ -103,7 +104,8 @@ def main() -> None:
                 ms.append((time.perf_counter() - started) * 1000)
     ms.sort()
     print(f"{len(stores)} stores, {len(ms)} recalls (top_k={args.top_k}): p50 {statistics.median(ms):.1f} ms,"
-          f" p95 {ms[min(len(ms) - 1, int(len(ms) * 0.95))]:.1f} ms")
+          f" p95 {ms[min(len(ms) - 1, int(len(ms) * 0.95))]:.1f} ms, p99 {ms[min(len(ms) - 1, int(len(ms) * 0.99))]:.1f} ms,"
+          f" max {ms[-1]:.1f} ms")
     for label, seconds in sorted(spent.items(), key=lambda item: -item[1]):
         print(f"  {label:<30} {seconds / len(ms) * 1000:7.2f} ms")
 

@@ -124,8 +124,9 @@ class VerbRequest(BaseModel):
     ``remember`` of files and folders) just processed (no
     request field: it never crosses a wire, and a remote call does not call it)."""
 
-    # defer_build: a verb's validator is built on its first call, not at ``import kenning``
-    model_config = ConfigDict(extra="forbid", defer_build=True)
+    # built when defined, unlike the result models (``models._Model``): FastAPI wraps a request
+    # body's model in a TypeAdapter of its own, where a deferred build makes pydantic warn
+    model_config = ConfigDict(extra="forbid")
     positional: ClassVar[tuple[str, ...]] = ()
     partial: ClassVar[bool] = False
     progress: ClassVar[bool] = False

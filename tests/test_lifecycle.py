@@ -220,3 +220,22 @@ def test_deleting_the_superseding_memory_makes_the_old_one_current(store_url, cl
         restored = kn.get(old)
         assert restored.status == "active" and restored.superseded_by is None
         assert [m.id for m in kn.chain(old)] == [old]
+
+
+def test_access_counts_of_many_recalls_are_exact_across_a_reopen(store_url, clock) -> None:
+    # 150 recalls: the counts held in memory are written at least twice on the way (every 64
+    # recalls) and once on close; none is lost or counted twice, read while open or after
+    with open_kn(store_url, clock) as kn:
+        alice = kn.remember("Alice works at Acme.").memory_ids[0]
+        bob = kn.remember("Bob lives in Paris.").memory_ids[0]
+        expected = {alice: [0, None], bob: [0, None]}
+        for i in range(150):
+            clock.advance(seconds=1)
+            found = kn.recall("Alice" if i % 3 else "Bob Paris", search_type="chunks_lexical").hits[0].memory_ids[0]
+            expected[found][0] += 1
+            expected[found][1] = clock()
+        while_open = {m: [kn.get(m).access_count, kn.get(m).last_accessed_at] for m in (alice, bob)}
+    with open_kn(store_url, clock) as kn:
+        reopened = {m: [kn.get(m).access_count, kn.get(m).last_accessed_at] for m in (alice, bob)}
+    assert expected[alice][0] == 100 and expected[bob][0] == 50
+    assert while_open == reopened == expected

@@ -22,6 +22,7 @@ the figures that chose them and the test-split figures.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import re
 from collections import defaultdict
 from collections.abc import Iterable
@@ -468,6 +469,8 @@ class _Evidence:
     #: the matched chunks by id, read (into ``chunks``) only for the memories that rank
     chunk_ids: list[tuple[float, str]] = field(default_factory=list)
     facts: list[tuple[float, Fact]] = field(default_factory=list)
+    #: the matched facts by id, read (into ``facts``) likewise
+    fact_ids: list[tuple[float, str]] = field(default_factory=list)
     why: list[str] = field(default_factory=list)
     bonus: float = 0.0
     multiplier: float = 1.0
@@ -482,43 +485,43 @@ class _Evidence:
     def score(self) -> float:
         return (self.fused * self.own + self.bonus) * self.multiplier
 
-    def vote(self, lane_scores: dict[str, float], fused: float, record: str | Fact,
+    def vote(self, lane_scores: dict[str, float], fused: float, kind: str, record: str,
              why: list[str]) -> None:
-        """A matched record: a fact, or a chunk by its id."""
-        is_fact = isinstance(record, Fact)
+        """A matched record by its kind (chunk or fact) and id."""
+        is_fact = kind == "fact"
         for lane, s in lane_scores.items():
             if is_fact and lane != "graph":
                 s *= LANE_WEIGHTS["fact"]  # a fact's sentence mostly repeats its passage
             self.lanes[lane] = max(s, self.lanes.get(lane, 0.0))
-        if isinstance(record, Fact):
-            self.facts.append((fused, record))
-        else:
-            self.chunk_ids.append((fused, record))
+        (self.fact_ids if is_fact else self.chunk_ids).append((fused, record))
         self.why.extend(why)
 
 
 def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     q, store = ctx.q, ctx.store
-    # a chunk's memory is all the ranking needs: the text is read for the ranked memories only
+    # a record's memories are all the ranking needs: chunks and facts are read for the ranked
+    # memories only
     chunk_ids = lanes.ids("chunk")
     owner = store.chunk_owners(chunk_ids)
-    facts = store.get_facts(lanes.ids("fact"))
+    stated_by = store.fact_owners(lanes.ids("fact"))
     pool: dict[str, _Evidence] = {}
-    records: list[tuple[str | Fact, tuple[str, str]]] = [*((c, ("chunk", c)) for c in chunk_ids if c in owner),
-                                                          *((f, ("fact", f.id)) for f in facts)]
-    for record, key in records:
-        owners = [owner[record]] if isinstance(record, str) else record.memory_ids[:_MAX_PROVENANCE]
-        for memory_id in owners:
+    records: list[tuple[str, str, list[str]]] = [*(("chunk", c, [owner[c]]) for c in chunk_ids if c in owner),
+                                                 *(("fact", f, stated_by[f]) for f in lanes.ids("fact") if f in stated_by)]
+    for kind, record, owners in records:
+        key = (kind, record)
+        for memory_id in owners[:_MAX_PROVENANCE]:
             ev = pool.setdefault(memory_id, _Evidence(memory_id))
-            ev.vote(lanes.scores[key], lanes.fused(key), record, lanes.why[key])
+            ev.vote(lanes.scores[key], lanes.fused(key), kind, record, lanes.why[key])
     if spec.neighbors and q.uses("neighbor"):
         _neighbor_bonus(store, pool, q.top_k)
     if q.scope is not None:
         pool = {m: pool[m] for m in store.in_scope("memory", list(pool), q.scope)}
     ranked = sorted(pool.values(), key=lambda e: -e.score)[: max(q.top_k * 2, 30)]
     rows = {c.id: c for c in store.get_chunks(list(dict.fromkeys(c for e in ranked for _, c in e.chunk_ids)))}
+    facts = {f.id: f for f in store.get_facts(list(dict.fromkeys(f for e in ranked for _, f in e.fact_ids)))}
     for e in ranked:
         e.chunks = [(s, rows[c]) for s, c in e.chunk_ids if c in rows]
+        e.facts = [(s, facts[f]) for s, f in e.fact_ids if f in facts]
     ctx.load_memories(e.memory_id for e in ranked)
     ctx.load_memories(m for e in ranked for _, f in e.facts for m in f.memory_ids[:_MAX_PROVENANCE])
     window = query_window(q.text, ctx.now) if q.uses("window") else None
@@ -634,6 +637,7 @@ def _evidence_hit(ctx: _Context, ev: _Evidence, window: Window | None) -> Hit | 
                support=support, source=memory.source, speaker=memory.speaker)
 
 
+@functools.lru_cache(maxsize=4096)
 def _names_in(name: str, text: str) -> bool:
     """Whether ``text`` names the speaker (any part of the name, as a word)."""
     return any(re.search(rf"\b{re.escape(part)}\b", text) for part in name.split() if len(part) > 1)

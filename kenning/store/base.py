@@ -591,6 +591,10 @@ class GraphStore(ABC):
     def get_entities(self, ids: Sequence[str]) -> list[Entity]: ...
     @abstractmethod
     def get_facts(self, ids: Sequence[str]) -> list[Fact]: ...
+    def fact_owners(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        """The memories that state each fact (as ``get_facts`` gives them), by fact id, without
+        the facts; recall votes with these and reads the facts of the memories that rank."""
+        return {f.id: f.memory_ids for f in self.get_facts(ids)}
     @abstractmethod
     def get_chunks(self, ids: Sequence[str]) -> list[ChunkRow]: ...
     @abstractmethod

@@ -134,7 +134,9 @@ class Dialect:
     def memory(self, row: Mapping[str, Any]) -> Memory:
         data = dict(row)
         for name in _MEMORY_JSON:
-            data[name] = self.json_out(data[name])
+            value = data[name]
+            # most rows hold the empty defaults: not parsed (a fifth of reading a memory)
+            data[name] = [] if value == "[]" else {} if value == "{}" else self.json_out(value)
         for name in _MEMORY_TIMES:
             data[name] = self.time_out(data[name])
         data["pinned"] = bool(data["pinned"])
@@ -364,6 +366,12 @@ class SQLStore(AuthStore, Store):
 
     def get_facts(self, ids: Sequence[str]) -> list[Fact]:
         return self._stated("fact", _NAMED_FACTS, "f.id", ids, self.dialect.fact)
+
+    def fact_owners(self, ids: Sequence[str]) -> dict[str, list[str]]:
+        if not ids:
+            return {}
+        with self._read() as conn:
+            return {f: m for f, m in self._provenance(conn, "fact", list(dict.fromkeys(ids))).items() if m}
 
     def get_chunks(self, ids: Sequence[str]) -> list[ChunkRow]:
         if not ids:
