@@ -17,8 +17,8 @@ forms are common other words ("left", "saw", "bit", "lay", "found", "rose", "gro
 documents a question's "birth" or "die" buried the passage it named (HotpotQA, MuSiQue test),
 and no chat question gained from them. Nor the plurals of people ("person"/"people",
 "man"/"men", "woman"/"women", "child"/"children"), "ring" (a noun first) and "feel" ("I feel
-like…"): in chats they matched many turns and lost more LoCoMo dev questions than they won. Synonyms are a different thing (a "purchase" is
-not a form of "buy") and are not here.
+like…"): in chats they matched many turns and lost more LoCoMo dev questions than they won.
+Synonyms are a different thing (a "purchase" is not a form of "buy") and are not here.
 """
 
 from __future__ import annotations
