@@ -24,6 +24,7 @@ import numpy as np
 from .._time import as_utc
 from ..errors import EmbedderMismatchError
 from ..models import Entity, Fact, Memory, Session, Stats, Usage
+from ..requests import ORDERS  # the orders ``list_memories`` accepts
 from . import filters
 from .auth import AuthStore
 from .base import (FACT_COLUMNS, MEMORY_COLUMNS, ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Store, Txn,
@@ -31,7 +32,7 @@ from .base import (FACT_COLUMNS, MEMORY_COLUMNS, ChunkRow, ClaimFilter, EntityRo
 from .filters import Condition
 
 __all__ = [
-    "CHUNK_COLUMNS", "EMBED_TEXT", "ENTITY_COLUMNS", "KIND_TABLE", "ORDERS", "Dialect", "SQLStore",
+    "CHUNK_COLUMNS", "EMBED_TEXT", "ENTITY_COLUMNS", "KIND_TABLE", "Dialect", "SQLStore",
 ]
 
 #: the table of each kind of searchable record
@@ -40,8 +41,6 @@ KIND_TABLE = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
 EMBED_TEXT = {"chunk": "text", "entity": "name", "fact": "description"}
 ENTITY_COLUMNS = "id, dataset, name, normalized, type, description, aliases, created_at"
 CHUNK_COLUMNS = "id, memory_id, dataset, position, text, token_count, location"
-#: the orders ``list_memories`` accepts
-ORDERS = ("created_at", "updated_at", "access_count", "last_accessed_at")
 _MEMORY_JSON = ("decisions", "rationale", "metadata", "supersedes", "usage")
 _JSON_FIELDS = frozenset((*_MEMORY_JSON, "aliases"))
 _FACT_FIELDS = [c.strip() for c in FACT_COLUMNS.split(",")]
