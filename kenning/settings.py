@@ -57,7 +57,8 @@ class Settings(BaseSettings):
     embedder: str = Field(
         default="hashing",
         description="hashing (offline default), openai:<model>, or local:<dir|package|hub id> "
-        "(e.g. local:BAAI/bge-small-en-v1.5; downloaded on first use).",
+        "(e.g. local:BAAI/bge-small-en-v1.5; downloaded on first use; :int8 after it runs the "
+        "model's weights in 8 bits in onnxruntime).",
     )
     embedder_base_url: str | None = Field(default=None, description="Base URL for openai: embedders.")
     embedder_api_key: SecretStr | None = Field(default=None, description="API key for the embedder.")

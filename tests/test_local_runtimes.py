@@ -120,3 +120,47 @@ def test_a_store_opened_before_the_local_encoder_does_not_crash_the_process(tmp_
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, (done.returncode, done.stderr[-2000:])
     assert "(1, 384)" in done.stdout
+
+
+def test_int8_is_its_own_model_close_to_the_float_vectors(tmp_path, monkeypatch, numpy_embedder):
+    """``local:<model>:int8`` quantizes the weight products: other vectors (so another name in
+    the store), close to the float32 ones, cached apart from the float graph."""
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    small = LocalEmbedder("all-MiniLM-L6-v2:int8")
+    assert small.name == "local:all-MiniLM-L6-v2:int8" != numpy_embedder.name
+    assert small.runtime == "onnxruntime" and small.int8
+    a, b = numpy_embedder.embed(TEXTS), small.embed(TEXTS)
+    assert a.shape == b.shape
+    cosine = (a * b).sum(axis=1)  # both normalized
+    assert cosine.min() > 0.95, cosine
+    assert np.abs(a - b).max() > 1e-4  # quantized: not the float function
+    assert [p.name.endswith("-int8.onnx") for p in (tmp_path / "kenning").glob("*.onnx")] == [True]
+    # read back from the cache without onnx, same vectors
+    monkeypatch.setitem(sys.modules, "onnx", None)
+    assert np.abs(LocalEmbedder("all-MiniLM-L6-v2:int8").embed(TEXTS) - b).max() < 1e-6
+
+
+def test_int8_retrieval_keeps_the_nearest_texts(numpy_embedder):
+    pytest.importorskip("onnxruntime")
+    pytest.importorskip("onnx")
+    small = LocalEmbedder("all-MiniLM-L6-v2:int8")
+    docs = ["Alice works at Acme Corporation in Berlin.", "Bob drinks green tea every morning.",
+            "The train to Paris leaves at nine.", "My sister adopted a grey cat named Miso.",
+            "I have been learning the violin since March."]
+    questions = ["Where is Alice employed?", "What does Bob drink?", "When does the Paris train go?",
+                 "What pet does my sister have?", "Which instrument am I learning?"]
+    for model in (numpy_embedder, small):
+        scores = model.embed_query(questions) @ model.embed(docs).T
+        assert list(scores.argmax(axis=1)) == [0, 1, 2, 3, 4], model.name
+
+
+def test_int8_without_onnxruntime_or_in_numpy_is_a_configuration_error(monkeypatch):
+    with pytest.raises(ConfigurationError, match="only in onnxruntime"):
+        LocalEmbedder("all-MiniLM-L6-v2:int8", runtime="numpy")
+    with pytest.raises(ConfigurationError, match="names no model"):
+        LocalEmbedder(":int8")
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)
+    with pytest.raises(ConfigurationError, match=r"pip install 'kenning\[onnx\]'"):
+        LocalEmbedder("all-MiniLM-L6-v2:int8")  # auto does not fall back: numpy has no int8 vectors

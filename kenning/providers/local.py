@@ -41,10 +41,13 @@ from .base import Embedder
 from .onnx_bert import OnnxEncoder, cache_key
 from .onnx_bert import available as onnx_available
 
-__all__ = ["RUNTIMES", "BertRuntime", "LocalEmbedder", "find_model_dir", "model_prefixes"]
+__all__ = ["INT8_SUFFIX", "RUNTIMES", "BertRuntime", "LocalEmbedder", "find_model_dir", "model_prefixes"]
 
 #: how the encoder runs: onnxruntime when installed (``auto``), or the one named
 RUNTIMES = ("auto", "onnx", "numpy")
+#: ``local:<model>:int8``: the model's weight products in 8-bit integers (onnxruntime only;
+#: about ×2.3 faster, other vectors, so another name in the store: docs/providers.md)
+INT8_SUFFIX = ":int8"
 
 #: names of the one model we know a package for, mapped to that package
 _PACKAGES = {
@@ -209,9 +212,11 @@ class BertRuntime:
     onnx_group_tokens = 1024
 
     def __init__(self, directory: Path, *, head: bool = False, max_length: int | None = None,
-                 runtime: str = "auto") -> None:
+                 runtime: str = "auto", int8: bool = False) -> None:
         if runtime not in RUNTIMES:
             raise ConfigurationError(f"local runtime {runtime!r} is not one of {', '.join(RUNTIMES)}")
+        if int8 and runtime == "numpy":
+            raise ConfigurationError("the int8 local encoder runs only in onnxruntime, not runtime='numpy'")
         Tokenizer, load_file = _import_backends()
         config = _read_json(directory / "config.json")
         model_type = config.get("model_type", "bert")
@@ -233,13 +238,13 @@ class BertRuntime:
         #: the encoder's layers in onnxruntime (``onnx_bert``) when it is installed or asked
         #: for; None: numpy matrix products
         self.onnx: OnnxEncoder | None = None
-        if runtime == "onnx" or (runtime == "auto" and onnx_available()):
+        if int8 or runtime == "onnx" or (runtime == "auto" and onnx_available()):
             key = cache_key(directory, "head" if head else "", self.heads, self.eps)
             try:
-                self.onnx = OnnxEncoder(self.weights, self.heads, self.eps, key=key)
+                self.onnx = OnnxEncoder(self.weights, self.heads, self.eps, key=key, int8=int8)
             except ConfigurationError:
-                if runtime == "onnx":
-                    raise  # asked for: say which extra is missing
+                if runtime == "onnx" or int8:
+                    raise  # asked for (int8 vectors exist only there): say which extra is missing
             if self.onnx is not None:
                 self.group_tokens = self.onnx_group_tokens
         self.runtime = "onnxruntime" if self.onnx is not None else "numpy"
@@ -289,13 +294,17 @@ class LocalEmbedder(Embedder):
 
     def __init__(self, path_or_package: str = "all-MiniLM-L6-v2", *, runtime: str = "auto") -> None:
         _import_backends()  # a missing extra is named before any lookup or download
-        directory, model_name = find_model_dir(path_or_package)
+        spec, int8 = _precision(path_or_package)
+        directory, model_name = find_model_dir(spec)
         self.directory = directory
-        self.name = f"local:{model_name}"  # one name for both runtimes: their vectors agree
+        # one name for both runtimes (their vectors agree); int8 vectors differ, so their own
+        self.name = f"local:{model_name}" + (INT8_SUFFIX if int8 else "")
+        self.int8 = int8
         self.pooling = _pooling(directory)
         self.query_prefix, self.document_prefix = model_prefixes(directory, model_name)
         limit = _read_json(directory / "sentence_bert_config.json").get("max_seq_length")
-        self._runtime = BertRuntime(directory, max_length=int(limit) if limit else None, runtime=runtime)
+        self._runtime = BertRuntime(directory, max_length=int(limit) if limit else None, runtime=runtime,
+                                    int8=int8)
         self.runtime = self._runtime.runtime
         self.dimension = self._runtime.width
         self._queries: OrderedDict[str, np.ndarray] = OrderedDict()
@@ -338,6 +347,17 @@ class LocalEmbedder(Embedder):
             return np.where(mask[:, :, None] > 0, hidden, np.float32(-1e9)).max(axis=1)
         summed = (hidden * mask[:, :, None]).sum(axis=1)
         return summed / np.maximum(mask.sum(axis=1, keepdims=True), 1e-9)
+
+
+def _precision(spec: str) -> tuple[str, bool]:
+    """``("all-MiniLM-L6-v2", True)`` for ``all-MiniLM-L6-v2:int8``: the model, and whether
+    its weights run quantized (``onnx_bert``)."""
+    if spec.casefold().endswith(INT8_SUFFIX):
+        model = spec[: -len(INT8_SUFFIX)]
+        if not model.strip():
+            raise ConfigurationError(f"local embedder {spec!r} names no model before {INT8_SUFFIX!r}")
+        return model, True
+    return spec, False
 
 
 def attention_bias(mask: np.ndarray) -> np.ndarray:

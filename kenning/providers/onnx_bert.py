@@ -9,13 +9,21 @@ Both paths compute the same function; their vectors agree to about 1e-6 (tested)
 
 Install with ``pip install 'kenning[onnx]'`` (``onnxruntime`` and ``onnx``); without them
 ``LocalEmbedder`` runs the numpy encoder.
+
+``int8=True`` stores the layers' weight matrices as 8-bit integers, one scale per output column
+(onnxruntime's dynamic quantization: activations are quantized per product at run time). That
+runs about ×2.3 faster per CPU second on these machines, and changes the vectors (cosine to the
+float32 vectors about 0.99), so a quantized model has its own name in the store
+(``local:<model>:int8``, ``kenning.providers.local``) and exists only in onnxruntime.
 """
 
 from __future__ import annotations
 
 import hashlib
 import importlib
+import logging
 import os
+import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -125,7 +133,7 @@ class OnnxEncoder:
     or read is rebuilt in memory."""
 
     def __init__(self, weights: _Weights, heads: int, eps: float, *, key: str | None = None,
-                 cache_dir: Path | None = None) -> None:
+                 cache_dir: Path | None = None, int8: bool = False) -> None:
         ort = require("onnxruntime", extra="onnx", purpose="the onnxruntime encoder needs onnxruntime")
         options = ort.SessionOptions()
         options.intra_op_num_threads = threads()
@@ -135,7 +143,8 @@ class OnnxEncoder:
         # no busy-waiting between operators: on a machine other work shares, spinning threads
         # take the cores that work needs (and measured slower under load)
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        path = (cache_dir or _cache_dir()) / f"{key}-v{_VERSION}.onnx" if key else None
+        suffix = "-int8" if int8 else ""
+        path = (cache_dir or _cache_dir()) / f"{key}-v{_VERSION}{suffix}.onnx" if key else None
         if path is not None and path.is_file():
             try:
                 self.session = ort.InferenceSession(path.read_bytes(), options, providers=["CPUExecutionProvider"])
@@ -143,6 +152,8 @@ class OnnxEncoder:
             except Exception:  # noqa: BLE001 - a damaged or foreign file: build the graph again
                 pass
         graph = _graph(weights, heads, eps)
+        if int8:
+            graph = _quantized(graph)
         self.session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
         if path is not None:
             _save(path, graph)
@@ -154,6 +165,25 @@ class OnnxEncoder:
 
 #: bumped when ``_graph`` writes another graph: older cached files are not read
 _VERSION = 1
+
+
+def _quantized(graph: bytes) -> bytes:
+    """``graph`` with its weight products in int8, one scale per output column (per-channel:
+    per-tensor scales measured cosine 0.955 to the float vectors, per-channel 0.992)."""
+    onnx = require("onnx", extra="onnx", purpose="the int8 encoder builds its graph with onnx")
+    quantization = require("onnxruntime.quantization", extra="onnx",
+                           purpose="the int8 encoder quantizes its graph with onnxruntime")
+    quiet = logging.getLogger()  # the quantizer logs advice on the root logger
+    level = quiet.level
+    quiet.setLevel(max(level, logging.ERROR))
+    try:
+        with tempfile.TemporaryDirectory(prefix="kenning-int8-") as folder:
+            out = Path(folder) / "int8.onnx"
+            quantization.quantize_dynamic(onnx.load_from_string(graph), out, per_channel=True,
+                                          weight_type=quantization.QuantType.QInt8)
+            return out.read_bytes()
+    finally:
+        quiet.setLevel(level)
 
 
 def _cache_dir() -> Path:
