@@ -27,8 +27,8 @@ from ..models import Entity, Fact, Memory, Session, Stats, Usage
 from ..requests import ORDERS  # the orders ``list_memories`` accepts
 from . import filters
 from .auth import AuthStore
-from .base import (FACT_COLUMNS, MEMORY_COLUMNS, ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Store, Txn,
-                   location_from, ordered)
+from .base import (FACT_COLUMNS, MEMORY_COLUMNS, AdminStore, ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter,
+                   MemoryStore, SearchStore, Txn, location_from, ordered)
 from .filters import Condition
 
 __all__ = [
@@ -164,8 +164,9 @@ class Dialect:
         return ChunkRow(**{**dict(row), "location": location_from(row["location"])})
 
 
-class SQLStore(AuthStore, Store):
-    """The reads both stores share. A backend sets ``dialect`` and gives connections (rows
+class SQLStore(AuthStore, MemoryStore, SearchStore, AdminStore):
+    """A dataset-partitioned memory store, thread-safe: the reads both backends share, over the
+    roles each fills (``base.py``). A backend sets ``dialect`` and gives connections (rows
     readable by column name) through ``_read()`` and ``_write()`` (committed when the block
     ends); ``_fresh`` lets it add what it holds in memory to memories read."""
 
@@ -246,6 +247,10 @@ class SQLStore(AuthStore, Store):
             return self._fresh([self.dialect.memory(r) for r in self._rows(query, [*args, flt.limit, flt.offset], conn)])
 
     def file_memories(self, dataset: str, prefix: str = "", folder: str | None = None) -> list[tuple[str, str, str]]:
+        """(source, memory id, content hash) of the memories read from files (``metadata``
+        has a ``format``) whose source starts with ``prefix``, superseded ones left out, by
+        source: what folder sync (kenning.files.plan_sync) compares a folder with. ``folder``:
+        only those whose ``metadata.folder`` is this (``""``: those read with no folder, uploads)."""
         fmt, sub = (self.dialect.json_text.format(column="metadata", key=k) for k in ("format", "folder"))
         rows = self._rows(
             "SELECT source, id, content_hash FROM memories WHERE dataset = ? AND source IS NOT NULL"
@@ -255,6 +260,7 @@ class SQLStore(AuthStore, Store):
         return [(r["source"], r["id"], r["content_hash"]) for r in rows]
 
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
+        """Change a memory's columns (lifecycle fields, status) in their own transaction."""
         with self._write() as conn:
             Txn(self, conn)._update("memories", memory_id, fields)
 
@@ -282,12 +288,16 @@ class SQLStore(AuthStore, Store):
         return " AND ".join(where), args
 
     def claim_owners(self, dataset: str | None) -> list[str]:
+        """The owners of the claims on ``processing`` memories."""
         query = "SELECT DISTINCT claimed_by FROM memories WHERE claimed_by IS NOT NULL AND status = 'processing'"
         return [r["claimed_by"] for r in self._rows(query + (" AND dataset = ?" if dataset else ""),
                                                     [dataset] if dataset else [])]
 
     # -- scopes and sessions ---------------------------------------------------------------------
     def in_scope(self, kind: str, ids: Sequence[str], flt: MemoryFilter) -> list[str]:
+        """The ids among ``ids`` (in their order) of ``kind`` records (memory | chunk | fact |
+        entity) that a memory ``flt`` selects is or states: a chunk's memory, any memory in a
+        fact's or entity's provenance. Recall's lanes narrow their candidates with it."""
         clauses, args = self.dialect.memory_where(flt, "m")
         unique = list(dict.fromkeys(ids))
         found: set[str] = set()
@@ -298,6 +308,8 @@ class SQLStore(AuthStore, Store):
         return [i for i in ids if i in found]
 
     def facts_stated(self, flt: MemoryFilter) -> list[Fact]:
+        """Facts (open and closed) with a memory ``flt`` selects in their provenance: open ones
+        first, then the latest valid; at most ``flt.limit``."""
         clauses, args = self.dialect.memory_where(flt, "m")
         query = (
             "SELECT f.id AS id FROM facts f WHERE f.id IN (SELECT p.fact_id FROM fact_memories p"
@@ -307,6 +319,8 @@ class SQLStore(AuthStore, Store):
         return self.get_facts([r["id"] for r in self._rows(query, [*args, flt.limit, flt.offset])])
 
     def session_messages(self, dataset: str, session: str, last: int, before: int | None = None) -> list[Memory]:
+        """The last ``last`` memories of a session (any status), oldest first; with ``before``,
+        the last ones at positions before it (the turns that precede a message)."""
         # A message without a position (none is stored so) sorts last in both databases.
         query = (
             "SELECT id FROM memories WHERE dataset = ? AND session = ?" + (" AND position < ?" if before is not None else "")
@@ -316,6 +330,8 @@ class SQLStore(AuthStore, Store):
         return self.get_memories([r["id"] for r in self._rows(query, args)][::-1])
 
     def sessions(self, flt: MemoryFilter) -> list[Session]:
+        """The sessions of the memories ``flt`` selects (its dataset, user, agent...), the one
+        with the latest message first; ``flt.limit``/``offset`` page them."""
         clauses, args = self.dialect.memory_where(flt)
         query = (
             'SELECT session, dataset, min("user") AS "user", min(agent) AS agent, min(valid_at) AS first_at,'
@@ -330,7 +346,7 @@ class SQLStore(AuthStore, Store):
             for r in self._rows(query, [*args, flt.limit, flt.offset])
         ]
 
-    # -- graph reads -----------------------------------------------------------------------------
+    # -- graph reads: entities, facts and chunks, outside a transaction --------------------------
     def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
         with self._read() as conn:
             return self._find_entities(conn, dataset, normalized)
@@ -366,6 +382,8 @@ class SQLStore(AuthStore, Store):
     def get_facts(self, ids: Sequence[str]) -> list[Fact]:
         return self._stated("fact", _NAMED_FACTS, "f.id", ids, self.dialect.fact)
 
+    # the memories that state each fact (as ``get_facts`` gives them), by fact id, without the
+    # facts; recall votes with these and reads the facts of the memories that rank
     def fact_owners(self, ids: Sequence[str]) -> dict[str, list[str]]:
         if not ids:
             return {}
@@ -379,6 +397,7 @@ class SQLStore(AuthStore, Store):
         rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE {clause}", args)
         return ordered({r["id"]: self.dialect.chunk_row(r) for r in rows}, ids)
 
+    # the memory each chunk belongs to, by chunk id (ids not found left out), without the text
     def chunk_owners(self, ids: Sequence[str]) -> dict[str, str]:
         if not ids:
             return {}
@@ -386,15 +405,18 @@ class SQLStore(AuthStore, Store):
         return {r["id"]: r["memory_id"] for r in self._rows(f"SELECT id, memory_id FROM chunks WHERE {clause}", args)}
 
     def entity_facts(self, entity_id: str, relation: str | None = None) -> list[Fact]:
+        """Every fact (open and closed) with the entity at either end."""
         query = "SELECT id FROM facts WHERE (source_id = ? OR target_id = ?)" + (" AND relation = ?" if relation else "")
         rows = self._rows(query + " ORDER BY valid_at, created_at, id", [entity_id, entity_id, *([relation] if relation else [])])
         return self.get_facts([r["id"] for r in rows])
 
     def memory_chunks(self, memory_id: str) -> list[ChunkRow]:
+        """A memory's chunks in position order (without vectors)."""
         rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE memory_id = ? ORDER BY position", [memory_id])
         return [self.dialect.chunk_row(r) for r in rows]
 
     def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
+        """Provenance the other way: (entity_ids, fact_ids) a memory states."""
         query = "SELECT {0}_id AS id FROM {0}_memories WHERE memory_id = ? ORDER BY {0}_id"
         with self._read() as conn:
             entities, facts = ([r["id"] for r in self._rows(query.format(kind), [memory_id], conn)]
@@ -402,6 +424,8 @@ class SQLStore(AuthStore, Store):
         return entities, facts
 
     def memory_facts(self, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The fact ids each memory states (sorted, as ``memory_graph`` gives them), for many
+        memories in one read; every memory asked about is a key."""
         out: dict[str, list[str]] = {m: [] for m in memory_ids}
         if not out:
             return out
@@ -411,6 +435,7 @@ class SQLStore(AuthStore, Store):
         return out
 
     def entity_rows(self, dataset: str, after_id: str | None, limit: int) -> list[EntityRow]:
+        """A page of a dataset's entities (with embeddings), ordered by id."""
         rows = self._rows(f"SELECT {ENTITY_COLUMNS}, {self.dialect.vector_select} AS vector FROM entities"
                           " WHERE dataset = ? AND id > ? ORDER BY id LIMIT ?", [dataset, after_id or "", limit])
         out = []
@@ -421,6 +446,7 @@ class SQLStore(AuthStore, Store):
         return out
 
     def set_fact_weight(self, fact_id: str, weight: float) -> None:
+        """Set the feedback weight recall multiplies a fact's score by."""
         self._change("UPDATE facts SET weight = ? WHERE id = ?", [weight, fact_id])
 
     # -- the embedder record -------------------------------------------------------------------
@@ -448,6 +474,7 @@ class SQLStore(AuthStore, Store):
 
     # -- embeddings and bookkeeping --------------------------------------------------------------
     def texts_to_embed(self, kind: str, after_id: str | None, limit: int, missing_only: bool = False) -> list[tuple[str, str]]:
+        """(id, text) of ``kind`` records ordered by id, for (re-)embedding page by page."""
         where = (["id > ?"] if after_id else []) + (["embedding IS NULL"] if missing_only else [])
         rows = self._rows(f"SELECT id, {EMBED_TEXT[kind]} AS text FROM {KIND_TABLE[kind]}{_and(where, ' WHERE ')}"
                           " ORDER BY id LIMIT ?", [*([after_id] if after_id else []), limit])
