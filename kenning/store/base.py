@@ -257,15 +257,18 @@ class Txn:
         self._lock_row("memories", memory_id)
         self._update("memories", memory_id, fields)
 
+    def _insert(self, table: str, row: ChunkRow | EntityRow | FactRow, text: str) -> None:
+        """Insert a record (its fields are the table's columns) and index ``text`` to search."""
+        values = vars(row)
+        marks = {"embedding": self.d.vector_mark, "location": self.d.json_mark}
+        cur = self._q(f"INSERT INTO {table} ({', '.join(values)}) VALUES ({', '.join(marks.get(c, '?') for c in values)})",
+                      [self.d.value(c, v) for c, v in values.items()])
+        self._index(table, cur, row.dataset, text)
+
     def insert_chunks(self, rows: Sequence[ChunkRow]) -> None:
         for row in rows:
             self._lock(row.dataset)
-            cur = self._q(
-                "INSERT INTO chunks (id, memory_id, dataset, position, text, token_count, embedding, location)"
-                f" VALUES (?, ?, ?, ?, ?, ?, {self.d.vector_mark}, {self.d.json_mark})",
-                [row.id, row.memory_id, row.dataset, row.position, row.text, row.token_count,
-                 self.d.vector_in(row.embedding), location_json(row.location)])
-            self._index("chunks", cur, row.dataset, row.text)
+            self._insert("chunks", row, row.text)
 
     def delete_chunks(self, memory_id: str) -> None:
         self._lock_row("memories", memory_id)
@@ -281,12 +284,7 @@ class Txn:
     def insert_entity(self, row: EntityRow) -> None:
         self._lock(row.dataset)
         self._seen("entities", [row])
-        cur = self._q(
-            "INSERT INTO entities (id, dataset, name, normalized, type, description, aliases, embedding, created_at)"
-            f" VALUES (?, ?, ?, ?, ?, ?, ?, {self.d.vector_mark}, ?)",
-            [row.id, row.dataset, row.name, row.normalized, row.type, row.description, self.d.json_in(row.aliases),
-             self.d.vector_in(row.embedding), self.d.time_in(row.created_at)])
-        self._index("entities", cur, row.dataset, entity_text(row.name, row.aliases, row.description))
+        self._insert("entities", row, entity_text(row.name, row.aliases, row.description))
 
     def update_entity(self, entity_id: str, fields: dict[str, Any]) -> None:
         if fields:
@@ -330,15 +328,7 @@ class Txn:
     def insert_fact(self, row: FactRow) -> None:
         self._lock(row.dataset)
         self._seen("facts", [row])
-        t = self.d.time_in
-        cur = self._q(
-            "INSERT INTO facts (id, dataset, source_id, relation, target_id, description, valid_at, invalid_at,"
-            " created_at, expired_at, superseded_by, memory_id, embedding, weight)"
-            f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {self.d.vector_mark}, ?)",
-            [row.id, row.dataset, row.source_id, row.relation, row.target_id, row.description, t(row.valid_at),
-             t(row.invalid_at), t(row.created_at), t(row.expired_at), row.superseded_by, row.memory_id,
-             self.d.vector_in(row.embedding), row.weight])
-        self._index("facts", cur, row.dataset, row.description)
+        self._insert("facts", row, row.description)
 
     def close_fact(self, fact_id: str, *, invalid_at: dt.datetime | None, expired_at: dt.datetime | None,
                    superseded_by: str | None) -> None:

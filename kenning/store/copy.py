@@ -29,7 +29,7 @@ from .._time import to_text
 from ..errors import ConflictError, StoreError
 from .base import Store, entity_text
 
-__all__ = ["KINDS", "OWN_TABLES", "CopyReport", "PostgresSide", "SQLiteSide", "Side", "copy_store", "driver_error",
+__all__ = ["KINDS", "OWN_TABLES", "CopyReport", "PostgresSide", "SQLiteSide", "Side", "copy_store", "driver_errors",
            "in_order", "side_of"]
 
 _CORE = ("datasets", "memories", "chunks", "entities", "facts", "fact_memories", "entity_memories")
@@ -124,10 +124,15 @@ class Side(ABC):
     def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
              args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
         names = ", ".join(f'"{c}"' for c in columns)
-        with self._connection() as conn:
-            cursor = conn.execute(f'SELECT {names} FROM "{table}" {where}', list(args))
+        with self._cursor(table) as cursor:
+            cursor.execute(f'SELECT {names} FROM "{table}" {where}', list(args))
             while rows := cursor.fetchmany(batch):
                 yield [_values(r) for r in rows]
+
+    @contextmanager
+    def _cursor(self, table: str) -> Iterator[Any]:
+        with self._connection() as conn:
+            yield conn.cursor()
 
     def plain(self, kind: str | None, value: Any) -> Any:
         """A stored value in the plain form: times as fixed-width text, JSON parsed, flags as
@@ -212,30 +217,23 @@ class SQLiteSide(Side):
 
         # Every row gets its dataset token too: searching a store of several datasets matches
         # on it inside the index.
-        db = self.conn
-        for table, column in (("chunks", "text"), ("facts", "description")):
-            db.execute(f"DELETE FROM {table}_fts")
-            db.executemany(
-                f"INSERT INTO {table}_fts (rowid, ds, text) VALUES (?, ?, ?)",
-                [(r[0], dataset_token(r[1]), r[2]) for r in db.execute(f"SELECT rowid, dataset, {column} FROM {table}")],
-            )
-        db.execute("DELETE FROM entities_fts")
-        db.executemany(
-            "INSERT INTO entities_fts (rowid, ds, text) VALUES (?, ?, ?)",
-            [(r[0], dataset_token(r[1]), entity_text(r[2], json.loads(r[3]), r[4]))
-             for r in db.execute("SELECT rowid, dataset, name, aliases, description FROM entities")],
-        )
+        texts: dict[str, tuple[str, Callable[[Any], str]]] = {
+            "chunks": ("text", lambda r: r["text"]), "facts": ("description", lambda r: r["description"]),
+            "entities": ("name, aliases, description",
+                         lambda r: entity_text(r["name"], json.loads(r["aliases"]), r["description"]))}
+        for table, (columns, text) in texts.items():
+            self.conn.execute(f"DELETE FROM {table}_fts")
+            rows = self.conn.execute(f"SELECT rowid, dataset, {columns} FROM {table}")
+            self.conn.executemany(f"INSERT INTO {table}_fts (rowid, ds, text) VALUES (?, ?, ?)",
+                                  [(r["rowid"], dataset_token(r["dataset"]), text(r)) for r in rows])
 
 
 class PostgresSide(Side):
-    def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
-             args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
-        """Through a server-side cursor: a table is never held in memory whole."""
-        names = ", ".join(f'"{c}"' for c in columns)
+    @contextmanager
+    def _cursor(self, table: str) -> Iterator[Any]:
+        """A server-side cursor: a table is never held in memory whole."""
         with self._connection() as conn, conn.transaction(), conn.cursor(name=f"kenning_copy_{table}") as cursor:
-            cursor.execute(f'SELECT {names} FROM "{table}" {where}', args)
-            while rows := cursor.fetchmany(batch):
-                yield [_values(r) for r in rows]
+            yield cursor
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -258,12 +256,18 @@ class PostgresSide(Side):
 
 
 # -- the copy -----------------------------------------------------------------------------------
-def driver_error() -> type[Exception]:
+def driver_errors(integrity: bool = False) -> tuple[type[Exception], ...]:
+    """What the database drivers raise (with ``integrity``: for a broken constraint), with the
+    errors of bad values a copy or an import can meet."""
+    if integrity:
+        errors: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
+    else:
+        errors = (KeyError, TypeError, ValueError, sqlite3.Error)
     try:
         import psycopg
     except ImportError:
-        return sqlite3.Error
-    return psycopg.Error
+        return errors
+    return (*errors, psycopg.errors.IntegrityError if integrity else psycopg.Error)
 
 
 def side_of(store: Store) -> Side:
@@ -320,7 +324,7 @@ def copy_store(
                     dst.write(table, columns, rows)
                     if progress:
                         progress(table, len(rows))
-    except (KeyError, TypeError, ValueError, sqlite3.Error, driver_error()) as exc:
+    except driver_errors() as exc:
         raise StoreError(f"the copy failed and was rolled back: {type(exc).__name__}: {exc}") from exc
     if report.embedder:
         target.set_embedder(*report.embedder)  # records it and builds the vector indexes

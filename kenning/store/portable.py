@@ -44,7 +44,6 @@ import base64
 import json
 import os
 import re
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -56,7 +55,7 @@ from .._checks import check_flag
 from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ..models import TransferResult
 from .base import Store
-from .copy import KINDS, Side, driver_error, in_order, side_of
+from .copy import KINDS, Side, driver_errors, in_order, side_of
 
 __all__ = ["FORMAT", "VERSION", "export_file", "export_graph", "export_store", "import_file"]
 
@@ -359,9 +358,9 @@ def import_file(store: Store, path: str | Path, *, vectors: bool = True, account
         with side.writing():
             for table in in_order(side, list(parsed.tables)):
                 _write(side, table, parsed.tables[table], report, batch, progress)
-    except (sqlite3.IntegrityError, *_integrity_errors()) as exc:  # type: ignore[misc]  # mypy: a starred tuple of classes
+    except driver_errors(integrity=True) as exc:
         raise ConflictError(f"the import clashes with the store and was rolled back: {exc}") from exc
-    except (KeyError, TypeError, ValueError, sqlite3.Error, driver_error()) as exc:
+    except driver_errors() as exc:
         if isinstance(exc, ValidationError):
             raise
         raise StoreError(f"the import failed and was rolled back: {type(exc).__name__}: {exc}") from exc
@@ -376,14 +375,6 @@ def import_file(store: Store, path: str | Path, *, vectors: bool = True, account
 def _check_path(path: Any) -> None:
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise ValidationError(f"path must be a file path, not {path!r}")
-
-
-def _integrity_errors() -> tuple[type[Exception], ...]:
-    try:
-        import psycopg
-    except ImportError:
-        return ()
-    return (psycopg.errors.IntegrityError,)
 
 
 def _check_embedder(side: Side, embedder: tuple[str, int] | None, vectors: bool) -> None:

@@ -28,7 +28,7 @@ from ..requests import ORDERS  # the orders ``list_memories`` accepts
 from . import filters
 from .auth import AuthStore
 from .base import (FACT_COLUMNS, MEMORY_COLUMNS, AdminStore, ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter,
-                   MemoryStore, SearchStore, Txn, location_from, ordered)
+                   MemoryStore, SearchStore, Txn, location_from, location_json, ordered)
 from .filters import Condition
 
 __all__ = [
@@ -40,12 +40,13 @@ KIND_TABLE = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
 #: the text each kind of record is embedded from
 EMBED_TEXT = {"chunk": "text", "entity": "name", "fact": "description"}
 ENTITY_COLUMNS = "id, dataset, name, normalized, type, description, aliases, created_at"
+_ENTITY_FIELDS = [c.strip() for c in ENTITY_COLUMNS.split(",")]
 CHUNK_COLUMNS = "id, memory_id, dataset, position, text, token_count, location"
 _MEMORY_JSON = ("decisions", "rationale", "metadata", "supersedes", "usage")
 _JSON_FIELDS = frozenset((*_MEMORY_JSON, "aliases"))
 _FACT_FIELDS = [c.strip() for c in FACT_COLUMNS.split(",")]
-_FACT_TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
 _MEMORY_TIMES = ("valid_at", "retention_until", "last_accessed_at", "created_at", "updated_at", "processed_at")
+_TIMES = frozenset((*_MEMORY_TIMES, "invalid_at", "expired_at", "revoked_at"))
 #: how each kind of record reaches the memories that state it (``in_scope``)
 _REACH = {
     "memory": "SELECT m.id AS id FROM memories m WHERE {ids}",
@@ -121,9 +122,28 @@ class Dialect:
             return ",".join(value) or None
         if name in _JSON_FIELDS:
             return self.json_in(value)
+        if name == "embedding":
+            return self.vector_in(value)
+        if name == "location":
+            return location_json(value)
         if isinstance(value, dt.datetime):
             return self.time_in(value)
         return self.bool_in(value) if isinstance(value, bool) else value
+
+    def read(self, name: str, value: Any) -> Any:
+        """A stored column's value as a record holds it (a time, parsed JSON, a location, a flag,
+        a set of permissions)."""
+        if value is None:
+            return None
+        if name in _TIMES:
+            return self.time_out(value)
+        if name in _JSON_FIELDS:
+            return self.json_out(value)
+        if name == "location":
+            return location_from(value)
+        if name == "permissions":
+            return self.perms_out(value)
+        return bool(value) if name in ("pinned", "admin") else value
 
     def memory_where(self, flt: MemoryFilter, alias: str = "") -> tuple[list[str], list[Any]]:
         """(clauses to AND, their arguments) selecting the memories ``flt`` selects."""
@@ -142,26 +162,21 @@ class Dialect:
         return Memory(**data)
 
     def fact_row(self, row: Mapping[str, Any]) -> FactRow:
-        return FactRow(**{c: self.time_out(row[c]) if c in _FACT_TIMES else row[c] for c in _FACT_FIELDS})
+        return FactRow(**{c: self.read(c, row[c]) for c in _FACT_FIELDS})
 
     def fact(self, row: Mapping[str, Any], memory_ids: list[str]) -> Fact:
         fields = {k: v for k, v in vars(self.fact_row(row)).items() if k not in ("memory_id", "embedding")}
         return Fact(**fields, source=row["source_name"], target=row["target_name"], memory_ids=memory_ids)
 
     def entity_row(self, row: Mapping[str, Any]) -> EntityRow:
-        return EntityRow(
-            id=row["id"], dataset=row["dataset"], name=row["name"], normalized=row["normalized"],
-            type=row["type"], description=row["description"], aliases=list(self.json_out(row["aliases"])),
-            created_at=self.time_out(row["created_at"]),
-        )
+        return EntityRow(**{c: self.read(c, row[c]) for c in _ENTITY_FIELDS})
 
     def entity(self, row: Mapping[str, Any], memory_ids: list[str]) -> Entity:
         fields = {k: v for k, v in vars(self.entity_row(row)).items() if k not in ("normalized", "embedding")}
         return Entity(**fields, memory_ids=memory_ids)
 
-    @staticmethod
-    def chunk_row(row: Mapping[str, Any]) -> ChunkRow:
-        return ChunkRow(**{**dict(row), "location": location_from(row["location"])})
+    def chunk_row(self, row: Mapping[str, Any]) -> ChunkRow:
+        return ChunkRow(**{c: self.read(c, v) for c, v in dict(row).items()})
 
 
 class SQLStore(AuthStore, MemoryStore, SearchStore, AdminStore):
