@@ -158,10 +158,12 @@ class AuthStore(ABC):
                              (AUTH_SCHEMA_VERSION,))
         self._auth_ready = True
 
-    def _auth_rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+    def _records(self, record: type[T], sql: str, args: Sequence[Any] = ()) -> list[T]:
+        """The rows of a read of the auth tables as records (times, flags and permissions read back)."""
         self._auth_migrate()
         with self._read() as conn:
-            return list(conn.execute(self.dialect.sql(sql), tuple(args)).fetchall())
+            rows = conn.execute(self.dialect.sql(sql), tuple(args)).fetchall()
+        return [self._made(record, row) for row in rows]
 
     @contextmanager
     def _auth_write(self) -> Iterator[Callable[..., list[Any]]]:
@@ -192,11 +194,10 @@ class AuthStore(ABC):
         return user
 
     def find_user(self, name: str) -> User | None:
-        rows = self._auth_rows("SELECT * FROM auth_users WHERE name = ?", (name,))
-        return self._made(User, rows[0]) if rows else None
+        return next(iter(self._records(User, "SELECT * FROM auth_users WHERE name = ?", (name,))), None)
 
     def list_users(self) -> list[User]:
-        return [self._made(User, r) for r in self._auth_rows("SELECT * FROM auth_users ORDER BY name")]
+        return self._records(User, "SELECT * FROM auth_users ORDER BY name")
 
     # -- API keys ----------------------------------------------------------------------------
     def create_key(self, user_id: str, key_hash: str, prefix: str, name: str | None = None) -> ApiKey:
@@ -209,13 +210,12 @@ class AuthStore(ABC):
 
     def key_owner(self, key_hash: str) -> User | None:
         """The user of an unrevoked key with this hash, or None."""
-        rows = self._auth_rows("SELECT u.* FROM auth_keys k JOIN auth_users u ON u.id = k.user_id"
-                          " WHERE k.key_hash = ? AND k.revoked_at IS NULL", (key_hash,))
-        return self._made(User, rows[0]) if rows else None
+        return next(iter(self._records(User, "SELECT u.* FROM auth_keys k JOIN auth_users u ON u.id = k.user_id"
+                                            " WHERE k.key_hash = ? AND k.revoked_at IS NULL", (key_hash,))), None)
 
     def list_keys(self, user_id: str | None = None) -> list[ApiKey]:
         where, args = ("WHERE user_id = ?", (user_id,)) if user_id else ("", ())
-        return [self._made(ApiKey, r) for r in self._auth_rows(f"SELECT * FROM auth_keys {where} ORDER BY created_at", args)]
+        return self._records(ApiKey, f"SELECT * FROM auth_keys {where} ORDER BY created_at", args)
 
     def revoke_key(self, key_id_or_prefix: str) -> ApiKey:
         """Revoke by id or shown prefix; NotFoundError if none matches (ConflictError if a
@@ -245,8 +245,7 @@ class AuthStore(ABC):
         if names is not None and not names:
             return []
         where = "" if names is None else f"WHERE name IN ({','.join('?' * len(names))})"
-        return [self._made(DatasetRecord, r)
-                for r in self._auth_rows(f"SELECT * FROM auth_datasets {where} ORDER BY name", names or ())]
+        return self._records(DatasetRecord, f"SELECT * FROM auth_datasets {where} ORDER BY name", names or ())
 
     def drop_dataset(self, name: str) -> None:
         """Forget a dataset's owner and grants."""
@@ -267,10 +266,8 @@ class AuthStore(ABC):
         return Grant(dataset, user_id, perms)
 
     def grants(self, dataset: str) -> list[Grant]:
-        rows = self._auth_rows("SELECT * FROM auth_grants WHERE dataset = ? ORDER BY user_id", (dataset,))
-        return [self._made(Grant, r) for r in rows]
+        return self._records(Grant, "SELECT * FROM auth_grants WHERE dataset = ? ORDER BY user_id", (dataset,))
 
     def user_grants(self, user_id: str) -> dict[str, frozenset[str]]:
         """Every dataset granted to a user, with the permissions."""
-        rows = self._auth_rows("SELECT dataset, permissions FROM auth_grants WHERE user_id = ?", (user_id,))
-        return {r["dataset"]: self.dialect.perms_out(r["permissions"]) for r in rows}
+        return {g.dataset: g.permissions for g in self._records(Grant, "SELECT * FROM auth_grants WHERE user_id = ?", (user_id,))}

@@ -252,7 +252,7 @@ class PostgresStore(SQLStore):
     def check_embedder(self, name: str, dimension: int) -> None:
         with self._conn() as conn:
             stored = self.recorded_embedder(conn)
-            if stored is None or not self._vectors_ready(conn, stored[1]):
+            if stored is None or any(c != (stored[1], True) for c in self._vector_columns(conn).values()):
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SCHEMA,))
                     self._record_embedder(conn, name, dimension, replace=False)
@@ -280,9 +280,6 @@ class PostgresStore(SQLStore):
             " AND c.relname IN ('chunks', 'facts', 'entities') AND a.attname = 'embedding'"
         ).fetchall()
         return {r["t"]: (r["n"], r["indexed"]) for r in rows}
-
-    def _vectors_ready(self, conn: _Conn, dimension: int) -> bool:
-        return all(c == (dimension, True) for c in self._vector_columns(conn).values())
 
     def _prepare_vectors(self, conn: _Conn, dimension: int) -> None:
         """Type the vector columns for ``dimension`` and build their HNSW indexes, unless rows of
