@@ -491,7 +491,7 @@ def entity_text(name: str, aliases: Sequence[str], description: str) -> str:
 
 class MemoryStore(ABC):
     """Memories: the write transaction every change of the graph goes through, and what each
-    backend writes its own way (inserting and claiming memories). The reads are written once
+    backend writes its own way (inserting memories). The reads and claims are written once
     (``SQLStore`` in ``sql.py``)."""
 
     @abstractmethod
@@ -525,13 +525,6 @@ class MemoryStore(ABC):
         """Insert memories (claimed by ``owner`` when given), in order, in one go: (id, True)
         for each new one; a memory whose content (dataset, content_hash) is stored already, or
         came earlier in the list, gives (that memory's id, False)."""
-    @abstractmethod
-    def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
-        """Mark the matching memories ``processing`` by ``owner`` (one worker wins each) and
-        return them, oldest first, at most ``flt.limit``."""
-    @abstractmethod
-    def renew_claims(self, owner: str, at: dt.datetime) -> None:
-        """Extend the lease of every memory ``owner`` holds (``updated_at = at``)."""
 
 
 class SearchStore(ABC):

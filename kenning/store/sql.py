@@ -91,8 +91,10 @@ class Dialect:
     vector_select: str = "embedding"
     #: a JSON object's member as text: ``{column}`` and ``{key}`` are filled in
     json_text: str = ""
-    #: appended to a read that locks the rows it returns until the transaction ends
+    #: appended to a read that locks the rows it returns until the transaction ends; and to
+    #: one that leaves out the rows another transaction locked (``{}``: the lock's strength)
     for_update: str = ""
+    skip_locked: str = ""
     #: a list of ids goes as one array parameter (``= ANY(?)``) rather than a mark per id
     arrays: bool = False
     #: column types of the tables (kenning/store/schema.py, kenning.store.auth), the
@@ -301,6 +303,31 @@ class SQLStore(AuthStore, MemoryStore, SearchStore, AdminStore):
             where.append("(created_at, id) > (?, ?)")
             args += [d.time_in(flt.after[0]), flt.after[1]]
         return " AND ".join(where), args
+
+    def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
+        """Mark the matching memories ``processing`` by ``owner`` (one worker wins each) and
+        return them, oldest first, at most ``flt.limit``."""
+        where, args = self._claimable(flt)
+        query = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY created_at, id"
+        if flt.limit is not None:
+            query += " LIMIT ?"
+            args.append(flt.limit)
+        with self._write() as conn:
+            # Rows another worker's claim has locked are skipped, not waited for and taken again.
+            rows = conn.execute(self.dialect.sql(query + self.dialect.skip_locked.format("UPDATE")), args).fetchall()
+            if rows:
+                ids, more = self.dialect.any_of("id", [r["id"] for r in rows])
+                conn.execute(self.dialect.sql(f"UPDATE memories SET status = 'processing', claimed_by = ?, updated_at = ?"
+                                              f" WHERE {ids}"), [owner, self.dialect.time_in(at), *more])
+        return [self.dialect.memory(r).model_copy(update={"status": "processing"}) for r in rows]
+
+    def renew_claims(self, owner: str, at: dt.datetime) -> None:
+        """Extend the lease of every memory ``owner`` holds (``updated_at = at``)."""
+        # Rows a writer has locked are being committed or deleted: waiting for one while holding
+        # the others could deadlock with that writer.
+        self._change("UPDATE memories SET updated_at = ? WHERE id IN (SELECT id FROM memories WHERE claimed_by = ?"
+                     f" AND status = 'processing'{self.dialect.skip_locked.format('NO KEY UPDATE')})",
+                     [self.dialect.time_in(at), owner])
 
     def claim_owners(self, dataset: str | None) -> list[str]:
         """The owners of the claims on ``processing`` memories."""

@@ -36,7 +36,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...errors import ConfigurationError, StoreError
 from ...models import Memory
-from ..base import FACT_COLUMNS, MEMORY_COLUMNS, ClaimFilter, FactRow, Scored, Txn, retry_transient
+from ..base import FACT_COLUMNS, FactRow, Scored, Txn, retry_transient
 from ..sql import KIND_TABLE, SQLStore
 from .dialect import POSTGRES, to_vector_text
 from .lexical import bm25
@@ -392,28 +392,6 @@ class PostgresStore(SQLStore):
                     " (SELECT * FROM unnest(%s::text[], %s::text[]))", ([k[0] for k in keys], [k[1] for k in keys]))}
         return [(m.id, True) if new else (stored[(m.dataset, m.content_hash)], False)
                 for m, new in zip(memories, created)]
-
-    def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
-        where, args = self._claimable(flt)
-        # Locked rows belong to another worker's claim: skip them rather than wait and re-take.
-        query = (
-            f"WITH picked AS (SELECT {MEMORY_COLUMNS} FROM memories WHERE {where}"
-            " ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED),"
-            " done AS (UPDATE memories m SET status = 'processing', claimed_by = ?, updated_at = ?"
-            " FROM picked WHERE m.id = picked.id)"
-            " SELECT * FROM picked ORDER BY created_at, id"
-        )
-        with self._write() as conn:
-            rows = conn.execute(self.dialect.sql(query), [*args, flt.limit, owner, at]).fetchall()
-        return [self.dialect.memory(r).model_copy(update={"status": "processing"}) for r in rows]
-
-    def renew_claims(self, owner: str, at: dt.datetime) -> None:
-        with self._write() as conn:
-            # SKIP LOCKED: a row a writer holds is being committed or deleted; waiting for it
-            # while holding the others could deadlock with that writer.
-            conn.execute("UPDATE memories SET updated_at = %s WHERE id IN (SELECT id FROM memories"
-                         " WHERE claimed_by = %s AND status = 'processing' FOR NO KEY UPDATE SKIP LOCKED)",
-                         (at, owner))
 
     # -- search lanes ------------------------------------------------------------------------
     def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
