@@ -492,7 +492,7 @@ def entity_text(name: str, aliases: Sequence[str], description: str) -> str:
 class MemoryStore(ABC):
     """Memories: the write transaction every change of the graph goes through, and what each
     backend writes its own way (inserting memories). The reads and claims are written once
-    (``SQLStore`` in ``sql.py``)."""
+    (``Store`` in ``sql.py``)."""
 
     @abstractmethod
     def transaction(self) -> AbstractContextManager[Txn]: ...
@@ -571,4 +571,4 @@ class AdminStore(ABC):
 
 # The store every part is given is the SQL layer over these roles (both backends are one):
 # imported last, as it builds on everything above.
-from .sql import SQLStore as Store  # noqa: E402
+from .sql import Store  # noqa: E402

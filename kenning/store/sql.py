@@ -3,7 +3,7 @@
 Every statement here is written with ``?`` placeholders; the dialect spells them for its driver
 (``%s`` for psycopg), says how a list of ids is passed (``IN (?, ?)`` or ``= ANY(?)``), how
 times, JSON, vectors and booleans are stored and read back, how a metadata filter condition is
-compiled and how tables are typed. :class:`SQLStore` holds the reads (the write primitives,
+compiled and how tables are typed. :class:`Store` holds the reads (the write primitives,
 :class:`kenning.store.base.Txn`, run over the same dialect); a backend (``sqlite/store.py``, ``postgres/store.py``) supplies
 its connections (``_read``, ``_write``, ``transaction``), the hooks its indexes need (SQLite's
 full-text rows, PostgreSQL's per-dataset locks) and what only it can do well: inserting
@@ -32,7 +32,7 @@ from .base import (FACT_COLUMNS, MEMORY_COLUMNS, AdminStore, ChunkRow, ClaimFilt
 from .filters import Condition
 
 __all__ = [
-    "CHUNK_COLUMNS", "EMBED_TEXT", "ENTITY_COLUMNS", "KIND_TABLE", "Dialect", "SQLStore",
+    "CHUNK_COLUMNS", "EMBED_TEXT", "ENTITY_COLUMNS", "KIND_TABLE", "Dialect", "Store",
 ]
 
 #: the table of each kind of searchable record
@@ -181,7 +181,7 @@ class Dialect:
         return ChunkRow(**{c: self.read(c, v) for c, v in dict(row).items()})
 
 
-class SQLStore(AuthStore, MemoryStore, SearchStore, AdminStore):
+class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
     """A dataset-partitioned memory store, thread-safe: the reads both backends share, over the
     roles each fills (``base.py``). A backend sets ``dialect`` and gives connections (rows
     readable by column name) through ``_read()`` and ``_write()`` (committed when the block

@@ -37,7 +37,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from ...errors import ConfigurationError, StoreError
 from ...models import Memory
 from ..base import FACT_COLUMNS, FactRow, Scored, Txn, retry_transient
-from ..sql import KIND_TABLE, SQLStore
+from ..sql import KIND_TABLE, Store
 from .dialect import POSTGRES, to_vector_text
 from .lexical import bm25
 from .schema import BOOTSTRAP, LOCK_DATASET, LOCK_SCHEMA, PG_MIGRATIONS, vector_steps
@@ -152,7 +152,7 @@ def _probe(url: str, timeout: float) -> None:
         raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {reason}") from None
 
 
-class PostgresStore(SQLStore):
+class PostgresStore(Store):
     dialect = POSTGRES
 
     def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 30.0, hnsw_ef_search: int = 100) -> None:

@@ -29,7 +29,7 @@ from ..._time import to_text
 from ...errors import StoreError
 from ...models import Memory
 from ..base import FACT_COLUMNS, FactRow, Scored, Txn, entity_text
-from ..sql import KIND_TABLE, SQLStore
+from ..sql import KIND_TABLE, Store
 from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate, to_blob
 from .dialect import SQLITE, dataset_token
 from .schema import SQLITE_MIGRATIONS
@@ -147,7 +147,7 @@ def _dataset_phrase(dataset: str) -> str:
     return f'ds : "{dataset_token(dataset)}"'
 
 
-class SQLiteStore(SQLStore):
+class SQLiteStore(Store):
     dialect = SQLITE
 
     def __init__(self, path: str, *, timeout: float = 30.0) -> None:
