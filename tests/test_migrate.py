@@ -153,8 +153,8 @@ def test_count_mismatch_exits_non_zero(tmp_path, clock, monkeypatch) -> None:  #
     _fill(source, clock)
     real = copy.SQLiteSide.write
 
-    def lossy(self, table, columns, rows, source):  # noqa: ANN001, ANN202
-        return real(self, table, columns, rows[1:] if table == "datasets" else rows, source)
+    def lossy(self, table, columns, rows):  # noqa: ANN001, ANN202
+        return real(self, table, columns, rows[1:] if table == "datasets" else rows)
 
     monkeypatch.setattr(copy.SQLiteSide, "write", lossy)
     result = CliRunner().invoke(cli, ["migrate", "--from", source, "--to", target])

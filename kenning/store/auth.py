@@ -17,15 +17,17 @@ import hashlib
 import secrets
 import uuid
 from abc import ABC, abstractmethod
-from collections.abc import Sequence
-from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass, field, fields
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._time import utcnow
 from ..errors import ConflictError, NotFoundError
 
 if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
     from .sql import Dialect
 
 __all__ = [
@@ -95,6 +97,8 @@ def shown_prefix(key: str) -> str:
 
 
 AUTH_SCHEMA_VERSION = "1"
+T = TypeVar("T", bound="DataclassInstance")
+
 
 # {bool}, {false}, {time}, {perms}, {table_options}: spelled by the dialect
 _TABLES = (
@@ -140,9 +144,6 @@ class AuthStore(ABC):
     def _write(self) -> AbstractContextManager[Any]:
         """A connection inside a write transaction, committed when the block ends."""
 
-    def _sql(self, sql: str) -> str:
-        return self.dialect.sql(sql)
-
     def _auth_migrate(self) -> None:
         """Create the auth tables if this store has none yet."""
         if self._auth_ready:
@@ -153,132 +154,120 @@ class AuthStore(ABC):
             if conn.execute("SELECT value FROM meta WHERE key = 'auth_schema'").fetchone() is None:
                 for sql in _TABLES:
                     conn.execute(sql.format(**self.dialect.types))
-                conn.execute(self._sql("INSERT INTO meta (key, value) VALUES ('auth_schema', ?)"),
+                conn.execute(self.dialect.sql("INSERT INTO meta (key, value) VALUES ('auth_schema', ?)"),
                              (AUTH_SCHEMA_VERSION,))
         self._auth_ready = True
 
-    def _auth_rows(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
+    def _records(self, record: type[T], sql: str, args: Sequence[Any] = ()) -> list[T]:
+        """The rows of a read of the auth tables as records (times, flags and permissions read back)."""
         self._auth_migrate()
         with self._read() as conn:
-            return list(conn.execute(self._sql(sql), tuple(args)).fetchall())
+            rows = conn.execute(self.dialect.sql(sql), tuple(args)).fetchall()
+        return [self._made(record, row) for row in rows]
 
-    def _auth_change(self, sql: str, args: Sequence[Any] = ()) -> list[Any]:
-        """Run one write; the rows it returns, if any."""
+    @contextmanager
+    def _auth_write(self) -> Iterator[Callable[..., list[Any]]]:
+        """One write transaction on the auth tables: ``run(sql, args)`` gives the rows a
+        statement returns, if any."""
         self._auth_migrate()
         with self._write() as conn:
-            cursor = conn.execute(self._sql(sql), tuple(args))
-            return list(cursor.fetchall()) if cursor.description else []
+            def run(sql: str, args: Sequence[Any] = ()) -> list[Any]:
+                cursor = conn.execute(self.dialect.sql(sql), tuple(args))
+                return list(cursor.fetchall()) if cursor.description else []
 
-    def _user(self, row: Any) -> User:
-        return User(id=row["id"], name=row["name"], admin=bool(row["admin"]),
-                    created_at=self.dialect.time_out(row["created_at"]))
+            yield run
 
-    def _key(self, row: Any) -> ApiKey:
-        time_out = self.dialect.time_out
-        return ApiKey(id=row["id"], user_id=row["user_id"], prefix=row["prefix"], name=row["name"],
-                      created_at=time_out(row["created_at"]),
-                      revoked_at=time_out(row["revoked_at"]))
-
-    def _record(self, row: Any) -> DatasetRecord:
-        return DatasetRecord(row["name"], row["owner_id"], self.dialect.time_out(row["created_at"]))
+    def _made(self, record: type[T], row: Any) -> T:
+        """A record from its row (times, flags and permissions read back)."""
+        return record(**{f.name: self.dialect.read(f.name, row[f.name]) for f in fields(record)})
 
     # -- users -------------------------------------------------------------------------------
     def create_user(self, name: str, *, admin: bool = False) -> User:
         """Raise ConflictError if the name is taken."""
         user = User(id=f"usr_{uuid.uuid4().hex[:24]}", name=name, admin=admin, created_at=utcnow())
-        done = self._auth_change("INSERT INTO auth_users (id, name, admin, created_at) VALUES (?,?,?,?)"
-                            " ON CONFLICT (name) DO NOTHING RETURNING id",
-                            (user.id, name, admin, self.dialect.time_in(user.created_at)))
+        with self._auth_write() as run:
+            done = run("INSERT INTO auth_users (id, name, admin, created_at) VALUES (?,?,?,?)"
+                       " ON CONFLICT (name) DO NOTHING RETURNING id",
+                       (user.id, name, admin, self.dialect.time_in(user.created_at)))
         if not done:
             raise ConflictError(f"user {name!r} already exists")
         return user
 
     def find_user(self, name: str) -> User | None:
-        rows = self._auth_rows("SELECT * FROM auth_users WHERE name = ?", (name,))
-        return self._user(rows[0]) if rows else None
+        return next(iter(self._records(User, "SELECT * FROM auth_users WHERE name = ?", (name,))), None)
 
     def list_users(self) -> list[User]:
-        return [self._user(r) for r in self._auth_rows("SELECT * FROM auth_users ORDER BY name")]
+        return self._records(User, "SELECT * FROM auth_users ORDER BY name")
 
     # -- API keys ----------------------------------------------------------------------------
     def create_key(self, user_id: str, key_hash: str, prefix: str, name: str | None = None) -> ApiKey:
         key = ApiKey(id=f"key_{uuid.uuid4().hex[:16]}", user_id=user_id, prefix=prefix, name=name,
                      created_at=utcnow())
-        self._auth_change("INSERT INTO auth_keys (id, user_id, key_hash, prefix, name, created_at)"
-                     " VALUES (?,?,?,?,?,?)",
-                     (key.id, user_id, key_hash, prefix, name, self.dialect.time_in(key.created_at)))
+        with self._auth_write() as run:
+            run("INSERT INTO auth_keys (id, user_id, key_hash, prefix, name, created_at) VALUES (?,?,?,?,?,?)",
+                (key.id, user_id, key_hash, prefix, name, self.dialect.time_in(key.created_at)))
         return key
 
     def key_owner(self, key_hash: str) -> User | None:
         """The user of an unrevoked key with this hash, or None."""
-        rows = self._auth_rows("SELECT u.* FROM auth_keys k JOIN auth_users u ON u.id = k.user_id"
-                          " WHERE k.key_hash = ? AND k.revoked_at IS NULL", (key_hash,))
-        return self._user(rows[0]) if rows else None
+        return next(iter(self._records(User, "SELECT u.* FROM auth_keys k JOIN auth_users u ON u.id = k.user_id"
+                                            " WHERE k.key_hash = ? AND k.revoked_at IS NULL", (key_hash,))), None)
 
     def list_keys(self, user_id: str | None = None) -> list[ApiKey]:
         where, args = ("WHERE user_id = ?", (user_id,)) if user_id else ("", ())
-        return [self._key(r) for r in self._auth_rows(f"SELECT * FROM auth_keys {where} ORDER BY created_at", args)]
+        return self._records(ApiKey, f"SELECT * FROM auth_keys {where} ORDER BY created_at", args)
 
     def revoke_key(self, key_id_or_prefix: str) -> ApiKey:
         """Revoke by id or shown prefix; NotFoundError if none matches (ConflictError if a
         prefix matches several keys)."""
-        self._auth_migrate()
-        with self._write() as conn:
-            rows = conn.execute(self._sql("SELECT id FROM auth_keys WHERE id = ? OR prefix = ?"),
-                                (key_id_or_prefix, key_id_or_prefix)).fetchall()
+        with self._auth_write() as run:
+            rows = run("SELECT id FROM auth_keys WHERE id = ? OR prefix = ?", (key_id_or_prefix, key_id_or_prefix))
             if not rows:
                 raise NotFoundError(f"no API key {key_id_or_prefix!r}")
             if len(rows) > 1:
                 raise ConflictError(f"{key_id_or_prefix!r} matches {len(rows)} keys; revoke by id")
-            row = conn.execute(
-                self._sql("UPDATE auth_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ? RETURNING *"),
-                (self.dialect.time_in(utcnow()), rows[0]["id"]),
-            ).fetchall()[0]
-        return self._key(row)
+            row = run("UPDATE auth_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ? RETURNING *",
+                      (self.dialect.time_in(utcnow()), rows[0]["id"]))[0]
+        return self._made(ApiKey, row)
 
     # -- datasets ----------------------------------------------------------------------------
     def claim_dataset(self, name: str, owner_id: str | None) -> DatasetRecord:
         """Record ``owner_id`` as the owner unless the dataset already has a record; return
         the record that holds (the existing one if another caller won)."""
-        self._auth_migrate()
-        with self._write() as conn:
-            conn.execute(self._sql("INSERT INTO auth_datasets (name, owner_id, created_at) VALUES (?,?,?)"
-                                   " ON CONFLICT (name) DO NOTHING"),
-                         (name, owner_id, self.dialect.time_in(utcnow())))
-            row = conn.execute(self._sql("SELECT * FROM auth_datasets WHERE name = ?"), (name,)).fetchone()
-        return self._record(row)
+        with self._auth_write() as run:
+            run("INSERT INTO auth_datasets (name, owner_id, created_at) VALUES (?,?,?) ON CONFLICT (name) DO NOTHING",
+                (name, owner_id, self.dialect.time_in(utcnow())))
+            row = run("SELECT * FROM auth_datasets WHERE name = ?", (name,))[0]
+        return self._made(DatasetRecord, row)
 
     def dataset_records(self, names: Sequence[str] | None = None) -> list[DatasetRecord]:
         """Records of the given datasets (all if None), by name."""
         if names is not None and not names:
             return []
         where = "" if names is None else f"WHERE name IN ({','.join('?' * len(names))})"
-        return [self._record(r) for r in self._auth_rows(f"SELECT * FROM auth_datasets {where} ORDER BY name",
-                                                    names or ())]
+        return self._records(DatasetRecord, f"SELECT * FROM auth_datasets {where} ORDER BY name", names or ())
 
     def drop_dataset(self, name: str) -> None:
         """Forget a dataset's owner and grants."""
-        self._auth_migrate()
-        with self._write() as conn:
-            conn.execute(self._sql("DELETE FROM auth_grants WHERE dataset = ?"), (name,))
-            conn.execute(self._sql("DELETE FROM auth_datasets WHERE name = ?"), (name,))
+        with self._auth_write() as run:
+            run("DELETE FROM auth_grants WHERE dataset = ?", (name,))
+            run("DELETE FROM auth_datasets WHERE name = ?", (name,))
 
     def set_grant(self, dataset: str, user_id: str, permissions: Sequence[str]) -> Grant:
         """Replace a user's permissions on a dataset; an empty list removes the grant."""
         perms = frozenset(permissions)
-        if perms:
-            self._auth_change("INSERT INTO auth_grants (dataset, user_id, permissions) VALUES (?,?,?)"
-                         " ON CONFLICT (dataset, user_id) DO UPDATE SET permissions = excluded.permissions",
-                         (dataset, user_id, self.dialect.perms_in(sorted(perms))))
-        else:
-            self._auth_change("DELETE FROM auth_grants WHERE dataset = ? AND user_id = ?", (dataset, user_id))
+        with self._auth_write() as run:
+            if perms:
+                run("INSERT INTO auth_grants (dataset, user_id, permissions) VALUES (?,?,?)"
+                    " ON CONFLICT (dataset, user_id) DO UPDATE SET permissions = excluded.permissions",
+                    (dataset, user_id, self.dialect.perms_in(sorted(perms))))
+            else:
+                run("DELETE FROM auth_grants WHERE dataset = ? AND user_id = ?", (dataset, user_id))
         return Grant(dataset, user_id, perms)
 
     def grants(self, dataset: str) -> list[Grant]:
-        rows = self._auth_rows("SELECT * FROM auth_grants WHERE dataset = ? ORDER BY user_id", (dataset,))
-        return [Grant(r["dataset"], r["user_id"], self.dialect.perms_out(r["permissions"])) for r in rows]
+        return self._records(Grant, "SELECT * FROM auth_grants WHERE dataset = ? ORDER BY user_id", (dataset,))
 
     def user_grants(self, user_id: str) -> dict[str, frozenset[str]]:
         """Every dataset granted to a user, with the permissions."""
-        rows = self._auth_rows("SELECT dataset, permissions FROM auth_grants WHERE user_id = ?", (user_id,))
-        return {r["dataset"]: self.dialect.perms_out(r["permissions"]) for r in rows}
+        return {g.dataset: g.permissions for g in self._records(Grant, "SELECT * FROM auth_grants WHERE user_id = ?", (user_id,))}

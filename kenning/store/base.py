@@ -17,16 +17,13 @@ from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
 from ..errors import StoreError
-from ..models import Entity, Fact, Location, Memory, Session, Stats
+from ..models import Location, Memory
 from .filters import Condition, parse_filters
-
-if TYPE_CHECKING:
-    from .sql import SQLStore
 
 __all__ = [
     "FACT_COLUMNS",
@@ -36,7 +33,6 @@ __all__ = [
     "ClaimFilter",
     "EntityRow",
     "FactRow",
-    "GraphStore",
     "MemoryFilter",
     "MemoryStore",
     "Scored",
@@ -193,7 +189,7 @@ class Txn:
     ``_lock_row`` / ``_seen`` (serialize writers of a dataset), ``_index`` / ``_reindex_entity``
     / ``_delete_rows`` (keep a full-text index in step)."""
 
-    def __init__(self, store: SQLStore, conn: Any) -> None:
+    def __init__(self, store: Store, conn: Any) -> None:
         self.store, self.conn, self.d = store, conn, store.dialect
 
     def _q(self, query: str, args: Sequence[Any] = ()) -> Any:
@@ -261,15 +257,18 @@ class Txn:
         self._lock_row("memories", memory_id)
         self._update("memories", memory_id, fields)
 
+    def _insert(self, table: str, row: ChunkRow | EntityRow | FactRow, text: str) -> None:
+        """Insert a record (its fields are the table's columns) and index ``text`` to search."""
+        values = vars(row)
+        marks = {"embedding": self.d.vector_mark, "location": self.d.json_mark}
+        cur = self._q(f"INSERT INTO {table} ({', '.join(values)}) VALUES ({', '.join(marks.get(c, '?') for c in values)})",
+                      [self.d.value(c, v) for c, v in values.items()])
+        self._index(table, cur, row.dataset, text)
+
     def insert_chunks(self, rows: Sequence[ChunkRow]) -> None:
         for row in rows:
             self._lock(row.dataset)
-            cur = self._q(
-                "INSERT INTO chunks (id, memory_id, dataset, position, text, token_count, embedding, location)"
-                f" VALUES (?, ?, ?, ?, ?, ?, {self.d.vector_mark}, {self.d.json_mark})",
-                [row.id, row.memory_id, row.dataset, row.position, row.text, row.token_count,
-                 self.d.vector_in(row.embedding), location_json(row.location)])
-            self._index("chunks", cur, row.dataset, row.text)
+            self._insert("chunks", row, row.text)
 
     def delete_chunks(self, memory_id: str) -> None:
         self._lock_row("memories", memory_id)
@@ -285,12 +284,7 @@ class Txn:
     def insert_entity(self, row: EntityRow) -> None:
         self._lock(row.dataset)
         self._seen("entities", [row])
-        cur = self._q(
-            "INSERT INTO entities (id, dataset, name, normalized, type, description, aliases, embedding, created_at)"
-            f" VALUES (?, ?, ?, ?, ?, ?, ?, {self.d.vector_mark}, ?)",
-            [row.id, row.dataset, row.name, row.normalized, row.type, row.description, self.d.json_in(row.aliases),
-             self.d.vector_in(row.embedding), self.d.time_in(row.created_at)])
-        self._index("entities", cur, row.dataset, entity_text(row.name, row.aliases, row.description))
+        self._insert("entities", row, entity_text(row.name, row.aliases, row.description))
 
     def update_entity(self, entity_id: str, fields: dict[str, Any]) -> None:
         if fields:
@@ -334,15 +328,7 @@ class Txn:
     def insert_fact(self, row: FactRow) -> None:
         self._lock(row.dataset)
         self._seen("facts", [row])
-        t = self.d.time_in
-        cur = self._q(
-            "INSERT INTO facts (id, dataset, source_id, relation, target_id, description, valid_at, invalid_at,"
-            " created_at, expired_at, superseded_by, memory_id, embedding, weight)"
-            f" VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, {self.d.vector_mark}, ?)",
-            [row.id, row.dataset, row.source_id, row.relation, row.target_id, row.description, t(row.valid_at),
-             t(row.invalid_at), t(row.created_at), t(row.expired_at), row.superseded_by, row.memory_id,
-             self.d.vector_in(row.embedding), row.weight])
-        self._index("facts", cur, row.dataset, row.description)
+        self._insert("facts", row, row.description)
 
     def close_fact(self, fact_id: str, *, invalid_at: dt.datetime | None, expired_at: dt.datetime | None,
                    superseded_by: str | None) -> None:
@@ -504,8 +490,9 @@ def entity_text(name: str, aliases: Sequence[str], description: str) -> str:
 
 
 class MemoryStore(ABC):
-    """Memories: their rows, their lifecycle and claims, scopes and sessions, and the write
-    transaction every change of the graph goes through."""
+    """Memories: the write transaction every change of the graph goes through, and what each
+    backend writes its own way (inserting memories). The reads and claims are written once
+    (``Store`` in ``sql.py``)."""
 
     @abstractmethod
     def transaction(self) -> AbstractContextManager[Txn]: ...
@@ -538,90 +525,6 @@ class MemoryStore(ABC):
         """Insert memories (claimed by ``owner`` when given), in order, in one go: (id, True)
         for each new one; a memory whose content (dataset, content_hash) is stored already, or
         came earlier in the list, gives (that memory's id, False)."""
-    @abstractmethod
-    def get_memories(self, ids: Sequence[str]) -> list[Memory]: ...
-    @abstractmethod
-    def memory_by_hash(self, dataset: str, content_hash: str) -> Memory | None: ...
-    @abstractmethod
-    def list_memories(self, flt: MemoryFilter) -> list[Memory]: ...
-    @abstractmethod
-    def file_memories(self, dataset: str, prefix: str = "", folder: str | None = None) -> list[tuple[str, str, str]]:
-        """(source, memory id, content hash) of the memories read from files (``metadata``
-        has a ``format``) whose source starts with ``prefix``, superseded ones left out, by
-        source: what folder sync (kenning.files.plan_sync) compares a folder with. ``folder``:
-        only those whose ``metadata.folder`` is this (``""``: those read with no folder, uploads)."""
-    @abstractmethod
-    def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
-        """Change a memory's columns (lifecycle fields, status) in their own transaction."""
-    @abstractmethod
-    def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
-        """Mark the matching memories ``processing`` by ``owner`` (one worker wins each) and
-        return them, oldest first, at most ``flt.limit``."""
-    @abstractmethod
-    def renew_claims(self, owner: str, at: dt.datetime) -> None:
-        """Extend the lease of every memory ``owner`` holds (``updated_at = at``)."""
-    @abstractmethod
-    def claim_owners(self, dataset: str | None) -> list[str]:
-        """The owners of the claims on ``processing`` memories."""
-    @abstractmethod
-    def in_scope(self, kind: str, ids: Sequence[str], flt: MemoryFilter) -> list[str]:
-        """The ids among ``ids`` (in their order) of ``kind`` records (memory | chunk | fact |
-        entity) that a memory ``flt`` selects is or states: a chunk's memory, any memory in a
-        fact's or entity's provenance. Recall's lanes narrow their candidates with it."""
-    @abstractmethod
-    def facts_stated(self, flt: MemoryFilter) -> list[Fact]:
-        """Facts (open and closed) with a memory ``flt`` selects in their provenance: open ones
-        first, then the latest valid; at most ``flt.limit``."""
-    @abstractmethod
-    def session_messages(self, dataset: str, session: str, last: int, before: int | None = None) -> list[Memory]:
-        """The last ``last`` memories of a session (any status), oldest first; with ``before``,
-        the last ones at positions before it (the turns that precede a message)."""
-    @abstractmethod
-    def sessions(self, flt: MemoryFilter) -> list[Session]:
-        """The sessions of the memories ``flt`` selects (its dataset, user, agent...), the one
-        with the latest message first; ``flt.limit``/``offset`` page them."""
-
-
-class GraphStore(ABC):
-    """Entities, facts and chunks, read outside a transaction."""
-
-    @abstractmethod
-    def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]: ...
-    @abstractmethod
-    def get_entities(self, ids: Sequence[str]) -> list[Entity]: ...
-    @abstractmethod
-    def get_facts(self, ids: Sequence[str]) -> list[Fact]: ...
-    def fact_owners(self, ids: Sequence[str]) -> dict[str, list[str]]:
-        """The memories that state each fact (as ``get_facts`` gives them), by fact id, without
-        the facts; recall votes with these and reads the facts of the memories that rank."""
-        return {f.id: f.memory_ids for f in self.get_facts(ids)}
-    @abstractmethod
-    def get_chunks(self, ids: Sequence[str]) -> list[ChunkRow]: ...
-    @abstractmethod
-    def chunk_owners(self, ids: Sequence[str]) -> dict[str, str]:
-        """The memory each chunk belongs to, by chunk id (ids not found left out), without the text."""
-    @abstractmethod
-    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
-                            by_target: bool = False) -> list[FactRow]: ...
-    @abstractmethod
-    def entity_facts(self, entity_id: str, relation: str | None = None) -> list[Fact]:
-        """Every fact (open and closed) with the entity at either end."""
-    @abstractmethod
-    def memory_chunks(self, memory_id: str) -> list[ChunkRow]:
-        """A memory's chunks in position order (without vectors)."""
-    @abstractmethod
-    def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
-        """Provenance the other way: (entity_ids, fact_ids) a memory states."""
-    @abstractmethod
-    def memory_facts(self, memory_ids: Sequence[str]) -> dict[str, list[str]]:
-        """The fact ids each memory states (sorted, as ``memory_graph`` gives them), for many
-        memories in one read; every memory asked about is a key."""
-    @abstractmethod
-    def entity_rows(self, dataset: str, after_id: str | None, limit: int) -> list[EntityRow]:
-        """A page of a dataset's entities (with embeddings), ordered by id."""
-    @abstractmethod
-    def set_fact_weight(self, fact_id: str, weight: float) -> None:
-        """Set the feedback weight recall multiplies a fact's score by."""
 
 
 class SearchStore(ABC):
@@ -645,7 +548,7 @@ class SearchStore(ABC):
 
 
 class AdminStore(ABC):
-    """The store itself: its embedder and vectors, counts, datasets, closing and scrubbing."""
+    """The store itself: its embedder and vectors, closing and scrubbing."""
 
     url: str
 
@@ -656,15 +559,8 @@ class AdminStore(ABC):
     def set_embedder(self, name: str, dimension: int) -> None:
         """Record the embedder the stored vectors come from."""
     @abstractmethod
-    def texts_to_embed(self, kind: str, after_id: str | None, limit: int, missing_only: bool = False) -> list[tuple[str, str]]:
-        """(id, text) of ``kind`` records ordered by id, for (re-)embedding page by page."""
-    @abstractmethod
     def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
         """Replace the vectors of the given records (one transaction)."""
-    @abstractmethod
-    def stats(self, dataset: str | None) -> Stats: ...
-    @abstractmethod
-    def datasets(self) -> list[str]: ...
     @abstractmethod
     def close(self) -> None: ...
     @abstractmethod
@@ -673,5 +569,6 @@ class AdminStore(ABC):
         allows (``forget`` calls it before it returns)."""
 
 
-class Store(MemoryStore, GraphStore, SearchStore, AdminStore):
-    """A dataset-partitioned memory store, composed of its roles. Implementations are thread-safe."""
+# The store every part is given is the SQL layer over these roles (both backends are one):
+# imported last, as it builds on everything above.
+from .sql import Store  # noqa: E402

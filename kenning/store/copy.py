@@ -15,6 +15,7 @@ This module reads both backends' tables directly, which only code inside ``kenni
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import sqlite3
 from abc import ABC, abstractmethod
@@ -24,21 +25,29 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
-from .._time import as_utc, to_text
+from .._time import to_text
 from ..errors import ConflictError, StoreError
 from .base import Store, entity_text
-from .vectors import from_blob, to_blob
 
-__all__ = ["OWN_TABLES", "CopyReport", "PostgresSide", "SQLiteSide", "Side", "copy_store", "driver_error", "in_order", "side_of",
-           "vector_value"]
+__all__ = ["KINDS", "OWN_TABLES", "CopyReport", "PostgresSide", "SQLiteSide", "Side", "copy_store", "driver_errors",
+           "in_order", "side_of"]
 
 _CORE = ("datasets", "memories", "chunks", "entities", "facts", "fact_memories", "entity_memories")
 _VECTOR_TABLES = ("chunks", "entities", "facts")
 #: bookkeeping each store keeps for itself (the embedder record is carried separately; the
 #: full-text statistics and the vector change log are kept by the target's triggers)
 OWN_TABLES = {"meta", "kenning_schema", "lexical_stats", "lexeme_stats", "vector_log"}
+#: columns whose values are not plain text or numbers (a test checks these against PostgreSQL's
+#: column types, so a new column of such a type cannot be forgotten here)
+KINDS: dict[tuple[str, str], str] = {
+    **{("memories", c): "json" for c in ("decisions", "rationale", "metadata", "supersedes", "usage")},
+    ("entities", "aliases"): "json",
+    ("chunks", "location"): "json",
+    ("memories", "pinned"): "bool",
+    ("auth_users", "admin"): "bool",
+    ("auth_grants", "permissions"): "list",
+    **{(t, "embedding"): "vector" for t in ("chunks", "entities", "facts")},
+}
 
 
 @dataclass
@@ -64,13 +73,14 @@ def _values(row: Any) -> tuple:
 class Side(ABC):
     """One store seen as tables of rows: its catalog (``Dialect.catalog``), reads on the
     snapshot or the copy's transaction once open (``conn``), else on a connection of its own.
+    Rows come and go in one plain form whatever the backend (:meth:`rows`, :meth:`stored`).
     A backend's side says how it holds a snapshot and writes a batch fast."""
 
     def __init__(self, store: Any) -> None:
-        self.store, self.mark, self.catalog = store, store.dialect.mark, store.dialect.catalog
+        self.store, self.d = store, store.dialect
+        self.mark, self.catalog = self.d.mark, self.d.catalog
         self.collate = self.catalog["collate"]  # how text keys sort bytewise
         self.conn: Any = None
-        self.types: dict[str, dict[str, str]] = {}
 
     @contextmanager
     def _connection(self) -> Iterator[Any]:
@@ -114,18 +124,51 @@ class Side(ABC):
     def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
              args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
         names = ", ".join(f'"{c}"' for c in columns)
-        with self._connection() as conn:
-            cursor = conn.execute(f'SELECT {names} FROM "{table}" {where}', list(args))
+        with self._cursor(table) as cursor:
+            cursor.execute(f'SELECT {names} FROM "{table}" {where}', list(args))
             while rows := cursor.fetchmany(batch):
                 yield [_values(r) for r in rows]
+
+    @contextmanager
+    def _cursor(self, table: str) -> Iterator[Any]:
+        with self._connection() as conn:
+            yield conn.cursor()
+
+    def plain(self, kind: str | None, value: Any) -> Any:
+        """A stored value in the plain form: times as fixed-width text, JSON parsed, flags as
+        booleans, lists sorted, vectors as float32 arrays (``kind``: its column's ``KINDS``)."""
+        if value is None:
+            return None
+        if kind == "vector":
+            return self.d.vector_out(value)
+        if kind == "json":
+            return json.loads(value) if isinstance(value, str) else value
+        if kind == "bool":
+            return bool(value)
+        if kind == "list":
+            return sorted(self.d.perms_out(value))
+        return to_text(value) if isinstance(value, dt.datetime) else value
+
+    def rows(self, table: str, columns: Sequence[str], batch: int, where: str = "",
+             args: Sequence[Any] = ()) -> Iterator[list[list[Any]]]:
+        """The rows of ``read`` in the plain form."""
+        kinds = [KINDS.get((table, c)) for c in columns]
+        for rows in self.read(table, columns, batch, where, args):
+            yield [[self.plain(k, v) for k, v in zip(kinds, row)] for row in rows]
+
+    def stored(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[tuple]:
+        """Plain rows as this store holds them."""
+        d, kinds = self.d, [KINDS.get((table, c)) for c in columns]
+        spell = {"vector": d.vector_in, "json": d.json_in, "bool": d.bool_in, "list": d.perms_in}
+        return [tuple(v if v is None or k not in spell else spell[k](v) for k, v in zip(kinds, row)) for row in rows]
 
     @abstractmethod
     def snapshot(self) -> AbstractContextManager[None]:
         """Reads inside see one state of the database."""
 
     @abstractmethod
-    def write(self, table: str, columns: Sequence[str], rows: list[tuple], source: dict[str, str]) -> None:
-        """Insert ``rows`` (``source``: the types of their columns in the store they come from)."""
+    def write(self, table: str, columns: Sequence[str], rows: list[list[Any]]) -> None:
+        """Insert ``rows`` (in the plain form)."""
 
     @contextmanager
     def writing(self) -> Iterator[None]:
@@ -135,13 +178,6 @@ class Side(ABC):
                 yield
             finally:
                 self.conn = None
-
-    def _converted(self, table: str, columns: Sequence[str], rows: list[tuple], source: dict[str, str],
-                   to: Callable[[str, str, Any], Any]) -> list[tuple]:
-        """``rows`` in the target columns' types: ``to(target type, source type, value)``."""
-        types = self.types[table] = self.types.get(table) or self.columns(table)
-        kinds = [(types.get(c, ""), source.get(c, "")) for c in columns]
-        return [tuple(None if v is None else to(*k, v) for k, v in zip(kinds, row)) for row in rows]
 
 
 class SQLiteSide(Side):
@@ -171,41 +207,33 @@ class SQLiteSide(Side):
             self._rebuild_fulltext()
         self.store.forget_vector_indexes()
 
-    def write(self, table: str, columns: Sequence[str], rows: list[tuple], source: dict[str, str]) -> None:
+    def write(self, table: str, columns: Sequence[str], rows: list[list[Any]]) -> None:
         names = ", ".join(f'"{c}"' for c in columns)
         marks = ", ".join("?" * len(columns))
-        self.conn.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})',
-                              self._converted(table, columns, rows, source, _to_sqlite))
+        self.conn.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', self.stored(table, columns, rows))
 
     def _rebuild_fulltext(self) -> None:
         from .sqlite.dialect import dataset_token
 
         # Every row gets its dataset token too: searching a store of several datasets matches
         # on it inside the index.
-        db = self.conn
-        for table, column in (("chunks", "text"), ("facts", "description")):
-            db.execute(f"DELETE FROM {table}_fts")
-            db.executemany(
-                f"INSERT INTO {table}_fts (rowid, ds, text) VALUES (?, ?, ?)",
-                [(r[0], dataset_token(r[1]), r[2]) for r in db.execute(f"SELECT rowid, dataset, {column} FROM {table}")],
-            )
-        db.execute("DELETE FROM entities_fts")
-        db.executemany(
-            "INSERT INTO entities_fts (rowid, ds, text) VALUES (?, ?, ?)",
-            [(r[0], dataset_token(r[1]), entity_text(r[2], json.loads(r[3]), r[4]))
-             for r in db.execute("SELECT rowid, dataset, name, aliases, description FROM entities")],
-        )
+        texts: dict[str, tuple[str, Callable[[Any], str]]] = {
+            "chunks": ("text", lambda r: r["text"]), "facts": ("description", lambda r: r["description"]),
+            "entities": ("name, aliases, description",
+                         lambda r: entity_text(r["name"], json.loads(r["aliases"]), r["description"]))}
+        for table, (columns, text) in texts.items():
+            self.conn.execute(f"DELETE FROM {table}_fts")
+            rows = self.conn.execute(f"SELECT rowid, dataset, {columns} FROM {table}")
+            self.conn.executemany(f"INSERT INTO {table}_fts (rowid, ds, text) VALUES (?, ?, ?)",
+                                  [(r["rowid"], dataset_token(r["dataset"]), text(r)) for r in rows])
 
 
 class PostgresSide(Side):
-    def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
-             args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
-        """Through a server-side cursor: a table is never held in memory whole."""
-        names = ", ".join(f'"{c}"' for c in columns)
+    @contextmanager
+    def _cursor(self, table: str) -> Iterator[Any]:
+        """A server-side cursor: a table is never held in memory whole."""
         with self._connection() as conn, conn.transaction(), conn.cursor(name=f"kenning_copy_{table}") as cursor:
-            cursor.execute(f'SELECT {names} FROM "{table}" {where}', args)
-            while rows := cursor.fetchmany(batch):
-                yield [_values(r) for r in rows]
+            yield cursor
 
     @contextmanager
     def snapshot(self) -> Iterator[None]:
@@ -218,64 +246,28 @@ class PostgresSide(Side):
             finally:
                 self.conn = None
 
-    def write(self, table: str, columns: Sequence[str], rows: list[tuple], source: dict[str, str]) -> None:
+    def write(self, table: str, columns: Sequence[str], rows: list[list[Any]]) -> None:
         names = ", ".join(f'"{c}"' for c in columns)
-        values = self._converted(table, columns, rows, source, _to_postgres)  # (reads the catalog first)
         # COPY: one statement per batch, so the statement triggers (full-text statistics) run
         # once per batch, not once per row.
         with self.conn.cursor() as cursor, cursor.copy(f'COPY "{table}" ({names}) FROM STDIN') as copy:
-            for row in values:
+            for row in self.stored(table, columns, rows):
                 copy.write_row(row)
 
 
-# -- value conversion, by the target column's type ----------------------------------------------
-def vector_value(value: Any) -> np.ndarray | None:
-    if value is None:
-        return None
-    if isinstance(value, (bytes, memoryview)):
-        return from_blob(bytes(value))
-    if isinstance(value, str):
-        return np.asarray(json.loads(value), dtype=np.float32)
-    return np.asarray(value, dtype=np.float32)
-
-
-def _to_sqlite(declared: str, source: str, value: Any) -> Any:
-    if declared == "BLOB":
-        return to_blob(vector_value(value))
-    if source == "ARRAY":  # a PostgreSQL text[] is a comma list in SQLite (auth_grants)
-        return ",".join(sorted(value))
-    if isinstance(value, bool):
-        return int(value)
-    if hasattr(value, "isoformat") and hasattr(value, "tzinfo"):
-        return to_text(value)
-    if isinstance(value, (list, dict)):
-        return json.dumps(value, default=str)
-    return value
-
-
-def _to_postgres(kind: str, source: str, value: Any) -> Any:
-    from .postgres.dialect import json_value, to_vector_text
-
-    if kind == "vector":
-        return to_vector_text(vector_value(value))
-    if kind == "timestamp with time zone":
-        return as_utc(value)
-    if kind in ("jsonb", "json"):
-        return json_value(json.loads(value) if isinstance(value, str) else value)
-    if kind == "boolean":
-        return bool(value)
-    if kind == "ARRAY" and isinstance(value, str):
-        return [item for item in value.split(",") if item]
-    return value
-
-
 # -- the copy -----------------------------------------------------------------------------------
-def driver_error() -> type[Exception]:
+def driver_errors(integrity: bool = False) -> tuple[type[Exception], ...]:
+    """What the database drivers raise (with ``integrity``: for a broken constraint), with the
+    errors of bad values a copy or an import can meet."""
+    if integrity:
+        errors: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
+    else:
+        errors = (KeyError, TypeError, ValueError, sqlite3.Error)
     try:
         import psycopg
     except ImportError:
-        return sqlite3.Error
-    return psycopg.Error
+        return errors
+    return (*errors, psycopg.errors.IntegrityError if integrity else psycopg.Error)
 
 
 def side_of(store: Store) -> Side:
@@ -327,13 +319,12 @@ def copy_store(
     try:
         with dst.writing():
             for table in tables:
-                source_types = src.columns(table)
-                columns = list(source_types)
-                for rows in src.read(table, columns, batch):
-                    dst.write(table, columns, rows, source_types)
+                columns = list(src.columns(table))
+                for rows in src.rows(table, columns, batch):
+                    dst.write(table, columns, rows)
                     if progress:
                         progress(table, len(rows))
-    except (KeyError, TypeError, ValueError, sqlite3.Error, driver_error()) as exc:
+    except driver_errors() as exc:
         raise StoreError(f"the copy failed and was rolled back: {type(exc).__name__}: {exc}") from exc
     if report.embedder:
         target.set_embedder(*report.embedder)  # records it and builds the vector indexes

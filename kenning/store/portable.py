@@ -41,11 +41,9 @@ This module reads both backends' tables directly, which only code inside ``kenni
 from __future__ import annotations
 
 import base64
-import datetime as dt
 import json
 import os
 import re
-import sqlite3
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -53,29 +51,17 @@ from typing import IO, Any
 
 import numpy as np
 
-from .._time import to_text
 from .._checks import check_flag
 from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ..models import TransferResult
 from .base import Store
-from .copy import Side, driver_error, in_order, side_of, vector_value
+from .copy import KINDS, Side, driver_errors, in_order, side_of
 
 __all__ = ["FORMAT", "VERSION", "export_file", "export_graph", "export_store", "import_file"]
 
 FORMAT, VERSION = "kenning-export", 1
 Progress = Callable[[int], None] | None
 
-#: columns whose values are not plain text or numbers (a test checks these against PostgreSQL's
-#: column types, so a new column of such a type cannot be forgotten here)
-KINDS: dict[tuple[str, str], str] = {
-    **{("memories", c): "json" for c in ("decisions", "rationale", "metadata", "supersedes", "usage")},
-    ("entities", "aliases"): "json",
-    ("chunks", "location"): "json",
-    ("memories", "pinned"): "bool",
-    ("auth_users", "admin"): "bool",
-    ("auth_grants", "permissions"): "list",
-    **{(t, "embedding"): "vector" for t in ("chunks", "entities", "facts")},
-}
 #: how each table's rows are chosen for a set of datasets (``{ds}``: the list of names)
 SCOPES: dict[str, str] = {
     "datasets": "name IN ({ds})",
@@ -104,26 +90,16 @@ REFS: dict[tuple[str, str], str] = {
 KEEP = {"datasets"}
 
 
-# -- one form for every value ----------------------------------------------------------------
+# -- one form for every value: copy's plain form, vectors as base64 ------------------------------
 def _out(kind: str | None, value: Any) -> Any:
-    """A stored value (either backend) in the file's form."""
-    if value is None:
-        return None
-    if kind == "vector":
-        return base64.b64encode(np.asarray(vector_value(value), dtype="<f4").tobytes()).decode()
-    if kind == "json":
-        return json.loads(value) if isinstance(value, str) else value
-    if kind == "bool":
-        return bool(value)
-    if kind == "list":
-        return sorted(p for p in (value.split(",") if isinstance(value, str) else value) if p)
-    if isinstance(value, dt.datetime):
-        return to_text(value)
+    """A plain value (``Side.rows``) in the file's form."""
+    if kind == "vector" and value is not None:
+        return base64.b64encode(np.asarray(value, dtype="<f4").tobytes()).decode()
     return value
 
 
 def _in(kind: str | None, value: Any, where: str, dimension: int | None) -> Any:
-    """A value from the file, ready for ``copy``'s converters."""
+    """A value from the file in the plain form."""
     if value is None or kind != "vector":
         return value
     try:
@@ -178,7 +154,7 @@ def _rows(side: Side, table: str, datasets: list[str], batch: int) -> Iterator[l
     where = _scope(side, table).replace("{ds}", marks)  # type: ignore[union-attr]
     order = ", ".join(f'"{c}"{side.collate}' for c in side.primary_key(table)) or "1"
     args = datasets * where.count(marks)
-    for rows in side.read(table, columns, batch, f"WHERE {where} ORDER BY {order}", args):
+    for rows in side.rows(table, columns, batch, f"WHERE {where} ORDER BY {order}", args):
         yield [{c: _out(k, v) for c, k, v in zip(columns, kinds, row)} for row in rows]
 
 
@@ -382,9 +358,9 @@ def import_file(store: Store, path: str | Path, *, vectors: bool = True, account
         with side.writing():
             for table in in_order(side, list(parsed.tables)):
                 _write(side, table, parsed.tables[table], report, batch, progress)
-    except (sqlite3.IntegrityError, *_integrity_errors()) as exc:  # type: ignore[misc]  # mypy: a starred tuple of classes
+    except driver_errors(integrity=True) as exc:
         raise ConflictError(f"the import clashes with the store and was rolled back: {exc}") from exc
-    except (KeyError, TypeError, ValueError, sqlite3.Error, driver_error()) as exc:
+    except driver_errors() as exc:
         if isinstance(exc, ValidationError):
             raise
         raise StoreError(f"the import failed and was rolled back: {type(exc).__name__}: {exc}") from exc
@@ -399,14 +375,6 @@ def import_file(store: Store, path: str | Path, *, vectors: bool = True, account
 def _check_path(path: Any) -> None:
     if not isinstance(path, (str, os.PathLike)) or not str(path):
         raise ValidationError(f"path must be a file path, not {path!r}")
-
-
-def _integrity_errors() -> tuple[type[Exception], ...]:
-    try:
-        import psycopg
-    except ImportError:
-        return ()
-    return (psycopg.errors.IntegrityError,)
 
 
 def _check_embedder(side: Side, embedder: tuple[str, int] | None, vectors: bool) -> None:
@@ -484,7 +452,6 @@ def _write(side: Side, table: str, rows: list[dict[str, Any]], report: TransferR
     columns = list(side.columns(table))
     key = side.primary_key(table)
     kinds = {c: KINDS.get((table, c)) for c in columns}
-    source = {c: "ARRAY" for c, k in kinds.items() if k == "list"}
     ignored = {} if report.vectors else {c: None for c, k in kinds.items() if k == "vector"}
     for start in range(0, len(rows), batch):
         part = rows[start:start + batch]
@@ -504,8 +471,7 @@ def _write(side: Side, table: str, rows: list[dict[str, Any]], report: TransferR
                                     f" ({', '.join(differ)}); nothing was imported")
         if fresh:
             dimension = report.embedder[1] if report.embedder else None
-            side.write(table, columns, [tuple(_in(kinds[c], r[c], table, dimension) for c in columns)
-                                        for r in fresh], source)
+            side.write(table, columns, [[_in(kinds[c], r[c], table, dimension) for c in columns] for r in fresh])
         report.rows[table] = report.rows.get(table, 0) + len(fresh)
         report.skipped[table] = report.skipped.get(table, 0) + len(part) - len(fresh)
         if progress:
@@ -522,8 +488,9 @@ def _held(side: Side, table: str, columns: list[str], key: list[str],
     target = "(" + ", ".join(f'"{k}"' for k in key) + ")"
     query = f'SELECT {names} FROM "{table}" WHERE {target} IN (VALUES {", ".join([one] * len(rows))})'
     found = side.select(query, [row.get(k) for row in rows for k in key])
+    kinds = [KINDS.get((table, c)) for c in columns]
     out = {}
     for values in found:
-        row = {c: _out(KINDS.get((table, c)), v) for c, v in zip(columns, values)}
+        row = {c: _out(k, side.plain(k, v)) for c, k, v in zip(columns, kinds, values)}
         out[tuple(row[k] for k in key)] = row
     return out

@@ -3,7 +3,7 @@
 Every statement here is written with ``?`` placeholders; the dialect spells them for its driver
 (``%s`` for psycopg), says how a list of ids is passed (``IN (?, ?)`` or ``= ANY(?)``), how
 times, JSON, vectors and booleans are stored and read back, how a metadata filter condition is
-compiled and how tables are typed. :class:`SQLStore` holds the reads (the write primitives,
+compiled and how tables are typed. :class:`Store` holds the reads (the write primitives,
 :class:`kenning.store.base.Txn`, run over the same dialect); a backend (``sqlite/store.py``, ``postgres/store.py``) supplies
 its connections (``_read``, ``_write``, ``transaction``), the hooks its indexes need (SQLite's
 full-text rows, PostgreSQL's per-dataset locks) and what only it can do well: inserting
@@ -27,12 +27,12 @@ from ..models import Entity, Fact, Memory, Session, Stats, Usage
 from ..requests import ORDERS  # the orders ``list_memories`` accepts
 from . import filters
 from .auth import AuthStore
-from .base import (FACT_COLUMNS, MEMORY_COLUMNS, ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter, Store, Txn,
-                   location_from, ordered)
+from .base import (FACT_COLUMNS, MEMORY_COLUMNS, AdminStore, ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter,
+                   MemoryStore, SearchStore, Txn, location_from, location_json, ordered)
 from .filters import Condition
 
 __all__ = [
-    "CHUNK_COLUMNS", "EMBED_TEXT", "ENTITY_COLUMNS", "KIND_TABLE", "Dialect", "SQLStore",
+    "CHUNK_COLUMNS", "EMBED_TEXT", "ENTITY_COLUMNS", "KIND_TABLE", "Dialect", "Store",
 ]
 
 #: the table of each kind of searchable record
@@ -40,12 +40,13 @@ KIND_TABLE = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
 #: the text each kind of record is embedded from
 EMBED_TEXT = {"chunk": "text", "entity": "name", "fact": "description"}
 ENTITY_COLUMNS = "id, dataset, name, normalized, type, description, aliases, created_at"
+_ENTITY_FIELDS = [c.strip() for c in ENTITY_COLUMNS.split(",")]
 CHUNK_COLUMNS = "id, memory_id, dataset, position, text, token_count, location"
 _MEMORY_JSON = ("decisions", "rationale", "metadata", "supersedes", "usage")
 _JSON_FIELDS = frozenset((*_MEMORY_JSON, "aliases"))
 _FACT_FIELDS = [c.strip() for c in FACT_COLUMNS.split(",")]
-_FACT_TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
 _MEMORY_TIMES = ("valid_at", "retention_until", "last_accessed_at", "created_at", "updated_at", "processed_at")
+_TIMES = frozenset((*_MEMORY_TIMES, "invalid_at", "expired_at", "revoked_at"))
 #: how each kind of record reaches the memories that state it (``in_scope``)
 _REACH = {
     "memory": "SELECT m.id AS id FROM memories m WHERE {ids}",
@@ -90,8 +91,10 @@ class Dialect:
     vector_select: str = "embedding"
     #: a JSON object's member as text: ``{column}`` and ``{key}`` are filled in
     json_text: str = ""
-    #: appended to a read that locks the rows it returns until the transaction ends
+    #: appended to a read that locks the rows it returns until the transaction ends; and to
+    #: one that leaves out the rows another transaction locked (``{}``: the lock's strength)
     for_update: str = ""
+    skip_locked: str = ""
     #: a list of ids goes as one array parameter (``= ANY(?)``) rather than a mark per id
     arrays: bool = False
     #: column types of the tables (kenning/store/schema.py, kenning.store.auth), the
@@ -121,9 +124,28 @@ class Dialect:
             return ",".join(value) or None
         if name in _JSON_FIELDS:
             return self.json_in(value)
+        if name == "embedding":
+            return self.vector_in(value)
+        if name == "location":
+            return location_json(value)
         if isinstance(value, dt.datetime):
             return self.time_in(value)
         return self.bool_in(value) if isinstance(value, bool) else value
+
+    def read(self, name: str, value: Any) -> Any:
+        """A stored column's value as a record holds it (a time, parsed JSON, a location, a flag,
+        a set of permissions)."""
+        if value is None:
+            return None
+        if name in _TIMES:
+            return self.time_out(value)
+        if name in _JSON_FIELDS:
+            return self.json_out(value)
+        if name == "location":
+            return location_from(value)
+        if name == "permissions":
+            return self.perms_out(value)
+        return bool(value) if name in ("pinned", "admin") else value
 
     def memory_where(self, flt: MemoryFilter, alias: str = "") -> tuple[list[str], list[Any]]:
         """(clauses to AND, their arguments) selecting the memories ``flt`` selects."""
@@ -142,30 +164,26 @@ class Dialect:
         return Memory(**data)
 
     def fact_row(self, row: Mapping[str, Any]) -> FactRow:
-        return FactRow(**{c: self.time_out(row[c]) if c in _FACT_TIMES else row[c] for c in _FACT_FIELDS})
+        return FactRow(**{c: self.read(c, row[c]) for c in _FACT_FIELDS})
 
     def fact(self, row: Mapping[str, Any], memory_ids: list[str]) -> Fact:
         fields = {k: v for k, v in vars(self.fact_row(row)).items() if k not in ("memory_id", "embedding")}
         return Fact(**fields, source=row["source_name"], target=row["target_name"], memory_ids=memory_ids)
 
     def entity_row(self, row: Mapping[str, Any]) -> EntityRow:
-        return EntityRow(
-            id=row["id"], dataset=row["dataset"], name=row["name"], normalized=row["normalized"],
-            type=row["type"], description=row["description"], aliases=list(self.json_out(row["aliases"])),
-            created_at=self.time_out(row["created_at"]),
-        )
+        return EntityRow(**{c: self.read(c, row[c]) for c in _ENTITY_FIELDS})
 
     def entity(self, row: Mapping[str, Any], memory_ids: list[str]) -> Entity:
         fields = {k: v for k, v in vars(self.entity_row(row)).items() if k not in ("normalized", "embedding")}
         return Entity(**fields, memory_ids=memory_ids)
 
-    @staticmethod
-    def chunk_row(row: Mapping[str, Any]) -> ChunkRow:
-        return ChunkRow(**{**dict(row), "location": location_from(row["location"])})
+    def chunk_row(self, row: Mapping[str, Any]) -> ChunkRow:
+        return ChunkRow(**{c: self.read(c, v) for c, v in dict(row).items()})
 
 
-class SQLStore(AuthStore, Store):
-    """The reads both stores share. A backend sets ``dialect`` and gives connections (rows
+class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
+    """A dataset-partitioned memory store, thread-safe: the reads both backends share, over the
+    roles each fills (``base.py``). A backend sets ``dialect`` and gives connections (rows
     readable by column name) through ``_read()`` and ``_write()`` (committed when the block
     ends); ``_fresh`` lets it add what it holds in memory to memories read."""
 
@@ -246,6 +264,10 @@ class SQLStore(AuthStore, Store):
             return self._fresh([self.dialect.memory(r) for r in self._rows(query, [*args, flt.limit, flt.offset], conn)])
 
     def file_memories(self, dataset: str, prefix: str = "", folder: str | None = None) -> list[tuple[str, str, str]]:
+        """(source, memory id, content hash) of the memories read from files (``metadata``
+        has a ``format``) whose source starts with ``prefix``, superseded ones left out, by
+        source: what folder sync (kenning.files.plan_sync) compares a folder with. ``folder``:
+        only those whose ``metadata.folder`` is this (``""``: those read with no folder, uploads)."""
         fmt, sub = (self.dialect.json_text.format(column="metadata", key=k) for k in ("format", "folder"))
         rows = self._rows(
             "SELECT source, id, content_hash FROM memories WHERE dataset = ? AND source IS NOT NULL"
@@ -255,6 +277,7 @@ class SQLStore(AuthStore, Store):
         return [(r["source"], r["id"], r["content_hash"]) for r in rows]
 
     def update_memory(self, memory_id: str, fields: dict[str, Any]) -> None:
+        """Change a memory's columns (lifecycle fields, status) in their own transaction."""
         with self._write() as conn:
             Txn(self, conn)._update("memories", memory_id, fields)
 
@@ -281,13 +304,42 @@ class SQLStore(AuthStore, Store):
             args += [d.time_in(flt.after[0]), flt.after[1]]
         return " AND ".join(where), args
 
+    def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
+        """Mark the matching memories ``processing`` by ``owner`` (one worker wins each) and
+        return them, oldest first, at most ``flt.limit``."""
+        where, args = self._claimable(flt)
+        query = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY created_at, id"
+        if flt.limit is not None:
+            query += " LIMIT ?"
+            args.append(flt.limit)
+        with self._write() as conn:
+            # Rows another worker's claim has locked are skipped, not waited for and taken again.
+            rows = conn.execute(self.dialect.sql(query + self.dialect.skip_locked.format("UPDATE")), args).fetchall()
+            if rows:
+                ids, more = self.dialect.any_of("id", [r["id"] for r in rows])
+                conn.execute(self.dialect.sql(f"UPDATE memories SET status = 'processing', claimed_by = ?, updated_at = ?"
+                                              f" WHERE {ids}"), [owner, self.dialect.time_in(at), *more])
+        return [self.dialect.memory(r).model_copy(update={"status": "processing"}) for r in rows]
+
+    def renew_claims(self, owner: str, at: dt.datetime) -> None:
+        """Extend the lease of every memory ``owner`` holds (``updated_at = at``)."""
+        # Rows a writer has locked are being committed or deleted: waiting for one while holding
+        # the others could deadlock with that writer.
+        self._change("UPDATE memories SET updated_at = ? WHERE id IN (SELECT id FROM memories WHERE claimed_by = ?"
+                     f" AND status = 'processing'{self.dialect.skip_locked.format('NO KEY UPDATE')})",
+                     [self.dialect.time_in(at), owner])
+
     def claim_owners(self, dataset: str | None) -> list[str]:
+        """The owners of the claims on ``processing`` memories."""
         query = "SELECT DISTINCT claimed_by FROM memories WHERE claimed_by IS NOT NULL AND status = 'processing'"
         return [r["claimed_by"] for r in self._rows(query + (" AND dataset = ?" if dataset else ""),
                                                     [dataset] if dataset else [])]
 
     # -- scopes and sessions ---------------------------------------------------------------------
     def in_scope(self, kind: str, ids: Sequence[str], flt: MemoryFilter) -> list[str]:
+        """The ids among ``ids`` (in their order) of ``kind`` records (memory | chunk | fact |
+        entity) that a memory ``flt`` selects is or states: a chunk's memory, any memory in a
+        fact's or entity's provenance. Recall's lanes narrow their candidates with it."""
         clauses, args = self.dialect.memory_where(flt, "m")
         unique = list(dict.fromkeys(ids))
         found: set[str] = set()
@@ -298,6 +350,8 @@ class SQLStore(AuthStore, Store):
         return [i for i in ids if i in found]
 
     def facts_stated(self, flt: MemoryFilter) -> list[Fact]:
+        """Facts (open and closed) with a memory ``flt`` selects in their provenance: open ones
+        first, then the latest valid; at most ``flt.limit``."""
         clauses, args = self.dialect.memory_where(flt, "m")
         query = (
             "SELECT f.id AS id FROM facts f WHERE f.id IN (SELECT p.fact_id FROM fact_memories p"
@@ -307,6 +361,8 @@ class SQLStore(AuthStore, Store):
         return self.get_facts([r["id"] for r in self._rows(query, [*args, flt.limit, flt.offset])])
 
     def session_messages(self, dataset: str, session: str, last: int, before: int | None = None) -> list[Memory]:
+        """The last ``last`` memories of a session (any status), oldest first; with ``before``,
+        the last ones at positions before it (the turns that precede a message)."""
         # A message without a position (none is stored so) sorts last in both databases.
         query = (
             "SELECT id FROM memories WHERE dataset = ? AND session = ?" + (" AND position < ?" if before is not None else "")
@@ -316,6 +372,8 @@ class SQLStore(AuthStore, Store):
         return self.get_memories([r["id"] for r in self._rows(query, args)][::-1])
 
     def sessions(self, flt: MemoryFilter) -> list[Session]:
+        """The sessions of the memories ``flt`` selects (its dataset, user, agent...), the one
+        with the latest message first; ``flt.limit``/``offset`` page them."""
         clauses, args = self.dialect.memory_where(flt)
         query = (
             'SELECT session, dataset, min("user") AS "user", min(agent) AS agent, min(valid_at) AS first_at,'
@@ -330,7 +388,7 @@ class SQLStore(AuthStore, Store):
             for r in self._rows(query, [*args, flt.limit, flt.offset])
         ]
 
-    # -- graph reads -----------------------------------------------------------------------------
+    # -- graph reads: entities, facts and chunks, outside a transaction --------------------------
     def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
         with self._read() as conn:
             return self._find_entities(conn, dataset, normalized)
@@ -366,6 +424,8 @@ class SQLStore(AuthStore, Store):
     def get_facts(self, ids: Sequence[str]) -> list[Fact]:
         return self._stated("fact", _NAMED_FACTS, "f.id", ids, self.dialect.fact)
 
+    # the memories that state each fact (as ``get_facts`` gives them), by fact id, without the
+    # facts; recall votes with these and reads the facts of the memories that rank
     def fact_owners(self, ids: Sequence[str]) -> dict[str, list[str]]:
         if not ids:
             return {}
@@ -379,6 +439,7 @@ class SQLStore(AuthStore, Store):
         rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE {clause}", args)
         return ordered({r["id"]: self.dialect.chunk_row(r) for r in rows}, ids)
 
+    # the memory each chunk belongs to, by chunk id (ids not found left out), without the text
     def chunk_owners(self, ids: Sequence[str]) -> dict[str, str]:
         if not ids:
             return {}
@@ -386,15 +447,18 @@ class SQLStore(AuthStore, Store):
         return {r["id"]: r["memory_id"] for r in self._rows(f"SELECT id, memory_id FROM chunks WHERE {clause}", args)}
 
     def entity_facts(self, entity_id: str, relation: str | None = None) -> list[Fact]:
+        """Every fact (open and closed) with the entity at either end."""
         query = "SELECT id FROM facts WHERE (source_id = ? OR target_id = ?)" + (" AND relation = ?" if relation else "")
         rows = self._rows(query + " ORDER BY valid_at, created_at, id", [entity_id, entity_id, *([relation] if relation else [])])
         return self.get_facts([r["id"] for r in rows])
 
     def memory_chunks(self, memory_id: str) -> list[ChunkRow]:
+        """A memory's chunks in position order (without vectors)."""
         rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE memory_id = ? ORDER BY position", [memory_id])
         return [self.dialect.chunk_row(r) for r in rows]
 
     def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
+        """Provenance the other way: (entity_ids, fact_ids) a memory states."""
         query = "SELECT {0}_id AS id FROM {0}_memories WHERE memory_id = ? ORDER BY {0}_id"
         with self._read() as conn:
             entities, facts = ([r["id"] for r in self._rows(query.format(kind), [memory_id], conn)]
@@ -402,6 +466,8 @@ class SQLStore(AuthStore, Store):
         return entities, facts
 
     def memory_facts(self, memory_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The fact ids each memory states (sorted, as ``memory_graph`` gives them), for many
+        memories in one read; every memory asked about is a key."""
         out: dict[str, list[str]] = {m: [] for m in memory_ids}
         if not out:
             return out
@@ -411,6 +477,7 @@ class SQLStore(AuthStore, Store):
         return out
 
     def entity_rows(self, dataset: str, after_id: str | None, limit: int) -> list[EntityRow]:
+        """A page of a dataset's entities (with embeddings), ordered by id."""
         rows = self._rows(f"SELECT {ENTITY_COLUMNS}, {self.dialect.vector_select} AS vector FROM entities"
                           " WHERE dataset = ? AND id > ? ORDER BY id LIMIT ?", [dataset, after_id or "", limit])
         out = []
@@ -421,6 +488,7 @@ class SQLStore(AuthStore, Store):
         return out
 
     def set_fact_weight(self, fact_id: str, weight: float) -> None:
+        """Set the feedback weight recall multiplies a fact's score by."""
         self._change("UPDATE facts SET weight = ? WHERE id = ?", [weight, fact_id])
 
     # -- the embedder record -------------------------------------------------------------------
@@ -448,6 +516,7 @@ class SQLStore(AuthStore, Store):
 
     # -- embeddings and bookkeeping --------------------------------------------------------------
     def texts_to_embed(self, kind: str, after_id: str | None, limit: int, missing_only: bool = False) -> list[tuple[str, str]]:
+        """(id, text) of ``kind`` records ordered by id, for (re-)embedding page by page."""
         where = (["id > ?"] if after_id else []) + (["embedding IS NULL"] if missing_only else [])
         rows = self._rows(f"SELECT id, {EMBED_TEXT[kind]} AS text FROM {KIND_TABLE[kind]}{_and(where, ' WHERE ')}"
                           " ORDER BY id LIMIT ?", [*([after_id] if after_id else []), limit])

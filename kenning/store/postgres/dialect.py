@@ -61,7 +61,7 @@ def _condition(cond: Condition, metadata: str) -> tuple[str, list[Any]]:
 POSTGRES = Dialect(
     mark="%s", condition=_condition, json_in=json_value, vector_in=to_vector_text, vector_out=from_vector_text,
     vector_mark="?::vector", json_mark="?::jsonb", vector_select="embedding::text", json_text="{column} ->> '{key}'",
-    for_update=" FOR UPDATE", arrays=True,
+    for_update=" FOR UPDATE", skip_locked=" FOR {} SKIP LOCKED", arrays=True,
     types={"id": 'TEXT COLLATE "C"', "json": "JSONB", "time": "TIMESTAMPTZ", "bool": "BOOLEAN", "false": "false",
            "vector": "vector", "real": "DOUBLE PRECISION", "perms": "TEXT[]", "fill": " WITH (fillfactor = 80)",
            "table_options": ""},

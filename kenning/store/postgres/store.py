@@ -36,8 +36,8 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...errors import ConfigurationError, StoreError
 from ...models import Memory
-from ..base import FACT_COLUMNS, MEMORY_COLUMNS, ClaimFilter, FactRow, Scored, Txn, retry_transient
-from ..sql import KIND_TABLE, SQLStore
+from ..base import FACT_COLUMNS, FactRow, Scored, Txn, retry_transient
+from ..sql import KIND_TABLE, Store
 from .dialect import POSTGRES, to_vector_text
 from .lexical import bm25
 from .schema import BOOTSTRAP, LOCK_DATASET, LOCK_SCHEMA, PG_MIGRATIONS, vector_steps
@@ -152,7 +152,7 @@ def _probe(url: str, timeout: float) -> None:
         raise StoreError(f"cannot connect to PostgreSQL at {redact(url)}: {reason}") from None
 
 
-class PostgresStore(SQLStore):
+class PostgresStore(Store):
     dialect = POSTGRES
 
     def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 30.0, hnsw_ef_search: int = 100) -> None:
@@ -252,7 +252,7 @@ class PostgresStore(SQLStore):
     def check_embedder(self, name: str, dimension: int) -> None:
         with self._conn() as conn:
             stored = self.recorded_embedder(conn)
-            if stored is None or not self._vectors_ready(conn, stored[1]):
+            if stored is None or any(c != (stored[1], True) for c in self._vector_columns(conn).values()):
                 with conn.transaction():
                     conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SCHEMA,))
                     self._record_embedder(conn, name, dimension, replace=False)
@@ -280,9 +280,6 @@ class PostgresStore(SQLStore):
             " AND c.relname IN ('chunks', 'facts', 'entities') AND a.attname = 'embedding'"
         ).fetchall()
         return {r["t"]: (r["n"], r["indexed"]) for r in rows}
-
-    def _vectors_ready(self, conn: _Conn, dimension: int) -> bool:
-        return all(c == (dimension, True) for c in self._vector_columns(conn).values())
 
     def _prepare_vectors(self, conn: _Conn, dimension: int) -> None:
         """Type the vector columns for ``dimension`` and build their HNSW indexes, unless rows of
@@ -395,28 +392,6 @@ class PostgresStore(SQLStore):
                     " (SELECT * FROM unnest(%s::text[], %s::text[]))", ([k[0] for k in keys], [k[1] for k in keys]))}
         return [(m.id, True) if new else (stored[(m.dataset, m.content_hash)], False)
                 for m, new in zip(memories, created)]
-
-    def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
-        where, args = self._claimable(flt)
-        # Locked rows belong to another worker's claim: skip them rather than wait and re-take.
-        query = (
-            f"WITH picked AS (SELECT {MEMORY_COLUMNS} FROM memories WHERE {where}"
-            " ORDER BY created_at, id LIMIT ? FOR UPDATE SKIP LOCKED),"
-            " done AS (UPDATE memories m SET status = 'processing', claimed_by = ?, updated_at = ?"
-            " FROM picked WHERE m.id = picked.id)"
-            " SELECT * FROM picked ORDER BY created_at, id"
-        )
-        with self._write() as conn:
-            rows = conn.execute(self.dialect.sql(query), [*args, flt.limit, owner, at]).fetchall()
-        return [self.dialect.memory(r).model_copy(update={"status": "processing"}) for r in rows]
-
-    def renew_claims(self, owner: str, at: dt.datetime) -> None:
-        with self._write() as conn:
-            # SKIP LOCKED: a row a writer holds is being committed or deleted; waiting for it
-            # while holding the others could deadlock with that writer.
-            conn.execute("UPDATE memories SET updated_at = %s WHERE id IN (SELECT id FROM memories"
-                         " WHERE claimed_by = %s AND status = 'processing' FOR NO KEY UPDATE SKIP LOCKED)",
-                         (at, owner))
 
     # -- search lanes ------------------------------------------------------------------------
     def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:

@@ -28,8 +28,8 @@ import numpy as np
 from ..._time import to_text
 from ...errors import StoreError
 from ...models import Memory
-from ..base import FACT_COLUMNS, MEMORY_COLUMNS, ClaimFilter, FactRow, Scored, Txn, entity_text
-from ..sql import KIND_TABLE, SQLStore
+from ..base import FACT_COLUMNS, FactRow, Scored, Txn, entity_text
+from ..sql import KIND_TABLE, Store
 from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate, to_blob
 from .dialect import SQLITE, dataset_token
 from .schema import SQLITE_MIGRATIONS
@@ -147,7 +147,7 @@ def _dataset_phrase(dataset: str) -> str:
     return f'ds : "{dataset_token(dataset)}"'
 
 
-class SQLiteStore(SQLStore):
+class SQLiteStore(Store):
     dialect = SQLITE
 
     def __init__(self, path: str, *, timeout: float = 30.0) -> None:
@@ -384,28 +384,6 @@ class SQLiteStore(SQLStore):
                 names = ", ".join(f'"{n}"' for n in columns)
                 self._db.executemany(f"INSERT INTO memories ({names}) VALUES ({_marks(len(columns))})", values)
         return out
-
-    def claim(self, owner: str, at: dt.datetime, flt: ClaimFilter) -> list[Memory]:
-        where, args = self._claimable(flt)
-        query = f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {where} ORDER BY created_at, id"
-        if flt.limit is not None:
-            query += " LIMIT ?"
-            args.append(flt.limit)
-        with self._write():
-            rows = self._db.execute(query, args).fetchall()
-            ids = [r["id"] for r in rows]
-            if ids:
-                self._db.execute(
-                    f"UPDATE memories SET status = 'processing', claimed_by = ?, updated_at = ?"
-                    f" WHERE id IN ({_marks(len(ids))})",
-                    [owner, to_text(at), *ids],
-                )
-        return [self.dialect.memory(r).model_copy(update={"status": "processing"}) for r in rows]
-
-    def renew_claims(self, owner: str, at: dt.datetime) -> None:
-        with self._write():
-            self._db.execute("UPDATE memories SET updated_at = ? WHERE claimed_by = ? AND status = 'processing'",
-                             (to_text(at), owner))
 
     # -- search lanes ------------------------------------------------------------------------
     def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
