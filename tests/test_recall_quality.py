@@ -5,6 +5,7 @@ neighbouring turns of a conversation (scoring and context)."""
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 import numpy as np
 import pytest
@@ -264,6 +265,17 @@ def test_a_turn_two_away_from_a_match_is_found(kn):
     found = [m for h in hits for m in h.memory_ids]
     assert ids[0] in found[:2] and ids[2] in found
     assert _score_of(hits, ids[2]) < _score_of(hits, ids[1])
+
+
+def test_equal_scores_rank_the_newer_memory_first_whatever_the_ids(kn):
+    """Ties are not left to the random part of the ids: the newer memory leads, then the earlier
+    turn of an episode. The older session is remembered first (its ids sort first)."""
+    old = kn.remember(["Ann: We adore the opera.", "Ben: Nothing else."], valid_at=NOW - dt.timedelta(days=30))
+    time.sleep(0.005)
+    new = kn.remember(["Ben: We adore the opera.", "Ann: Nothing else."], valid_at=NOW)
+    hits = kn.recall("adore opera", top_k=4).hits
+    assert hits[0].score == pytest.approx(hits[1].score)
+    assert [h.memory_ids[0] for h in hits[:2]] == [new.memory_ids[0], old.memory_ids[0]]
 
 
 # -- what was believed at known_at --------------------------------------------------------------

@@ -537,12 +537,22 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     for hit in hits:
         if hit.id in ctx.answers_found and hit.current:
             hit.score += lead
+    hits.sort(key=functools.partial(_order, ctx))
     if q.uses("session") and LANE_WEIGHTS["session"] > 0 and chat.gathers(q.text):
         hits = chat.diversify(hits, lambda h: _episode(ctx, h), LANE_WEIGHTS["session"])
-    hits.sort(key=lambda h: (-h.score, h.id))
     _settle(ctx, hits[: max(q.top_k * 2, 20)], window)
-    hits.sort(key=lambda h: (-h.score, h.id))
+    hits.sort(key=functools.partial(_order, ctx))
     return _dedupe(hits)[: q.top_k]
+
+
+def _order(ctx: _Context, hit: Hit) -> tuple[float, float, int, str]:
+    """Hits by score; equal scores (the turns around a match gain the same share of it) by
+    something stable rather than by the random part of their ids: the newer memory first,
+    then the earlier turn of an episode."""
+    memory = ctx.memories.get(hit.memory_ids[0]) if hit.memory_ids else None
+    if memory is None:
+        return -hit.score, 0.0, 0, hit.id
+    return -hit.score, -memory.valid_at.timestamp(), memory.position or 0, memory.id
 
 
 def _settle(ctx: _Context, hits: list[Hit], window: Window | None) -> None:
@@ -728,7 +738,7 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
         keep.lanes = sorted(set(first.lanes) | set(hit.lanes))
         seen[(keep.kind, keep.id)] = index
         out[index] = keep
-    return sorted(out, key=lambda h: (-h.score, h.id))
+    return sorted(out, key=lambda h: -h.score)  # stable: the callers' order breaks ties
 
 
 def _ends_sooner(a: Hit, b: Hit) -> bool:
