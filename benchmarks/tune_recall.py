@@ -41,6 +41,8 @@ DEFAULT_GRID = {
     "vector": [0.0, 0.2, 0.35, 0.5, 0.7],
     "graph": [0.0, 0.25, 0.5],
     "neighbor": [0.0, 0.15, 0.25, 0.35, 0.5],
+    "neighbor2": [0.0, 0.35, 0.5, 0.65],
+    "reply": [0.65, 0.8, 1.0, 1.3],
     "window": [0.0, 0.25, 0.5, 1.0],
     "fact": [0.0, 0.25, 0.5, 0.75, 1.0],
     "speaker": [0.0, 0.1, 0.25],
@@ -75,6 +77,10 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], help="name=value: a base weight (repeatable)")
     parser.add_argument("--search-type", default="hybrid")
     parser.add_argument("--types", action="store_true", help="also R@5 / R@10 by question type")
+    parser.add_argument("--misses", default=None,
+                        help="write each question of the defaults row whose gold is not all in the top 10 "
+                             "(or, LongMemEval, its sessions in the top 5; JSON lines: question, type, "
+                             "gold ranks, the top 5 texts) to this file")
     parser.add_argument("--no-forms", action="store_true",
                         help="also a row with the irregular word forms (kenning/search/lexicon.py) left out")
     args = parser.parse_args()
@@ -105,6 +111,9 @@ def main() -> None:
                 ms.append((time.perf_counter() - started) * 1000)
                 rows.append((ranked_keys(hits, keys), q))
         _print(label, rows, ms, sessions, args.types)
+        if label == "defaults" and args.misses:
+            _misses(args.misses, rows, {id(q): {u.key: u.text for u in c.units} for c in collections
+                                         for q in c.questions})
     recall_module.LANE_WEIGHTS.clear()
     recall_module.LANE_WEIGHTS.update(base)
 
@@ -129,6 +138,21 @@ def _print(label: str, rows: list, ms: list[float], sessions: bool, types: bool 
         mine = [(ranked, q) for ranked, q in rows if q.category == category]
         figures = " ".join(f"{100 * statistics.mean(recall_at_k(r, q.gold, k) for r, q in mine):5.1f}" for k in (5, 10))
         print(f"  {category[:26]:<26} {figures}  (n={len(mine)})", flush=True)
+
+
+def _misses(path: str, rows: list, texts_of: dict[int, dict[str, str]]) -> None:
+    """The questions whose gold units are not all among the first 10, with where they rank."""
+    with open(path, "w") as out:
+        for ranked, q in rows:
+            texts = texts_of[id(q)]
+            where = {g: (ranked.index(g) + 1 if g in ranked else None) for g in q.gold}
+            sessions = list(dict.fromkeys(session_of(k) for k in ranked))
+            if all(r is not None and r <= 10 for r in where.values()) and all_at_k(sessions, q.sessions, 5):
+                continue
+            out.write(json.dumps({"question": q.text, "type": q.category, "answer": q.answer, "gold": where,
+                                  "sessions": {s: (sessions.index(s) + 1 if s in sessions else None) for s in q.sessions},
+                                  "gold_text": {g: texts.get(g, "")[:300] for g in q.gold},
+                                  "top": [(k, texts.get(k, "")[:160]) for k in ranked[:5]]}) + "\n")
 
 
 def _store(collection, args) -> tuple:

@@ -9,7 +9,7 @@ import pytest
 
 from kenning import Kenning
 from kenning.search import lexicon
-from kenning.search.lexicon import forms
+from kenning.search.lexicon import forms, heads, kinds
 from kenning.search.variants import with_variants
 from kenning.text import terms_of
 
@@ -25,6 +25,12 @@ CASES = [
      ["Sam likes skiing.", "Skiing with Sam."]),
     ("Where did I put the knives?", "The knife is in the top drawer.",
      ["I put the keys on the table.", "Put the plates away."]),
+    # a compound's head ("homegrown": grown, grow)
+    ("What goes well with my homegrown herbs?", "The herbs I grow on the balcony are ready.",
+     ["Herbs are expensive at the shop.", "Fresh herbs from the market."]),
+    # the kinds of a general word ("phone": iphone)
+    ("What case fits my phone?", "I need a new case for my iPhone.",
+     ["The case was closed by the police.", "A case of wine arrived."]),
 ]
 
 
@@ -42,6 +48,21 @@ def test_inflections_of_a_member_find_the_family() -> None:
     assert "fly" not in forms("flying")  # the stemmer joins those already: it would count twice
     assert "bought" in forms("buys") and "ran" in forms("running") and "knife" in forms("knives")
     assert forms("boston") == () and forms("tea") == ()
+
+
+def test_a_compound_searches_its_head_and_the_heads_family() -> None:
+    assert heads("homegrown") == ("grown", "grow", "grew", "growth")
+    assert set(heads("handwritten")) == {"written", "write", "wrote"} and "spent" in heads("overspent")
+    # no family's base ("hold" in household, "take" in mistake), no first part under four letters
+    # ("present" is not a "sent"), and a word of a family is no compound ("understood")
+    assert heads("household") == () and heads("mistake") == () and heads("present") == ()
+    assert heads("understood") == () and heads("boston") == ()
+
+
+def test_a_general_word_searches_its_kinds() -> None:
+    assert {"cousin", "aunt", "nephew"} <= set(kinds("relatives")) and kinds("relative") == kinds("relatives")
+    assert set(kinds("phone")) == {"iphone", "smartphone"} and kinds("family") == () and kinds("pets") == ()
+    assert "iphone" in with_variants(["accessories", "phone"])
 
 
 def test_the_forms_follow_the_question_words_each_once() -> None:

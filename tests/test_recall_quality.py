@@ -5,6 +5,7 @@ neighbouring turns of a conversation (scoring and context)."""
 from __future__ import annotations
 
 import datetime as dt
+import time
 
 import numpy as np
 import pytest
@@ -217,6 +218,64 @@ def test_the_reply_to_a_matching_question_is_found(kn):
     assert ids[1] in {m for h in hits for m in h.memory_ids}
     reply = next(h for h in hits if ids[1] in h.memory_ids)
     assert "neighbor" in reply.lanes
+
+
+def _score_of(hits, memory_id: str) -> float:
+    return next(h.score for h in hits if memory_id in h.memory_ids)
+
+
+def test_the_reply_to_a_matching_question_gains_more_than_the_turn_before_it(kn):
+    """Between people, the turn after one that asks is its answer: it gains the ``reply``
+    share of the question's score, the turn before the ``neighbor`` share."""
+    ids = kn.remember([
+        "Ann: The rain has not stopped all week.",
+        "Ben: How often do you get to watch the sunsets at the beach?",
+        "Ann: At least once a week, it calms me.",
+        "Ben: Nice.",
+    ]).memory_ids
+    hits = kn.recall("Does Ann watch the sunsets at the beach?", top_k=5).hits
+    assert _score_of(hits, ids[2]) > _score_of(hits, ids[0]) > 0
+    assert _score_of(hits, ids[2]) >= _score_of(hits, ids[1])
+
+
+def test_in_a_chat_with_an_assistant_its_reply_gains_the_neighbor_share(kn):
+    """The user asks for help and states the facts in the asking: the assistant's reply is no
+    more the answer than the user's turn before the question."""
+    ids = kn.remember([
+        {"role": "user", "content": "The rain has not stopped all week."},
+        {"role": "assistant", "content": "That sounds gloomy."},
+        {"role": "user", "content": "How often should I water the basil on my balcony?"},
+        {"role": "assistant", "content": "Every two or three days, more in a heatwave."},
+    ], session="s1").memory_ids
+    hits = kn.recall("Should I water the basil?", top_k=5).hits
+    assert _score_of(hits, ids[3]) == pytest.approx(_score_of(hits, ids[1]))
+
+
+def test_a_turn_two_away_from_a_match_is_found(kn):
+    """The answer is often a turn further on: two turns away it gains the ``neighbor2``
+    share, below the turns next to the match."""
+    ids = kn.remember([
+        "Ann: Did you see the lighthouse keeper's cottage by the cliffs?",
+        "Ben: I did!",
+        "Ann: Wow.",
+        "Ben: It was painted blue with a red door.",
+        "Ann: Lovely.",
+    ] + [f"Ben: note {i} about the harbour market." for i in range(6)]).memory_ids
+    hits = kn.recall("lighthouse keeper cottage", top_k=4).hits
+    found = [m for h in hits for m in h.memory_ids]
+    assert ids[0] in found[:2] and ids[2] in found
+    assert _score_of(hits, ids[2]) < _score_of(hits, ids[1])
+
+
+def test_equal_scores_rank_the_newer_memory_first_whatever_the_ids(kn):
+    """Ties are not left to the random part of the ids: the newer memory leads, then the earlier
+    turn of an episode. The older session is remembered first (its ids sort first)."""
+    old = kn.remember(["Ann: We adore the opera.", "Ben: Nothing else."], valid_at=NOW - dt.timedelta(days=30))
+    time.sleep(0.005)
+    new = kn.remember(["Ben: We adore the opera.", "Ann: Nothing else."], valid_at=NOW)
+    hits = kn.recall("adore opera", top_k=4).hits
+    assert hits[0].score == pytest.approx(hits[1].score)
+    assert [h.memory_ids[0] for h in hits[:2]] == [new.memory_ids[0], old.memory_ids[0]]
 
 
 # -- what was believed at known_at --------------------------------------------------------------

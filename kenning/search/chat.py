@@ -97,7 +97,8 @@ def role_multiplier(text: str, memory: Memory, weight: float) -> float:
 
 def diversify(hits: Sequence[Hit], episode_of: Callable[[Hit], str | None], discount: float) -> list[Hit]:
     """The hits re-ranked so that sessions take turns: the n-th hit (from 0) of an episode
-    counts ``(1 - discount) ** n`` of its score. Hits without an episode keep theirs. Scores
+    counts ``(1 - discount) ** n`` of its score (equal scores keep the order given). Hits
+    without an episode keep theirs. Scores
     are set to the discounted ones, so what follows (dedupe, the cut at ``top_k``) sees the
     order."""
     factor = 1.0 - discount
@@ -105,10 +106,10 @@ def diversify(hits: Sequence[Hit], episode_of: Callable[[Hit], str | None], disc
         return list(hits)
     shown: dict[str, int] = defaultdict(int)
     out = []
-    for hit in sorted(hits, key=lambda h: (-h.score, h.id)):
+    for hit in sorted(hits, key=lambda h: -h.score):  # stable: ties keep the given order
         episode = episode_of(hit)
         if episode is not None:
             hit.score *= factor ** shown[episode]
             shown[episode] += 1
         out.append(hit)
-    return sorted(out, key=lambda h: (-h.score, h.id))
+    return sorted(out, key=lambda h: -h.score)

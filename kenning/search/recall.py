@@ -50,6 +50,11 @@ LANE_WEIGHTS: dict[str, float] = {
     "graph": 0.0,
     #: a memory gains this share of its best neighbour's fused score
     "neighbor": 0.65,
+    #: the share a memory two turns away gains (the answer is often a turn further on)
+    "neighbor2": 0.5,
+    #: the share the turn after one that asks something (its reply) gains instead, in a
+    #: conversation between people (turns without a role): the reply is the answer to it
+    "reply": 1.0,
     #: score multiplier 1 + this for a memory dated inside the window the question names
     "window": 1.0,
     #: a fact's lexical and vector scores count at this share towards its memory
@@ -143,7 +148,7 @@ _LANES: dict[str, _Spec] = {
 ANSWER_MODES = {"graph_completion": "hybrid", "rag_completion": "chunks"}
 SEARCH_TYPES = tuple(_LANES) + tuple(ANSWER_MODES) + ("auto",)
 #: lane names a Query may restrict itself to (evaluation of one lane at a time)
-LANES = ("lexical", "vector", "graph", "neighbor", "window", "speaker", "expansion", "role", "session")
+LANES = ("lexical", "vector", "graph", "neighbor", "reply", "window", "speaker", "expansion", "role", "session")
 
 
 @dataclass
@@ -513,7 +518,7 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
             ev = pool.setdefault(memory_id, _Evidence(memory_id))
             ev.vote(lanes.scores[key], lanes.fused(key), kind, record, lanes.why[key])
     if spec.neighbors and q.uses("neighbor"):
-        _neighbor_bonus(store, pool, q.top_k)
+        _neighbor_bonus(ctx, pool, q.top_k)
     if q.scope is not None:
         pool = {m: pool[m] for m in store.in_scope("memory", list(pool), q.scope)}
     ranked = sorted(pool.values(), key=lambda e: -e.score)[: max(q.top_k * 2, 30)]
@@ -532,12 +537,22 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     for hit in hits:
         if hit.id in ctx.answers_found and hit.current:
             hit.score += lead
+    hits.sort(key=functools.partial(_order, ctx))
     if q.uses("session") and LANE_WEIGHTS["session"] > 0 and chat.gathers(q.text):
         hits = chat.diversify(hits, lambda h: _episode(ctx, h), LANE_WEIGHTS["session"])
-    hits.sort(key=lambda h: (-h.score, h.id))
     _settle(ctx, hits[: max(q.top_k * 2, 20)], window)
-    hits.sort(key=lambda h: (-h.score, h.id))
+    hits.sort(key=functools.partial(_order, ctx))
     return _dedupe(hits)[: q.top_k]
+
+
+def _order(ctx: _Context, hit: Hit) -> tuple[float, float, int, str]:
+    """Hits by score; equal scores (the turns around a match gain the same share of it) by
+    something stable rather than by the random part of their ids: the newer memory first,
+    then the earlier turn of an episode."""
+    memory = ctx.memories.get(hit.memory_ids[0]) if hit.memory_ids else None
+    if memory is None:
+        return -hit.score, 0.0, 0, hit.id
+    return -hit.score, -memory.valid_at.timestamp(), memory.position or 0, memory.id
 
 
 def _settle(ctx: _Context, hits: list[Hit], window: Window | None) -> None:
@@ -566,25 +581,38 @@ def _episode(ctx: _Context, hit: Hit) -> str | None:
     return memory.episode if memory is not None else None
 
 
-def _neighbor_bonus(store: Store, pool: dict[str, _Evidence], top_k: int) -> None:
-    """A memory gains a share of the fused score of its best neighbour in the same episode;
-    neighbours of the strongest memories join the pool on that share alone."""
+def _neighbor_bonus(ctx: _Context, pool: dict[str, _Evidence], top_k: int) -> None:
+    """A memory gains a share of the fused score of its best neighbour in the same episode
+    (``neighbor`` for the turn before or after, ``neighbor2`` for two turns away); neighbours of
+    the strongest memories join the pool on that share alone. In a conversation between people
+    (turns without a user/assistant role) the turn after one that asks something is its reply,
+    where the answer is: it gains the ``reply`` share. (In a chat with an assistant the user
+    asks for help and states the facts in the asking, and the assistant's questions are
+    clarifications: there the neighbour share stays, measured on LongMemEval dev.)"""
     strongest = sorted(pool.values(), key=lambda e: -e.fused)[: max(top_k * 2, 20)]
     fused = {e.memory_id: e.fused for e in pool.values()}
     best: dict[str, float] = defaultdict(float)
-    pairs = store.memory_neighbors(list(pool), 1)  # one read for both passes
+    shares = {1: LANE_WEIGHTS["neighbor"], 2: LANE_WEIGHTS["neighbor2"]}
+    pairs = ctx.store.memory_neighbors(list(pool), 2 if shares[2] else 1)  # one read for both passes
     first = {e.memory_id for e in strongest}
-    for of_id, neighbor_id, _ in pairs:
+    reply = LANE_WEIGHTS["reply"] if ctx.q.uses("reply") else shares[1]
+    asks: set[str] = set()
+    if reply != shares[1]:
+        ctx.load_memories(first)
+        asks = {m for m in first if (memory := ctx.memories.get(m)) is not None and memory.role is None
+                and "?" in memory.content}
+    for of_id, neighbor_id, offset in pairs:
         if of_id in first:
-            best[neighbor_id] = max(best[neighbor_id], fused[of_id])
+            share = reply if offset == 1 and of_id in asks else shares[abs(offset)]
+            best[neighbor_id] = max(best[neighbor_id], share * fused[of_id])
     # memories in the pool also gain from neighbours outside the strongest set
     rest = {m for m in pool if m not in best}
-    for of_id, neighbor_id, _ in pairs:
+    for of_id, neighbor_id, offset in pairs:
         if of_id in rest and neighbor_id in fused:
-            best[of_id] = max(best[of_id], fused[neighbor_id])
+            best[of_id] = max(best[of_id], shares[abs(offset)] * fused[neighbor_id])
     for memory_id, score in best.items():
         ev = pool.setdefault(memory_id, _Evidence(memory_id))
-        ev.bonus = LANE_WEIGHTS["neighbor"] * score
+        ev.bonus = score
         ev.why.append(f"neighbor+{ev.bonus:.3f}")
 
 
@@ -710,7 +738,7 @@ def _dedupe(hits: list[Hit]) -> list[Hit]:
         keep.lanes = sorted(set(first.lanes) | set(hit.lanes))
         seen[(keep.kind, keep.id)] = index
         out[index] = keep
-    return sorted(out, key=lambda h: (-h.score, h.id))
+    return sorted(out, key=lambda h: -h.score)  # stable: the callers' order breaks ties
 
 
 def _ends_sooner(a: Hit, b: Hit) -> bool:

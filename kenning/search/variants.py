@@ -8,13 +8,14 @@ Rather than a stemmer of our own in the index (a migration and a reindex of ever
 on both backends, and the two would have to agree), the query carries the family: a content
 word ending in one of the suffix classes below is also searched as its stem with the other
 class's suffix; a word with irregular forms also searches them (kenning/search/lexicon.py:
-"flew" finds "fly", "flight"). A variant no row contains costs one term lookup; the stored rows
+"flew" finds "fly", "flight"), a compound its head ("homegrown": grown, grow) and a general
+word the words of its kinds ("relatives": cousin, aunt). A variant no row contains costs one term lookup; the stored rows
 and both stores' indexes are unchanged, so existing stores need nothing.
 """
 
 from __future__ import annotations
 
-from .lexicon import forms
+from .lexicon import forms, heads, kinds
 
 __all__ = ["with_variants"]
 
@@ -33,8 +34,10 @@ def variants(word: str) -> list[str]:
     nothing)."""
     if not word.isalpha():
         return []
-    if irregular := forms(word):
-        return list(irregular)
+    if irregular := forms(word) or heads(word):
+        return [*irregular, *kinds(word)]
+    if general := kinds(word):
+        return list(general)
     for index, suffixes in enumerate(_CLASSES):
         for suffix in suffixes:
             if word.endswith(suffix) and len(word) - len(suffix) >= _MIN_STEM:
