@@ -50,6 +50,16 @@ def test_the_scanner_finds_what_looking_for_each_string_finds() -> None:
     assert scan("Alice ſtays") is None and scanner(frozenset())("abc") == set()
 
 
+def test_the_scanner_reads_words_and_the_strings_across_them_alike() -> None:
+    # strings of word characters are looked up per word (and kept); the others in the whole text
+    strings = frozenset({"don't", "color-blind", "ks a", "a1", "_x", "9", "it", "t", "ed"})
+    scan = scanner(strings)
+    for text in ["I don't", "DON'T", "color-blinded", "works at", "a1_x9", "it it it", "its", "don t",
+                 "started", "edited", "Color-Blind, don't", "x_x", "b a1"]:
+        assert scan(text) == literals_in(text, strings), text
+        assert scan(text) == literals_in(text, strings), text  # again, from the words kept
+
+
 def test_a_gate_says_no_only_where_the_search_fails() -> None:
     pattern = re.compile(r"\b(?:no\s+longer|stopped|quit)\b", re.IGNORECASE)
     may = gate(pattern)

@@ -33,6 +33,11 @@ except ImportError:  # pragma: no cover - a Python without them
 
 Needs = frozenset[str] | None
 
+#: a run of word characters in lower-case ASCII text (where ``scanner`` looks strings up)
+_WORD = re.compile(r"[a-z0-9_]+")
+#: words whose strings a scanner keeps (then it starts again)
+_HELD_WORDS = 50_000
+
 
 def required_literals(pattern: str, flags: int = 0) -> Needs:
     """Lower-case strings, one of which every match of ``pattern`` contains; None if unknown."""
@@ -57,23 +62,41 @@ def literals_in(text: str, literals: frozenset[str]) -> frozenset[str] | None:
 
 
 def scanner(literals: Iterable[str]) -> Callable[[str], set[str] | None]:
-    """``literals_in`` for one fixed set of lower-case strings, in one regular-expression pass:
-    a text's positions where some string starts, each giving the longest string there (a trie
-    of the strings, so at most one branch continues at each character) and with it every
-    string that is a prefix of it (all the strings that start at a position are prefixes of
-    the longest one). Returns None for a text that is not ASCII, as ``literals_in``."""
+    """``literals_in`` for one fixed set of lower-case strings, word by word: a string of word
+    characters only (``[a-z0-9_]``, all but a few) lies inside one run of them, so the strings a
+    text holds are those its distinct words hold, each word's found once (a trie of the strings
+    in a lookahead: at each position the longest string there, and with it every string that is
+    a prefix of it) and kept, plus the few other strings looked for in the whole text. Returns
+    None for a text that is not ASCII, as ``literals_in``."""
     strings = frozenset(literals)
     if not strings:
         return lambda text: set() if text.isascii() else None
-    pattern = re.compile(f"(?=({_trie(strings)}))")
-    prefixes = {s: frozenset(p for p in strings if s.startswith(p)) for s in strings}
+    in_words = frozenset(s for s in strings if _WORD.fullmatch(s))
+    others = tuple(sorted(strings - in_words))
+    pattern = re.compile(f"(?=({_trie(in_words)}))") if in_words else None
+    prefixes = {s: frozenset(s[:end] for end in range(1, len(s) + 1) if s[:end] in in_words) for s in in_words}
+    held: dict[str, frozenset[str]] = {}  # a word -> the strings it holds (words repeat)
+
+    def of_word(word: str) -> frozenset[str]:
+        found = held.get(word)
+        if found is None:
+            found = frozenset().union(*(prefixes[s] for s in set(pattern.findall(word)))) if pattern else frozenset()
+            if len(held) >= _HELD_WORDS:
+                held.clear()
+            held[word] = found
+        return found
 
     def scan(text: str) -> set[str] | None:
         if not text.isascii():
             return None
-        found: set[str] = set()
-        for longest in set(pattern.findall(text.lower())):
-            found |= prefixes[longest]
+        lowered = text.lower()
+        found = {s for s in others if s in lowered}
+        for word in set(_WORD.findall(lowered)):
+            held_there = held.get(word)
+            if held_there is None:
+                held_there = of_word(word)
+            if held_there:
+                found |= held_there
         return found
 
     return scan
