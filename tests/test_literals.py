@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kenning.pipeline import offline
-from kenning.pipeline.literals import gate, literals_in, required_literals, scanner
+from kenning.pipeline.literals import gate, literals_in, required_all, required_literals, scanner
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -32,6 +32,18 @@ FIXTURES = Path(__file__).resolve().parent / "fixtures"
 ])
 def test_required_literals(pattern: str, needs: set[str] | None) -> None:
     assert required_literals(pattern) == (frozenset(needs) if needs is not None else None)
+
+
+@pytest.mark.parametrize(("pattern", "every"), [
+    (r"(?i:works?)\s+at\s+\w+", [{"work"}, {"at"}]),  # each part, not only the best one
+    (r"(?:foo)?bar", [{"bar"}]),  # what may be skipped is not needed
+    (r"\d+\s+(?:cats|dogs)(?=x)", [set("0123456789"), {"cats", "dogs"}]),  # a lookahead needs nothing
+    (r"a(?:b\s+c)+d", [{"a"}, {"b"}, {"c"}, {"d"}]),  # inside a repeat done at least once
+    (r"(?:acquired|acquire)\s+it", [{"acquire"}, {"it"}]),
+    (r"(?:foo|)", []),
+])
+def test_required_all(pattern: str, every: list[set[str]]) -> None:
+    assert required_all(pattern) == tuple(frozenset(n) for n in every)
 
 
 def test_text_outside_ascii_skips_no_pattern() -> None:

@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["gate", "literals_in", "required_literals", "scanner"]
+__all__ = ["gate", "literals_in", "required_all", "required_literals", "scanner"]
 
 # the parser behind ``re.compile``: private (no type information, its tree is nested tuples and
 # lists), so anything unexpected means "no requirement"
@@ -49,6 +49,21 @@ def required_literals(pattern: str, flags: int = 0) -> Needs:
         return None
     # a text holding "acquired" holds "acquire": testing the shorter alone is enough
     return needs and frozenset(n for n in needs if not any(m != n and m in n for m in needs))
+
+
+def required_all(pattern: str, flags: int = 0) -> tuple[frozenset[str], ...]:
+    """Every requirement of ``pattern``, not only the most selective one: sets of lower-case
+    strings, a match containing one string of each (a literal run, a group or a repeat done at
+    least once, an alternation whose every branch requires something, at any depth of the
+    sequences every match goes through). Empty when none is known."""
+    if _parser is None:
+        return ()
+    try:
+        found = _all_needs(_parser.parse(pattern, flags))
+    except Exception:  # noqa: BLE001 - an unknown tree shape: no requirement, never a wrong one
+        return ()
+    return tuple(dict.fromkeys(frozenset(n for n in needs if not any(m != n and m in n for m in needs))
+                               for needs in found))
 
 
 def literals_in(text: str, literals: frozenset[str]) -> frozenset[str] | None:
@@ -153,6 +168,32 @@ def _needs(items: Iterable[tuple[Any, Any]]) -> Needs:
         keep(_part(op, av))
     keep(frozenset({"".join(run)}) if run else None)
     return best
+
+
+def _all_needs(items: Iterable[tuple[Any, Any]]) -> list[frozenset[str]]:
+    """Of a sequence: the requirements of all its parts (``_needs`` keeps the best of them)."""
+    out: list[frozenset[str]] = []
+    run: list[str] = []
+    for op, av in items:
+        if op is _c.LITERAL and av < 128:
+            run.append(chr(av).lower())
+            continue
+        if op is _c.BRANCH and run:
+            out.append(frozenset("".join(run) + _leading(branch) for branch in av[1]))
+        if run:
+            out.append(frozenset({"".join(run)}))
+        run = []
+        if op is _c.SUBPATTERN:
+            out += _all_needs(av[-1])
+        elif op is _c.ATOMIC_GROUP:
+            out += _all_needs(av)
+        elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT) and av[0] >= 1:
+            out += _all_needs(av[2])
+        elif needs := _part(op, av):
+            out.append(needs)
+    if run:
+        out.append(frozenset({"".join(run)}))
+    return out
 
 
 def _leading(items: Iterable[tuple[Any, Any]]) -> str:
