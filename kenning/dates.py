@@ -171,6 +171,7 @@ _DATE_WORDS = frozenset(
     ).split()
 )
 _WHICH = frozenset({b"last", b"this", b"next", b"past"})
+_NOT_DIGITS = bytes(b for b in range(256) if not 0x30 <= b <= 0x39)
 _UNITS = frozenset({b"year", b"month", b"week"})
 
 
@@ -182,10 +183,11 @@ def _may_hold_date(sentence: str) -> bool:
     outside ASCII is not lower-casing)."""
     if not sentence.isascii():
         return _HINT.search(sentence) is not None
-    words = set(sentence.encode().translate(_WORD_BYTES).split())
+    spaced = sentence.encode().translate(_WORD_BYTES)
+    words = set(spaced.split())
     return (not words.isdisjoint(_DATE_WORDS)
             or (not words.isdisjoint(_WHICH) and not words.isdisjoint(_UNITS))
-            or any(len(w) == 4 and w.isdigit() for w in words))
+            or (len(spaced.translate(None, _NOT_DIGITS)) >= 4 and any(len(w) == 4 and w.isdigit() for w in words)))
 
 
 @dataclass(frozen=True, slots=True)

@@ -81,6 +81,15 @@ def test_a_gate_says_no_only_where_the_search_fails() -> None:
     assert gate(re.compile(r"\w+"))("anything")  # a pattern needing nothing is always tried
 
 
+def test_gates_asked_about_one_text_in_a_row_each_answer_for_themselves() -> None:
+    # the gates share one scan of the last text: each still answers from its own strings, and a
+    # gate made after others were asked is looked for too
+    stopped, quit_ = gate(re.compile(r"\bstopped\b")), gate(re.compile(r"\bquit\b"))
+    assert not stopped("I quit") and quit_("I quit") and not quit_("I stopped") and stopped("I stopped")
+    later = gate(re.compile(r"\bceased\b"))
+    assert later("I ceased") and not later("I stopped") and stopped("I stopped")
+
+
 def _strings(value: object) -> list[str]:
     if isinstance(value, str):
         return [value]

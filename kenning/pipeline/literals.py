@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import importlib
 import re
+import threading
 from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
@@ -119,12 +120,48 @@ def scanner(literals: Iterable[str]) -> Callable[[str], set[str] | None]:
 
 def gate(pattern: re.Pattern[str]) -> Callable[[str], bool]:
     """A cheap test before ``pattern.search(text)``: False only when the text (ASCII) holds none
-    of the strings every match needs, so the search cannot succeed; True when it may."""
+    of the strings every match needs, so the search cannot succeed; True when it may. The
+    strings of every gate are looked for together (``_Gated``): gates asked about the same text
+    in a row (a clause's change markers, plans, bare dates) read it once."""
     needs = required_literals(pattern.pattern, pattern.flags)
     if not needs:
         return lambda text: True
-    any_of = re.compile(_trie(needs))
-    return lambda text: not text.isascii() or any_of.search(text.lower()) is not None
+    _GATED.add(needs)
+    return lambda text: (found := _GATED.find(text)) is None or not found.isdisjoint(needs)
+
+
+class _Gated:
+    """The strings gates need, found in a text by one ``scanner`` (made when first asked, again
+    after a new gate), and the last text asked about with what it holds (and the scanner that
+    found it: what an older scanner found is not reused)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.needs: set[str] = set()
+        self.scan: Callable[[str], set[str] | None] | None = None
+        self.last: tuple[str, object, set[str] | None] = ("", None, None)
+
+    def add(self, needs: frozenset[str]) -> None:
+        with self.lock:
+            self.needs |= needs
+            self.scan = None
+
+    def find(self, text: str) -> set[str] | None:
+        scan = self.scan
+        if scan is None:
+            with self.lock:
+                scan = self.scan
+                if scan is None:
+                    scan = self.scan = scanner(frozenset(self.needs))
+        last = self.last  # one read: another thread may replace it meanwhile
+        if last[1] is scan and last[0] == text:
+            return last[2]
+        found = scan(text)
+        self.last = (text, scan, found)
+        return found
+
+
+_GATED = _Gated()
 
 
 def _trie(strings: frozenset[str]) -> str:
