@@ -154,10 +154,40 @@ def _phrases() -> list[tuple[str, re.Pattern[str]]]:
     ]
 
 
-# Cheap gate: most sentences hold no date at all, and this one search is all they pay.
+# Cheap gate: most sentences hold no date at all, and this one test is all they pay.
 _HINT = re.compile(
     _expand(r"\d|MONTH|\b(?:last|this|next|past|yesterday|today|tomorrow|ago)\b"), re.IGNORECASE
 )
+#: ASCII text's words as bytes: a letter, digit or "_" kept (lower case), anything else a space
+_WORD_BYTES = bytes(
+    (b | 0x20 if chr(b).isalpha() else b) if chr(b).isalnum() or b == 0x5F else 0x20 for b in range(128)
+) + b" " * 128
+#: words one of which every form holds, as a whole word, but the ones made of digits and the
+#: calendar-relative ones: a month's name (``MONTH``), "yesterday", "today", "tomorrow", "ago"
+_DATE_WORDS = frozenset(
+    w.encode() for w in (
+        "jan january feb february mar march apr april may jun june jul july aug august sep sept "
+        "september oct october nov november dec december yesterday today tomorrow ago"
+    ).split()
+)
+_WHICH = frozenset({b"last", b"this", b"next", b"past"})
+_NOT_DIGITS = bytes(b for b in range(256) if not 0x30 <= b <= 0x39)
+_UNITS = frozenset({b"year", b"month", b"week"})
+
+
+def _may_hold_date(sentence: str) -> bool:
+    """False only where no form can match: in ASCII text every form holds a word of
+    ``_DATE_WORDS``, or a calendar-relative pair ("last" … "week", ``rel``), or a word of
+    exactly four digits (the year of ``iso``, ``us`` and ``YEAR``; a day or a count is said
+    with a month or "ago"). Other text takes the broader ``_HINT`` search (case folding
+    outside ASCII is not lower-casing)."""
+    if not sentence.isascii():
+        return _HINT.search(sentence) is not None
+    spaced = sentence.encode().translate(_WORD_BYTES)
+    words = set(spaced.split())
+    return (not words.isdisjoint(_DATE_WORDS)
+            or (not words.isdisjoint(_WHICH) and not words.isdisjoint(_UNITS))
+            or (len(spaced.translate(None, _NOT_DIGITS)) >= 4 and any(len(w) == 4 and w.isdigit() for w in words)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -260,8 +290,13 @@ def find_dates(sentence: str, reference: dt.datetime) -> DateSpan:
     returned) so they never end up inside an entity name. An ``invalid_at`` not after
     ``valid_at`` is dropped.
     """
-    if not sentence or not _HINT.search(sentence):
+    if not sentence or not _may_hold_date(sentence):
         return DateSpan()
+    return _find_dates(sentence, reference)
+
+
+def _find_dates(sentence: str, reference: dt.datetime) -> DateSpan:
+    """``find_dates`` without its gate: every phrase searched."""
     reference = as_utc(reference)
     valid_at = invalid_at = None
     spans: list[tuple[int, int]] = []

@@ -195,3 +195,53 @@ def test_user_datetime_relative_default_is_now() -> None:
     before = dt.datetime.now(UTC)
     parsed = parse_user_datetime("today")
     assert parsed.date() in {before.date(), dt.datetime.now(UTC).date()}
+
+
+def _test_strings() -> list[str]:
+    """Every string constant of the tests and the fixtures' texts: sentences with and without dates."""
+    import ast
+    import json
+    from pathlib import Path
+
+    here = Path(__file__).resolve().parent
+    texts: list[str] = []
+    for path in sorted(here.glob("test_*.py")):
+        texts += [node.value for node in ast.walk(ast.parse(path.read_text()))
+                  if isinstance(node, ast.Constant) and isinstance(node.value, str)]
+    for path in sorted(p for p in (here / "fixtures").rglob("*") if p.suffix in (".json", ".jsonl")):
+        for line in path.read_text().splitlines() if path.suffix == ".jsonl" else [path.read_text()]:
+            stack = [json.loads(line)]
+            while stack:
+                value = stack.pop()
+                if isinstance(value, str):
+                    texts.append(value)
+                elif isinstance(value, dict):
+                    stack += value.values()
+                elif isinstance(value, list):
+                    stack += value
+    return texts
+
+
+@pytest.mark.parametrize("sentence", [
+    "this week", "THIS WEEK I moved", "last  year", "the past month", "next week's plan", "3 days ago",
+    "a year ago", "two Weeks AGO", "2024-06-01", "on 6/1/2024", "x 2024-1-1", "in June", "on Sept. 5",
+    "since 1999", "2019-2021", "from 2019 to 2021", "2019–2021", "until Dec", "yesterday", "Today!",
+    "in mid-2020", "May 5", "5th of may", "jan_1 2024", "(1999)", "Déjà vu in June 2020", "ſince 2019",
+])
+def test_the_gate_before_the_phrases_never_drops_a_date(sentence: str) -> None:
+    from kenning.dates import _find_dates, _may_hold_date
+
+    assert find_dates(sentence, REF) == _find_dates(sentence, REF)
+    assert _may_hold_date(sentence) or not _find_dates(sentence, REF).spans
+
+
+def test_the_gate_reads_what_the_phrases_read_on_every_test_string() -> None:
+    from kenning.dates import _find_dates, _may_hold_date
+
+    texts = [t for t in _test_strings() if len(t) < 5000]
+    for text in texts:
+        assert find_dates(text, REF) == _find_dates(text, REF), text
+    # and it does skip: text without a month, a year, "ago" or a calendar-relative pair
+    for text in ("this is it", "I can go", "call 555 01 99", "the past is past", "next to the 3 cups"):
+        assert not _may_hold_date(text), text
+    assert sum(not _may_hold_date(t) for t in texts) > len(texts) / 2

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from kenning.pipeline import offline
-from kenning.pipeline.literals import gate, literals_in, required_literals, scanner
+from kenning.pipeline.literals import gate, literals_in, required_all, required_literals, scanner
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -34,6 +34,18 @@ def test_required_literals(pattern: str, needs: set[str] | None) -> None:
     assert required_literals(pattern) == (frozenset(needs) if needs is not None else None)
 
 
+@pytest.mark.parametrize(("pattern", "every"), [
+    (r"(?i:works?)\s+at\s+\w+", [{"work"}, {"at"}]),  # each part, not only the best one
+    (r"(?:foo)?bar", [{"bar"}]),  # what may be skipped is not needed
+    (r"\d+\s+(?:cats|dogs)(?=x)", [set("0123456789"), {"cats", "dogs"}]),  # a lookahead needs nothing
+    (r"a(?:b\s+c)+d", [{"a"}, {"b"}, {"c"}, {"d"}]),  # inside a repeat done at least once
+    (r"(?:acquired|acquire)\s+it", [{"acquire"}, {"it"}]),
+    (r"(?:foo|)", []),
+])
+def test_required_all(pattern: str, every: list[set[str]]) -> None:
+    assert required_all(pattern) == tuple(frozenset(n) for n in every)
+
+
 def test_text_outside_ascii_skips_no_pattern() -> None:
     # (?i)s matches the long s, whose lower case is itself: no literal test is sound there
     assert literals_in("Alice ſtays in Paris", frozenset({"stay"})) is None
@@ -50,6 +62,16 @@ def test_the_scanner_finds_what_looking_for_each_string_finds() -> None:
     assert scan("Alice ſtays") is None and scanner(frozenset())("abc") == set()
 
 
+def test_the_scanner_reads_words_and_the_strings_across_them_alike() -> None:
+    # strings of word characters are looked up per word (and kept); the others in the whole text
+    strings = frozenset({"don't", "color-blind", "ks a", "a1", "_x", "9", "it", "t", "ed"})
+    scan = scanner(strings)
+    for text in ["I don't", "DON'T", "color-blinded", "works at", "a1_x9", "it it it", "its", "don t",
+                 "started", "edited", "Color-Blind, don't", "x_x", "b a1"]:
+        assert scan(text) == literals_in(text, strings), text
+        assert scan(text) == literals_in(text, strings), text  # again, from the words kept
+
+
 def test_a_gate_says_no_only_where_the_search_fails() -> None:
     pattern = re.compile(r"\b(?:no\s+longer|stopped|quit)\b", re.IGNORECASE)
     may = gate(pattern)
@@ -57,6 +79,15 @@ def test_a_gate_says_no_only_where_the_search_fails() -> None:
         assert may(text) or pattern.search(text) is None, text
     assert not may("nothing here") and may("ſtopped")  # outside ASCII the gate always says yes
     assert gate(re.compile(r"\w+"))("anything")  # a pattern needing nothing is always tried
+
+
+def test_gates_asked_about_one_text_in_a_row_each_answer_for_themselves() -> None:
+    # the gates share one scan of the last text: each still answers from its own strings, and a
+    # gate made after others were asked is looked for too
+    stopped, quit_ = gate(re.compile(r"\bstopped\b")), gate(re.compile(r"\bquit\b"))
+    assert not stopped("I quit") and quit_("I quit") and not quit_("I stopped") and stopped("I stopped")
+    later = gate(re.compile(r"\bceased\b"))
+    assert later("I ceased") and not later("I stopped") and stopped("I stopped")
 
 
 def _strings(value: object) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from kenning.models import Usage
-from kenning.pipeline.chunk import chunk_text
+from kenning.pipeline.chunk import chunk_text, count_tokens
 from kenning.pipeline.instructions import detect
 from kenning.pipeline.offline import OfflineExtractor
 from kenning.providers.hashing import HashingEmbedder
@@ -50,6 +50,16 @@ def test_hashing_batches_give_each_text_its_own_vector():
     alone = np.vstack([HashingEmbedder().embed([t]) for t in texts])
     assert np.array_equal(together, alone)
     assert np.array_equal(embedder.embed(texts[::-1])[::-1], together)
+
+
+def test_a_chunk_counts_the_tokens_of_its_text():
+    texts = [t["text"] for t in json.loads((FIXTURES / "long_turns.json").read_text())]
+    texts += ["x" * 256, "word " * 51 + "w", "abcdefghijkl " * 40, "Done.  Next!\n\nAnd then?" * 40,
+              "a.b.c " * 90, "  " + "é" * 300 + "  "]
+    for text in texts:
+        chunks = chunk_text(text)
+        assert chunks and all(c.token_count == count_tokens(c.text) for c in chunks), text[:40]
+        assert (len(chunks) == 1) == (count_tokens(text) <= 256), text[:40]
 
 
 if __name__ == "__main__":  # writes the snapshot (run with the code it must match)

@@ -48,14 +48,17 @@ def chunk_text(text: str, size: int = 256, overlap: int = 32, format: str | None
     text = text.strip()
     if not text:
         return []
-    total = count_tokens(text)
-    if total <= size:
-        return [Chunk(0, text, total)]
+    if len(text) <= size:  # a token holds a character at least
+        return [Chunk(0, text, count_tokens(text))]
     pieces: list[tuple[str, int]] = []
     for sentence in _SENTENCE_END.split(text):
         sentence = sentence.strip()
         if sentence:
             pieces.extend(_split_long(sentence, size))
+    # no token holds a space, so the text's tokens are its sentences': each counted once
+    total = sum(n for _, n in pieces)
+    if total <= size:
+        return [Chunk(0, text, total)]
     chunks: list[Chunk] = []
     current: list[tuple[str, int]] = []
     tokens = 0

@@ -36,7 +36,7 @@ import re
 import unicodedata
 from functools import lru_cache
 
-from .literals import required_literals, scanner
+from .literals import required_all, required_literals, scanner
 
 __all__ = ["FLAGS", "HEADER", "detect", "fold", "neutral", "quote", "strip_role_markers"]
 
@@ -184,6 +184,10 @@ _SQUASHED = {
     "role_marker": ("<|imstart|>", "<|imend|>"),
 }
 _LEET = str.maketrans({"0": "o", "1": "i", "3": "e", "4": "a", "5": "s", "7": "t", "@": "a", "$": "s", "!": "i"})
+#: folded text (ASCII) squashed: look-alike digits and marks read as letters (``_LEET``), then
+#: all but letters and ``<|>`` dropped, as bytes (``bytes.translate`` drops before it maps)
+_SQUASH = bytes(ord(str(_LEET[b])) if b in _LEET else b for b in range(256))
+_SQUASH_DROP = bytes(b for b in range(256) if chr(_SQUASH[b]) not in "abcdefghijklmnopqrstuvwxyz<|>")
 
 
 def fold(text: str) -> str:
@@ -217,18 +221,26 @@ _CACHED_LENGTH = 20_000
 #: what each pattern needs (``literals.py``; the folded text is ASCII and lower case, where
 #: that test is sound): a pattern whose strings the text lacks is not run
 _NEEDS = {flag: [required_literals(p.pattern, p.flags) for p, _ in patterns] for flag, patterns in _COMPILED.items()}
-_present = scanner(frozenset().union(*(n for needs in _NEEDS.values() for n in needs if n)))
+#: and each pattern's every requirement (``literals.required_all``): the text must hold a string of each
+_ALL = {flag: [required_all(p.pattern, p.flags) for p, _ in patterns] for flag, patterns in _COMPILED.items()}
+_present = scanner(frozenset().union(*(n for needs in _NEEDS.values() for n in needs if n),
+                                     *(n for alls in _ALL.values() for each in alls for n in each)))
+
+
+def _may_match(present: set[str] | None, needs: frozenset[str] | None, every: tuple[frozenset[str], ...]) -> bool:
+    """Whether a pattern may match a text holding ``present`` (None: any text may)."""
+    return present is None or ((needs is None or not present.isdisjoint(needs))
+                               and not any(present.isdisjoint(n) for n in every))
 
 
 def _detect(text: str) -> tuple[str, ...]:
     folded = fold(text)
-    squashed = re.sub(r"[^a-z<|>]", "", folded.translate(_LEET))
+    squashed = folded.encode().translate(_SQUASH, _SQUASH_DROP).decode()
     present = _present(folded)
     found = []
     for flag in FLAGS:
-        if any(_matches(p, folded) for p, needs in zip(_COMPILED[flag], _NEEDS[flag], strict=True)
-               if present is None or needs is None or not present.isdisjoint(needs)) or any(
-                w in squashed for w in _SQUASHED.get(flag, ())):
+        if any(_matches(p, folded) for p, needs, every in zip(_COMPILED[flag], _NEEDS[flag], _ALL[flag], strict=True)
+               if _may_match(present, needs, every)) or any(w in squashed for w in _SQUASHED.get(flag, ())):
             found.append(flag)
     return tuple(found)
 

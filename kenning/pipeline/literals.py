@@ -16,11 +16,12 @@ from __future__ import annotations
 
 import importlib
 import re
+import threading
 from collections.abc import Callable, Iterable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["gate", "literals_in", "required_literals", "scanner"]
+__all__ = ["gate", "literals_in", "required_all", "required_literals", "scanner"]
 
 # the parser behind ``re.compile``: private (no type information, its tree is nested tuples and
 # lists), so anything unexpected means "no requirement"
@@ -32,6 +33,11 @@ except ImportError:  # pragma: no cover - a Python without them
     _parser = None
 
 Needs = frozenset[str] | None
+
+#: a run of word characters in lower-case ASCII text (where ``scanner`` looks strings up)
+_WORD = re.compile(r"[a-z0-9_]+")
+#: words whose strings a scanner keeps (then it starts again)
+_HELD_WORDS = 50_000
 
 
 def required_literals(pattern: str, flags: int = 0) -> Needs:
@@ -46,6 +52,21 @@ def required_literals(pattern: str, flags: int = 0) -> Needs:
     return needs and frozenset(n for n in needs if not any(m != n and m in n for m in needs))
 
 
+def required_all(pattern: str, flags: int = 0) -> tuple[frozenset[str], ...]:
+    """Every requirement of ``pattern``, not only the most selective one: sets of lower-case
+    strings, a match containing one string of each (a literal run, a group or a repeat done at
+    least once, an alternation whose every branch requires something, at any depth of the
+    sequences every match goes through). Empty when none is known."""
+    if _parser is None:
+        return ()
+    try:
+        found = _all_needs(_parser.parse(pattern, flags))
+    except Exception:  # noqa: BLE001 - an unknown tree shape: no requirement, never a wrong one
+        return ()
+    return tuple(dict.fromkeys(frozenset(n for n in needs if not any(m != n and m in n for m in needs))
+                               for needs in found))
+
+
 def literals_in(text: str, literals: frozenset[str]) -> frozenset[str] | None:
     """Those of ``literals`` the text holds (lower-cased), found once for all the patterns to
     try; None when the test is not sound for this text (it is not ASCII). A pattern whose
@@ -57,23 +78,41 @@ def literals_in(text: str, literals: frozenset[str]) -> frozenset[str] | None:
 
 
 def scanner(literals: Iterable[str]) -> Callable[[str], set[str] | None]:
-    """``literals_in`` for one fixed set of lower-case strings, in one regular-expression pass:
-    a text's positions where some string starts, each giving the longest string there (a trie
-    of the strings, so at most one branch continues at each character) and with it every
-    string that is a prefix of it (all the strings that start at a position are prefixes of
-    the longest one). Returns None for a text that is not ASCII, as ``literals_in``."""
+    """``literals_in`` for one fixed set of lower-case strings, word by word: a string of word
+    characters only (``[a-z0-9_]``, all but a few) lies inside one run of them, so the strings a
+    text holds are those its distinct words hold, each word's found once (a trie of the strings
+    in a lookahead: at each position the longest string there, and with it every string that is
+    a prefix of it) and kept, plus the few other strings looked for in the whole text. Returns
+    None for a text that is not ASCII, as ``literals_in``."""
     strings = frozenset(literals)
     if not strings:
         return lambda text: set() if text.isascii() else None
-    pattern = re.compile(f"(?=({_trie(strings)}))")
-    prefixes = {s: frozenset(p for p in strings if s.startswith(p)) for s in strings}
+    in_words = frozenset(s for s in strings if _WORD.fullmatch(s))
+    others = tuple(sorted(strings - in_words))
+    pattern = re.compile(f"(?=({_trie(in_words)}))") if in_words else None
+    prefixes = {s: frozenset(s[:end] for end in range(1, len(s) + 1) if s[:end] in in_words) for s in in_words}
+    held: dict[str, frozenset[str]] = {}  # a word -> the strings it holds (words repeat)
+
+    def of_word(word: str) -> frozenset[str]:
+        found = held.get(word)
+        if found is None:
+            found = frozenset().union(*(prefixes[s] for s in set(pattern.findall(word)))) if pattern else frozenset()
+            if len(held) >= _HELD_WORDS:
+                held.clear()
+            held[word] = found
+        return found
 
     def scan(text: str) -> set[str] | None:
         if not text.isascii():
             return None
-        found: set[str] = set()
-        for longest in set(pattern.findall(text.lower())):
-            found |= prefixes[longest]
+        lowered = text.lower()
+        found = {s for s in others if s in lowered}
+        for word in set(_WORD.findall(lowered)):
+            held_there = held.get(word)
+            if held_there is None:
+                held_there = of_word(word)
+            if held_there:
+                found |= held_there
         return found
 
     return scan
@@ -81,12 +120,48 @@ def scanner(literals: Iterable[str]) -> Callable[[str], set[str] | None]:
 
 def gate(pattern: re.Pattern[str]) -> Callable[[str], bool]:
     """A cheap test before ``pattern.search(text)``: False only when the text (ASCII) holds none
-    of the strings every match needs, so the search cannot succeed; True when it may."""
+    of the strings every match needs, so the search cannot succeed; True when it may. The
+    strings of every gate are looked for together (``_Gated``): gates asked about the same text
+    in a row (a clause's change markers, plans, bare dates) read it once."""
     needs = required_literals(pattern.pattern, pattern.flags)
     if not needs:
         return lambda text: True
-    any_of = re.compile(_trie(needs))
-    return lambda text: not text.isascii() or any_of.search(text.lower()) is not None
+    _GATED.add(needs)
+    return lambda text: (found := _GATED.find(text)) is None or not found.isdisjoint(needs)
+
+
+class _Gated:
+    """The strings gates need, found in a text by one ``scanner`` (made when first asked, again
+    after a new gate), and the last text asked about with what it holds (and the scanner that
+    found it: what an older scanner found is not reused)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.needs: set[str] = set()
+        self.scan: Callable[[str], set[str] | None] | None = None
+        self.last: tuple[str, object, set[str] | None] = ("", None, None)
+
+    def add(self, needs: frozenset[str]) -> None:
+        with self.lock:
+            self.needs |= needs
+            self.scan = None
+
+    def find(self, text: str) -> set[str] | None:
+        scan = self.scan
+        if scan is None:
+            with self.lock:
+                scan = self.scan
+                if scan is None:
+                    scan = self.scan = scanner(frozenset(self.needs))
+        last = self.last  # one read: another thread may replace it meanwhile
+        if last[1] is scan and last[0] == text:
+            return last[2]
+        found = scan(text)
+        self.last = (text, scan, found)
+        return found
+
+
+_GATED = _Gated()
 
 
 def _trie(strings: frozenset[str]) -> str:
@@ -130,6 +205,32 @@ def _needs(items: Iterable[tuple[Any, Any]]) -> Needs:
         keep(_part(op, av))
     keep(frozenset({"".join(run)}) if run else None)
     return best
+
+
+def _all_needs(items: Iterable[tuple[Any, Any]]) -> list[frozenset[str]]:
+    """Of a sequence: the requirements of all its parts (``_needs`` keeps the best of them)."""
+    out: list[frozenset[str]] = []
+    run: list[str] = []
+    for op, av in items:
+        if op is _c.LITERAL and av < 128:
+            run.append(chr(av).lower())
+            continue
+        if op is _c.BRANCH and run:
+            out.append(frozenset("".join(run) + _leading(branch) for branch in av[1]))
+        if run:
+            out.append(frozenset({"".join(run)}))
+        run = []
+        if op is _c.SUBPATTERN:
+            out += _all_needs(av[-1])
+        elif op is _c.ATOMIC_GROUP:
+            out += _all_needs(av)
+        elif op in (_c.MAX_REPEAT, _c.MIN_REPEAT, _c.POSSESSIVE_REPEAT) and av[0] >= 1:
+            out += _all_needs(av[2])
+        elif needs := _part(op, av):
+            out.append(needs)
+    if run:
+        out.append(frozenset({"".join(run)}))
+    return out
 
 
 def _leading(items: Iterable[tuple[Any, Any]]) -> str:
