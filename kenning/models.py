@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -54,6 +54,30 @@ class _Model(BaseModel):
     # defer_build: each model's validator is built on its first use, not at ``import kenning``
     # (building all of them costs ~0.2 s, and most processes use a few)
     model_config = ConfigDict(extra="forbid", defer_build=True)
+
+
+_M = TypeVar("_M", bound=BaseModel)
+
+
+def stored(model: type[_M], values: dict[str, Any]) -> _M:
+    """A record read back from kenning's own store, built without validating it again: its
+    values were validated on the way in and the store's dialect gives them back as their types
+    (what the model's validators would make of them, too). A field missing from ``values``
+    takes its default. A tenth of the cost of validating (a recall reads a hundred memories)."""
+    names = model.__pydantic_fields__.keys()
+    if len(values) == len(names):  # every field (in the model's order, as validation leaves them)
+        fields = {name: values[name] for name in names}
+        given = set(names)
+    else:
+        fields = {name: values[name] if name in values else info.get_default(call_default_factory=True)
+                  for name, info in model.__pydantic_fields__.items()}
+        given = {name for name in values if name in fields}
+    record = model.__new__(model)
+    object.__setattr__(record, "__dict__", fields)
+    object.__setattr__(record, "__pydantic_fields_set__", given)
+    object.__setattr__(record, "__pydantic_extra__", None)
+    object.__setattr__(record, "__pydantic_private__", None)
+    return record
 
 
 class Usage(_Model):
