@@ -29,7 +29,7 @@ from ..._time import to_text
 from ...errors import StoreError
 from ...models import Memory
 from ..base import FACT_COLUMNS, MEMORY_COLUMNS, ClaimFilter, FactRow, Scored, Txn, entity_text
-from ..sql import KIND_TABLE, SQLStore
+from ..sql import KIND_TABLE, SQLStore, row_dict
 from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate, to_blob
 from .dialect import SQLITE, dataset_token
 from .schema import SQLITE_MIGRATIONS
@@ -546,7 +546,7 @@ class SQLiteStore(SQLStore):
                 " ORDER BY expired_at IS NOT NULL, valid_at DESC, rowid DESC",
                 [dataset, *entity_ids, *entity_ids, limit],
             ).fetchall()
-        return [self.dialect.fact_row(r) for r in rows]
+        return [self.dialect.fact_row(r) for r in map(row_dict, rows)]
 
     def memory_neighbors(self, memory_ids: Sequence[str], window: int) -> list[tuple[str, str, int]]:
         if not memory_ids or window < 1:
