@@ -72,6 +72,8 @@ _SMALL_DATASET = 5000
 _OVERFETCH = 4
 #: how long a term's row count is reused
 _COUNTS_SECONDS = 60.0
+#: the ``rank`` of every full-text table (schema.py: the ``ds`` column weighs 0)
+_RANK = "bm25({table}_fts, 0.0, 1.0)"
 
 
 def _marks(n: int) -> str:
@@ -457,8 +459,12 @@ class SQLiteStore(SQLStore):
         many): when ``limit`` of them are the dataset's, they are its best ``limit``, ranked as
         with the token (the ``ds`` column weighs 0). Only when they are not does the query run
         again with the token. A small dataset alone in its table needs no token either."""
-        sql = (f"SELECT r.id, r.dataset, f.rank FROM (SELECT rowid, rank FROM {table}_fts WHERE {table}_fts"
-               f" MATCH ? ORDER BY {'rowid DESC' if newest else 'rank'} LIMIT ?) f"
+        # The rank the migration configured, called by name: FTS5's own ``ORDER BY rank`` sorts
+        # every match in a statement of its own, which cost 0.68 ms beside 0.43 ms for SQLite's
+        # sorter (217 of 817 long turns; the same rows in the same order, ties included)
+        score = "rank" if newest else _RANK.format(table=table)
+        sql = (f"SELECT r.id, r.dataset, f.score FROM (SELECT rowid, {score} AS score FROM {table}_fts WHERE"
+               f" {table}_fts MATCH ? ORDER BY {'rowid DESC' if newest else 'score'} LIMIT ?) f"
                f" JOIN {table} r ON r.rowid = f.rowid")
 
         def run(query: str, fetch: int) -> tuple[int, list[tuple[str, float]]]:
