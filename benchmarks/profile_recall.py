@@ -7,8 +7,9 @@
 Opens each cached per-question store (built by ``tune_recall.py --cache``: one LongMemEval
 question's haystack, ~490 turns of ~970 characters), asks its question once to warm the
 process, then ``--rounds`` times with ``recall(question, top_k=50)`` (hybrid, the default
-install), and prints recall p50 / p95 / p99 over every ask and the mean wall-clock time per recall
-of each step (store reads, the lanes, the memory ranking, the hits' flags). With ``--scale``, the
+install), and prints recall p50 / p95 / p99 over every ask (wall clock, and the process's CPU
+time, which another process's load disturbs less) and the mean wall-clock time per recall of
+each step (store reads, the lanes, the memory ranking, the hits' flags). With ``--scale``, the
 store is one ``bench_scale.py --db`` kept (its dataset, its generated questions: ``--facts`` and
 ``--seed`` as given to it), asked ``--limit`` questions. Steps nest
 (``search._by_memory`` includes the store reads it makes); the timing wrappers cost a few
@@ -96,16 +97,19 @@ def main() -> None:
             kn.recall(text, dataset=dataset, top_k=args.top_k)
     spent.clear()
     ms: list[float] = []
+    cpu: list[float] = []
     for _ in range(args.rounds):
         for kn, questions in stores:
             for text in questions:
-                started = time.perf_counter()
+                started, used = time.perf_counter(), time.process_time()
                 kn.recall(text, dataset=dataset, top_k=args.top_k)
                 ms.append((time.perf_counter() - started) * 1000)
+                cpu.append((time.process_time() - used) * 1000)
     ms.sort()
+    cpu.sort()
     print(f"{len(stores)} stores, {len(ms)} recalls (top_k={args.top_k}): p50 {statistics.median(ms):.1f} ms,"
           f" p95 {ms[min(len(ms) - 1, int(len(ms) * 0.95))]:.1f} ms, p99 {ms[min(len(ms) - 1, int(len(ms) * 0.99))]:.1f} ms,"
-          f" max {ms[-1]:.1f} ms")
+          f" max {ms[-1]:.1f} ms; CPU p50 {statistics.median(cpu):.1f} ms, mean {statistics.fmean(cpu):.1f} ms")
     for label, seconds in sorted(spent.items(), key=lambda item: -item[1]):
         print(f"  {label:<30} {seconds / len(ms) * 1000:7.2f} ms")
 
