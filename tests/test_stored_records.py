@@ -77,3 +77,20 @@ def test_lexical_ranks_as_fts5_rank_ties_included(tmp_path, clock) -> None:
     db.close()
     assert len(found) == 8 and len({s.score for s in found}) < 8  # ties among them
     assert [(s.id, s.score) for s in found] == sorted(rows, key=lambda r: -r[1])
+
+
+def test_chunk_owners_forget_what_a_write_changed(tmp_path, clock) -> None:
+    """The full-text lane's chunks remember their memories for ``chunk_owners`` only until the
+    next write, this process's or another's."""
+    url = f"sqlite:///{tmp_path / 'k.db'}"
+    with Kenning(url, clock=clock) as kn, Kenning(url, clock=clock) as other:
+        kn.remember(["Erin plays chess.", "Erin plays go.", "Frank plays chess."])
+        found = [s.id for s in kn.store.lexical("main", "chunk", ["chess", "go"], 10)]
+        owners = {c.id: c.memory_id for c in kn.store.get_chunks(found)}
+        assert len(found) == 3 and kn.store.chunk_owners(found) == owners
+        other.forget(owners[found[0]])  # another process
+        assert kn.store.chunk_owners(found) == {c: m for c, m in owners.items() if c != found[0]}
+        found = [s.id for s in kn.store.lexical("main", "chunk", ["chess", "go"], 10)]
+        assert len(found) == 2 and kn.store.chunk_owners(found) == {c: owners[c] for c in found}
+        kn.forget(owners[found[0]])  # this one
+        assert kn.store.chunk_owners(found) == {found[1]: owners[found[1]]}

@@ -405,8 +405,17 @@ class SQLStore(AuthStore, Store):
     def chunk_owners(self, ids: Sequence[str]) -> dict[str, str]:
         if not ids:
             return {}
-        clause, args = self.dialect.any_of("id", list(dict.fromkeys(ids)))
-        return {r["id"]: r["memory_id"] for r in self._rows(f"SELECT id, memory_id FROM chunks WHERE {clause}", args)}
+        unique = list(dict.fromkeys(ids))
+        owners = self._known_owners(unique)
+        if missing := [i for i in unique if i not in owners]:
+            clause, args = self.dialect.any_of("id", missing)
+            owners.update((r["id"], r["memory_id"]) for r in self._rows(f"SELECT id, memory_id FROM chunks WHERE {clause}", args))
+        return owners
+
+    def _known_owners(self, ids: Sequence[str]) -> dict[str, str]:
+        """The memories of those of these chunks a backend read since its last write (the
+        full-text lane reads them with the chunks it finds)."""
+        return {}
 
     def entity_facts(self, entity_id: str, relation: str | None = None) -> list[Fact]:
         query = "SELECT id FROM facts WHERE (source_id = ? OR target_id = ?)" + (" AND relation = ?" if relation else "")

@@ -72,6 +72,8 @@ _SMALL_DATASET = 5000
 _OVERFETCH = 4
 #: how long a term's row count is reused
 _COUNTS_SECONDS = 60.0
+#: chunks whose memories the full-text lane remembers (``chunk_owners``), at most
+_OWNERS = 20_000
 #: the ``rank`` of every full-text table (schema.py: the ``ds`` column weighs 0)
 _RANK = "bm25({table}_fts, 0.0, 1.0)"
 
@@ -196,6 +198,7 @@ class SQLiteStore(SQLStore):
         self._counts: dict[tuple[str, str], int] = {}  # (table, term) -> rows holding it
         self._shares: dict[tuple[str, str], float] = {}  # (table, dataset) -> its share of fetched rows
         self._counts_since = time.monotonic()
+        self._owners: tuple[tuple[int, int], dict[str, str]] = ((-1, -1), {})  # (_stamp, chunk -> memory) seen
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -467,9 +470,15 @@ class SQLiteStore(SQLStore):
                f" {table}_fts MATCH ? ORDER BY {'rowid DESC' if newest else 'score'} LIMIT ?) f"
                f" JOIN {table} r ON r.rowid = f.rowid")
 
+        owned = table == "chunks"  # the chunks' memories, read with them, spare ``chunk_owners`` a read
+        if owned:
+            sql = sql.replace("f.score FROM", "f.score, r.memory_id FROM", 1)
+
         def run(query: str, fetch: int) -> tuple[int, list[tuple[str, float]]]:
             rows = self._db.execute(sql, (query, fetch)).fetchall()
             mine = sorted(((r[0], -r[2]) for r in rows if r[1] == dataset), key=lambda pair: -pair[1])
+            if owned and rows:
+                self._seen_owners((r[0], r[3]) for r in rows)
             return len(rows), mine
 
         token = _dataset_phrase(dataset) + " AND "
@@ -487,6 +496,25 @@ class SQLiteStore(SQLStore):
         if len(mine) >= limit or fetched < fetch:
             return mine[:limit]
         return run(token + match, newest or limit)[1][:limit]
+
+    def _stamp(self) -> tuple[int, int]:
+        """What every write changes: another connection's commit (``data_version``) or a row this
+        connection changed (``total_changes``)."""
+        return self._db.execute("PRAGMA data_version").fetchone()[0], self._db.total_changes
+
+    def _seen_owners(self, pairs: Iterator[tuple[str, str]]) -> None:
+        """Remember chunks' memories as read now; forgotten at the next write (or past ``_OWNERS``)."""
+        stamp = self._stamp()
+        seen = self._owners[1] if self._owners[0] == stamp and len(self._owners[1]) < _OWNERS else {}
+        seen.update(pairs)
+        self._owners = (stamp, seen)
+
+    def _known_owners(self, ids: Sequence[str]) -> dict[str, str]:
+        with self._lock:
+            stamp, seen = self._owners
+            if not seen or stamp != self._stamp():
+                return {}
+            return {i: seen[i] for i in ids if i in seen}
 
     def _dataset_rows(self, table: str, dataset: str) -> int:
         """The dataset's full-text rows, counted up to ``_SMALL_DATASET`` and reused like term
