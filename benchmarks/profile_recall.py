@@ -3,6 +3,7 @@
     python benchmarks/tune_recall.py ../shared/data/longmemeval/dev --kind longmemeval --cache /tmp/lme-dev --grid role=1
     python benchmarks/profile_recall.py ../shared/data/longmemeval/dev --cache /tmp/lme-dev --limit 30
     python benchmarks/profile_recall.py --scale /tmp/b50k.db --facts 50000 --top-k 10   # a bench_scale.py store
+    python benchmarks/profile_recall.py ../shared/data/longmemeval/dev --cache /tmp/lme-dev --dump after.jsonl
 
 Opens each cached per-question store (built by ``tune_recall.py --cache``: one LongMemEval
 question's haystack, ~490 turns of ~970 characters), asks its question once to warm the
@@ -19,10 +20,14 @@ microseconds a call.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import functools
 import gc
+import json
+import shutil
 import statistics
 import sys
+import tempfile
 import time
 from collections import defaultdict
 from pathlib import Path
@@ -56,6 +61,41 @@ def _timed(owner: Any, name: str, label: str, spent: dict[str, float]) -> None:
     setattr(owner, name, wrapper)
 
 
+#: what --dump asks each question
+_DUMPED = ({"search_type": "hybrid"}, {"search_type": "hybrid", "top_k": 10, "explain": True, "neighbors": 1},
+           {"search_type": "chunks"}, {"search_type": "facts"}, {"search_type": "temporal"},
+           {"search_type": "entities", "top_k": 10}, {"search_type": "graph", "top_k": 10})
+
+
+def _copy(db: Path, into: Path) -> Path:
+    """A store's files (the database, its log, its vector indexes) copied into ``into``."""
+    for file in db.parent.glob(db.name + "*"):
+        (shutil.copytree if file.is_dir() else shutil.copy)(file, into / file.name)
+    return into / db.name
+
+
+def _dump(args: argparse.Namespace) -> None:
+    at = dt.datetime(2030, 1, 1, tzinfo=dt.timezone.utc)
+    with tempfile.TemporaryDirectory(prefix="kenning-dump-") as tmp, open(args.dump, "w") as out:
+        if args.scale:
+            sys.path.insert(0, str(Path(__file__).resolve().parent))
+            from synth import generate
+
+            questions = [q.text for q in generate(args.facts, seed=args.seed, questions=args.limit).questions]
+            runs = [("bench", _copy(Path(args.scale), Path(tmp)), at, questions)]
+        else:
+            runs = [(DATASET, _copy(Path(args.cache) / f"{c.name}.db", Path(tmp)), c.now, [q.text for q in c.questions])
+                    for c in load("longmemeval", args.path, "all")[: args.limit]]
+        for dataset, db, now, questions in runs:
+            with Kenning(str(db), clock=lambda now=now: now) as kn:
+                for text in questions:
+                    for asked in _DUMPED:
+                        result = kn.recall(text, dataset=dataset, **{"top_k": args.top_k, **asked})
+                        out.write(json.dumps({"store": db.name, "query": text, "asked": asked,
+                                              "hits": [h.model_dump(mode="json") for h in result.hits],
+                                              "memories": [m.model_dump(mode="json") for m in result.memories]}) + "\n")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("path", nargs="?", help="a LongMemEval folder or file")
@@ -70,8 +110,15 @@ def main() -> None:
     parser.add_argument("--gc-freeze", action="store_true",
                         help="gc.freeze() after the warm-up: full collections then skip what was made before"
                              " (the loaded data set, the imports), whose traversal is most of a gen-2 pause")
+    parser.add_argument("--dump", metavar="FILE",
+                        help="instead of timing: recall each question once per search type (on copies of the"
+                             " stores, the clock fixed) and write every hit and memory as JSON lines; two trees'"
+                             " dumps are identical when their recalls are")
     args = parser.parse_args()
     spent: dict[str, float] = defaultdict(float)
+    if args.dump:
+        _dump(args)
+        return
     if not args.no_steps:
         for name in _STORE_READS:
             if hasattr(SQLiteStore, name):  # (an older tree has fewer)
