@@ -29,7 +29,7 @@ from ..._time import to_text
 from ...errors import StoreError
 from ...models import Memory
 from ..base import FACT_COLUMNS, FactRow, Scored, Txn, entity_text
-from ..sql import KIND_TABLE, Store
+from ..sql import KIND_TABLE, Store, row_dict
 from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate, to_blob
 from .dialect import SQLITE, dataset_token
 from .schema import SQLITE_MIGRATIONS
@@ -72,6 +72,10 @@ _SMALL_DATASET = 5000
 _OVERFETCH = 4
 #: how long a term's row count is reused
 _COUNTS_SECONDS = 60.0
+#: chunks whose memories the full-text lane remembers (``chunk_owners``), at most
+_OWNERS = 20_000
+#: the ``rank`` of every full-text table (schema.py: the ``ds`` column weighs 0)
+_RANK = "bm25({table}_fts, 0.0, 1.0)"
 
 
 def _marks(n: int) -> str:
@@ -194,6 +198,7 @@ class SQLiteStore(Store):
         self._counts: dict[tuple[str, str], int] = {}  # (table, term) -> rows holding it
         self._shares: dict[tuple[str, str], float] = {}  # (table, dataset) -> its share of fetched rows
         self._counts_since = time.monotonic()
+        self._owners: tuple[tuple[int, int], dict[str, str]] = ((-1, -1), {})  # (_stamp, chunk -> memory) seen
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -435,13 +440,23 @@ class SQLiteStore(Store):
         many): when ``limit`` of them are the dataset's, they are its best ``limit``, ranked as
         with the token (the ``ds`` column weighs 0). Only when they are not does the query run
         again with the token. A small dataset alone in its table needs no token either."""
-        sql = (f"SELECT r.id, r.dataset, f.rank FROM (SELECT rowid, rank FROM {table}_fts WHERE {table}_fts"
-               f" MATCH ? ORDER BY {'rowid DESC' if newest else 'rank'} LIMIT ?) f"
+        # The rank the migration configured, called by name: FTS5's own ``ORDER BY rank`` sorts
+        # every match in a statement of its own, which cost 0.68 ms beside 0.43 ms for SQLite's
+        # sorter (217 of 817 long turns; the same rows in the same order, ties included)
+        score = "rank" if newest else _RANK.format(table=table)
+        sql = (f"SELECT r.id, r.dataset, f.score FROM (SELECT rowid, {score} AS score FROM {table}_fts WHERE"
+               f" {table}_fts MATCH ? ORDER BY {'rowid DESC' if newest else 'score'} LIMIT ?) f"
                f" JOIN {table} r ON r.rowid = f.rowid")
+
+        owned = table == "chunks"  # the chunks' memories, read with them, spare ``chunk_owners`` a read
+        if owned:
+            sql = sql.replace("f.score FROM", "f.score, r.memory_id FROM", 1)
 
         def run(query: str, fetch: int) -> tuple[int, list[tuple[str, float]]]:
             rows = self._db.execute(sql, (query, fetch)).fetchall()
             mine = sorted(((r[0], -r[2]) for r in rows if r[1] == dataset), key=lambda pair: -pair[1])
+            if owned and rows:
+                self._seen_owners((r[0], r[3]) for r in rows)
             return len(rows), mine
 
         token = _dataset_phrase(dataset) + " AND "
@@ -459,6 +474,25 @@ class SQLiteStore(Store):
         if len(mine) >= limit or fetched < fetch:
             return mine[:limit]
         return run(token + match, newest or limit)[1][:limit]
+
+    def _stamp(self) -> tuple[int, int]:
+        """What every write changes: another connection's commit (``data_version``) or a row this
+        connection changed (``total_changes``)."""
+        return self._db.execute("PRAGMA data_version").fetchone()[0], self._db.total_changes
+
+    def _seen_owners(self, pairs: Iterator[tuple[str, str]]) -> None:
+        """Remember chunks' memories as read now; forgotten at the next write (or past ``_OWNERS``)."""
+        stamp = self._stamp()
+        seen = self._owners[1] if self._owners[0] == stamp and len(self._owners[1]) < _OWNERS else {}
+        seen.update(pairs)
+        self._owners = (stamp, seen)
+
+    def _known_owners(self, ids: Sequence[str]) -> dict[str, str]:
+        with self._lock:
+            stamp, seen = self._owners
+            if not seen or stamp != self._stamp():
+                return {}
+            return {i: seen[i] for i in ids if i in seen}
 
     def _dataset_rows(self, table: str, dataset: str) -> int:
         """The dataset's full-text rows, counted up to ``_SMALL_DATASET`` and reused like term
@@ -524,7 +558,7 @@ class SQLiteStore(Store):
                 " ORDER BY expired_at IS NOT NULL, valid_at DESC, rowid DESC",
                 [dataset, *entity_ids, *entity_ids, limit],
             ).fetchall()
-        return [self.dialect.fact_row(r) for r in rows]
+        return [self.dialect.fact_row(r) for r in map(row_dict, rows)]
 
     def memory_neighbors(self, memory_ids: Sequence[str], window: int) -> list[tuple[str, str, int]]:
         if not memory_ids or window < 1:
