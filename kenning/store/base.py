@@ -11,12 +11,13 @@ rules about what a write means are written once for every backend.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import random
 import time
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 import numpy as np
@@ -26,6 +27,8 @@ from ..models import Location, Memory
 from .filters import Condition, parse_filters
 
 __all__ = [
+    "CHUNK_COLUMNS",
+    "ENTITY_COLUMNS",
     "FACT_COLUMNS",
     "MEMORY_COLUMNS",
     "AdminStore",
@@ -39,6 +42,7 @@ __all__ = [
     "SearchStore",
     "Store",
     "Txn",
+    "columns",
     "entity_text",
     "ordered",
     "retry_transient",
@@ -175,12 +179,18 @@ def ordered(by_id: Mapping[str, Any], ids: Sequence[str]) -> list[Any]:
     return [by_id[i] for i in ids if i in by_id]
 
 
+@functools.cache
+def columns(record: type) -> tuple[str, ...]:
+    """The columns a record (a dataclass named after its table's columns) is read from: its
+    fields but the vector, which only the vector lane reads."""
+    return tuple(f.name for f in fields(record) if f.name != "embedding")
 
-#: what a memory is read from
+
+#: what a memory, a fact row (or a Fact), an entity row and a chunk row are read from
 MEMORY_COLUMNS = ", ".join(f'"{name}"' for name in Memory.model_fields)
-#: what a fact row or a Fact is read from (not the vector, which only the vector lane reads)
-FACT_COLUMNS = ("id, dataset, source_id, relation, target_id, description, valid_at, invalid_at, created_at,"
-                " expired_at, superseded_by, memory_id, weight")
+FACT_COLUMNS: str = ", ".join(columns(FactRow))
+ENTITY_COLUMNS: str = ", ".join(columns(EntityRow))
+CHUNK_COLUMNS: str = ", ".join(columns(ChunkRow))
 
 
 class Txn:
@@ -293,8 +303,11 @@ class Txn:
             self._reindex_entity(entity_id)
 
     def link_entity(self, entity_id: str, memory_id: str) -> None:
-        self._q("INSERT INTO entity_memories (entity_id, memory_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                [entity_id, memory_id])
+        self._link("entity", "VALUES (?, ?)", [entity_id, memory_id])
+
+    def _link(self, kind: str, rows: str, args: Sequence[Any]) -> None:
+        """Add provenance rows (``rows``: the (record id, memory id) pairs, as VALUES or a SELECT)."""
+        self._q(f"INSERT INTO {kind}_memories ({kind}_id, memory_id) {rows} ON CONFLICT DO NOTHING", args)
 
     def entity_names(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
         """Each existing entity's name followed by its aliases."""
@@ -307,8 +320,7 @@ class Txn:
         self._lock_row("entities", keep_id)
         self._q("UPDATE facts SET source_id = ? WHERE source_id = ?", [keep_id, drop_id])
         self._q("UPDATE facts SET target_id = ? WHERE target_id = ?", [keep_id, drop_id])
-        self._q("INSERT INTO entity_memories (entity_id, memory_id) SELECT ?, memory_id FROM entity_memories"
-                " WHERE entity_id = ? ON CONFLICT DO NOTHING", [keep_id, drop_id])
+        self._link("entity", "SELECT ?, memory_id FROM entity_memories WHERE entity_id = ?", [keep_id, drop_id])
         self._q("DELETE FROM entity_memories WHERE entity_id = ?", [drop_id])
         self._delete("entities", [drop_id])
 
@@ -337,8 +349,7 @@ class Txn:
                 [self.d.time_in(invalid_at), self.d.time_in(expired_at), superseded_by, fact_id])
 
     def link_fact(self, fact_id: str, memory_id: str) -> None:
-        self._q("INSERT INTO fact_memories (fact_id, memory_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                [fact_id, memory_id])
+        self._link("fact", "VALUES (?, ?)", [fact_id, memory_id])
 
     def memory_source(self, memory_id: str) -> tuple[str | None, str | None]:
         """(origin, user) of a memory; (None, None) if it does not exist."""
@@ -365,8 +376,7 @@ class Txn:
     def fold_facts(self, pairs: Sequence[tuple[str, str]]) -> None:
         """For each (drop, keep): give ``keep`` the provenance of ``drop`` and what ``drop`` superseded; delete ``drop``."""
         for drop, keep in pairs:
-            self._q("INSERT INTO fact_memories (fact_id, memory_id) SELECT ?, memory_id FROM fact_memories"
-                    " WHERE fact_id = ? ON CONFLICT DO NOTHING", [keep, drop])
+            self._link("fact", "SELECT ?, memory_id FROM fact_memories WHERE fact_id = ?", [keep, drop])
             self._q("UPDATE facts SET superseded_by = ? WHERE superseded_by = ?", [keep, drop])
         self._delete("facts", [drop for drop, _ in pairs])
 
@@ -445,11 +455,9 @@ class Txn:
     # -- garbage collection ----------------------------------------------------------------------
     def drop_links(self, memory_id: str) -> tuple[list[str], list[str]]:
         self._lock_row("memories", memory_id)
-        fact_ids = [r["fact_id"] for r in self._all("SELECT fact_id FROM fact_memories WHERE memory_id = ?", [memory_id])]
-        entity_ids = [r["entity_id"] for r in self._all("SELECT entity_id FROM entity_memories WHERE memory_id = ?",
-                                                        [memory_id])]
-        self._q("DELETE FROM fact_memories WHERE memory_id = ?", [memory_id])
-        self._q("DELETE FROM entity_memories WHERE memory_id = ?", [memory_id])
+        fact_ids, entity_ids = ([r["id"] for r in self._all(f"DELETE FROM {kind}_memories WHERE memory_id = ?"
+                                                          f" RETURNING {kind}_id AS id", [memory_id])]
+                                for kind in ("fact", "entity"))
         return fact_ids, entity_ids
 
     def unstated_facts(self, fact_ids: Sequence[str]) -> list[str]:

@@ -17,7 +17,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -27,24 +27,24 @@ from ..models import Entity, Fact, Memory, Session, Stats, Usage, stored
 from ..requests import ORDERS  # the orders ``list_memories`` accepts
 from . import filters
 from .auth import AuthStore
-from .base import (FACT_COLUMNS, MEMORY_COLUMNS, AdminStore, ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter,
-                   MemoryStore, SearchStore, Txn, location_from, location_json, ordered)
+from .base import (CHUNK_COLUMNS, ENTITY_COLUMNS, FACT_COLUMNS, MEMORY_COLUMNS, AdminStore, ChunkRow, ClaimFilter,
+                   EntityRow, FactRow, MemoryFilter, MemoryStore, SearchStore, Txn, columns, location_from,
+                   location_json, ordered)
 from .filters import Condition
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 __all__ = [
-    "CHUNK_COLUMNS", "EMBED_TEXT", "ENTITY_COLUMNS", "KIND_TABLE", "Dialect", "Store",
+    "EMBED_TEXT", "KIND_TABLE", "Dialect", "Store",
 ]
 
 #: the table of each kind of searchable record
 KIND_TABLE = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
 #: the text each kind of record is embedded from
 EMBED_TEXT = {"chunk": "text", "entity": "name", "fact": "description"}
-ENTITY_COLUMNS = "id, dataset, name, normalized, type, description, aliases, created_at"
-_ENTITY_FIELDS = [c.strip() for c in ENTITY_COLUMNS.split(",")]
-CHUNK_COLUMNS = "id, memory_id, dataset, position, text, token_count, location"
 _MEMORY_JSON = ("decisions", "rationale", "metadata", "supersedes", "usage")
 _JSON_FIELDS = frozenset((*_MEMORY_JSON, "aliases"))
-_FACT_FIELDS = [c.strip() for c in FACT_COLUMNS.split(",")]
 _FACT_TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
 _MEMORY_TIMES = ("valid_at", "retention_until", "last_accessed_at", "created_at", "updated_at", "processed_at")
 _TIMES = frozenset((*_MEMORY_TIMES, "invalid_at", "expired_at", "revoked_at"))
@@ -57,10 +57,11 @@ _REACH = {
               " WHERE {ids}",
 }
 #: facts with the names of their two ends
-_NAMED_FACTS = (f"SELECT {', '.join('f.' + c for c in _FACT_FIELDS)}, s.name AS source_name,"
+_NAMED_FACTS = (f"SELECT {', '.join('f.' + c for c in FACT_COLUMNS.split(', '))}, s.name AS source_name,"
                 " t.name AS target_name FROM facts f JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id")
 _REACH_ID = {"memory": "m.id", "chunk": "r.id", "fact": "p.fact_id", "entity": "p.entity_id"}
 _BATCH = 500
+R = TypeVar("R", bound="DataclassInstance")
 
 
 def _same(value: Any) -> Any:
@@ -177,22 +178,17 @@ class Dialect:
         data["flags"] = Memory._stored_flags(data["flags"])
         return stored(Memory, data)
 
+    def record(self, record: type[R], row: Mapping[str, Any]) -> R:
+        """A row as a record (a dataclass named after the columns, ``kenning.store.base.columns``),
+        its values read back."""
+        return record(**{c: self.read(c, row[c]) for c in columns(record)})
+
     def fact_row(self, row: Mapping[str, Any]) -> FactRow:
-        return FactRow(**{c: self.read(c, row[c]) for c in _FACT_FIELDS})
-
-    def fact(self, row: Mapping[str, Any], memory_ids: list[str]) -> Fact:
-        fields = {k: v for k, v in vars(self.fact_row(row)).items() if k not in ("memory_id", "embedding")}
-        return Fact(**fields, source=row["source_name"], target=row["target_name"], memory_ids=memory_ids)
-
-    def entity_row(self, row: Mapping[str, Any]) -> EntityRow:
-        return EntityRow(**{c: self.read(c, row[c]) for c in _ENTITY_FIELDS})
+        return self.record(FactRow, row)
 
     def entity(self, row: Mapping[str, Any], memory_ids: list[str]) -> Entity:
-        fields = {k: v for k, v in vars(self.entity_row(row)).items() if k not in ("normalized", "embedding")}
+        fields = {k: v for k, v in vars(self.record(EntityRow, row)).items() if k not in ("normalized", "embedding")}
         return Entity(**fields, memory_ids=memory_ids)
-
-    def chunk_row(self, row: Mapping[str, Any]) -> ChunkRow:
-        return ChunkRow(**{c: self.read(c, v) for c, v in dict(row).items()})
 
 
 class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
@@ -225,7 +221,7 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
             return {}
         clause, args = self.dialect.any_of("normalized", keys)
         rows = self._rows(f"SELECT {ENTITY_COLUMNS} FROM entities WHERE dataset = ? AND {clause}", [dataset, *args], conn)
-        return {r["normalized"]: self.dialect.entity_row(r) for r in rows}
+        return {r["normalized"]: self.dialect.record(EntityRow, r) for r in rows}
 
     def _live_facts(self, conn: Any, dataset: str, source_id: str, target_id: str, relation: str,
                     by_target: bool) -> list[FactRow]:
@@ -461,7 +457,7 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
             return []
         clause, args = self.dialect.any_of("id", ids)
         rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE {clause}", args)
-        return ordered({row["id"]: self.dialect.chunk_row(row) for row in map(row_dict, rows)}, ids)
+        return ordered({row["id"]: self.dialect.record(ChunkRow, row) for row in map(row_dict, rows)}, ids)
 
     # the memory each chunk belongs to, by chunk id (ids not found left out), without the text
     def chunk_owners(self, ids: Sequence[str]) -> dict[str, str]:
@@ -488,7 +484,7 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
     def memory_chunks(self, memory_id: str) -> list[ChunkRow]:
         """A memory's chunks in position order (without vectors)."""
         rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE memory_id = ? ORDER BY position", [memory_id])
-        return [self.dialect.chunk_row(r) for r in rows]
+        return [self.dialect.record(ChunkRow, r) for r in rows]
 
     def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
         """Provenance the other way: (entity_ids, fact_ids) a memory states."""
@@ -515,7 +511,7 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
                           " WHERE dataset = ? AND id > ? ORDER BY id LIMIT ?", [dataset, after_id or "", limit])
         out = []
         for r in rows:
-            row = self.dialect.entity_row(r)
+            row = self.dialect.record(EntityRow, r)
             row.embedding = self.dialect.vector_out(r["vector"])
             out.append(row)
         return out
