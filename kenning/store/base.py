@@ -15,7 +15,7 @@ import functools
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
@@ -45,6 +45,7 @@ __all__ = [
     "columns",
     "entity_text",
     "ordered",
+    "quoted",
     "retry_transient",
 ]
 
@@ -186,8 +187,13 @@ def columns(record: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(record) if f.name != "embedding")
 
 
+def quoted(names: Iterable[str]) -> str:
+    """Column names as a list in SQL, each quoted (``user`` is a keyword)."""
+    return ", ".join(f'"{name}"' for name in names)
+
+
 #: what a memory, a fact row (or a Fact), an entity row and a chunk row are read from
-MEMORY_COLUMNS = ", ".join(f'"{name}"' for name in Memory.model_fields)
+MEMORY_COLUMNS = quoted(Memory.model_fields)
 FACT_COLUMNS: str = ", ".join(columns(FactRow))
 ENTITY_COLUMNS: str = ", ".join(columns(EntityRow))
 CHUNK_COLUMNS: str = ", ".join(columns(ChunkRow))

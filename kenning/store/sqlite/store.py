@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -28,7 +28,7 @@ import numpy as np
 from ..._time import to_text
 from ...errors import StoreError
 from ...models import Memory
-from ..base import FACT_COLUMNS, FactRow, Scored, Txn, entity_text
+from ..base import FACT_COLUMNS, FactRow, Scored, Txn, entity_text, quoted
 from ..sql import KIND_TABLE, Store, row_dict
 from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate, to_blob
 from .dialect import SQLITE, dataset_token
@@ -184,7 +184,7 @@ class SQLiteStore(Store):
                 # kernel's page cache, shared and reclaimable, not this process's own memory.
                 self._db.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
             self._migrate()
-        except sqlite3.DatabaseError as exc:  # not a database, corrupt, read-only, locked
+        except (sqlite3.DatabaseError, StoreError) as exc:  # not a database, corrupt, read-only, locked
             self._db.close()
             raise StoreError(f"cannot use SQLite database at {path}: {exc}") from exc
         self._dimension: int | None = None
@@ -202,23 +202,15 @@ class SQLiteStore(Store):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _migrate(self) -> None:
-        with self._lock:
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            for number, statements in enumerate(SQLITE_MIGRATIONS[version:], start=version + 1):
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    # Another process may have migrated while we waited for the lock.
-                    if self._db.execute("PRAGMA user_version").fetchone()[0] >= number:
-                        self._db.execute("ROLLBACK")
-                        continue
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        for number, statements in enumerate(SQLITE_MIGRATIONS[version:], start=version + 1):
+            with self._write() as db:
+                # Another process may have migrated while we waited for the lock.
+                if db.execute("PRAGMA user_version").fetchone()[0] < number:
                     for sql in statements:
-                        self._db.execute(sql)
-                    self._db.execute(f"PRAGMA user_version = {number}")
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                log.info("migrated store", extra={"schema_version": number})
+                        db.execute(sql)
+                    db.execute(f"PRAGMA user_version = {number}")
+                    log.info("migrated store", extra={"schema_version": number})
 
     def check_embedder(self, name: str, dimension: int) -> None:
         with self._lock:
@@ -371,7 +363,7 @@ class SQLiteStore(Store):
                     stored.update(((dataset, r["content_hash"]), r["id"]) for r in self._db.execute(
                         f"SELECT id, content_hash FROM memories WHERE dataset = ? AND content_hash IN ({_marks(len(part))})",
                         [dataset, *part]))
-            rows: dict[tuple[str, ...], list[list[Any]]] = {}
+            rows: list[list[Any]] = []
             datasets: dict[str, dt.datetime] = {}
             for memory in memories:
                 key = (memory.dataset, memory.content_hash)
@@ -379,15 +371,15 @@ class SQLiteStore(Store):
                     out.append((stored[key], False))
                     continue
                 stored[key] = memory.id
-                data = {**memory.model_dump(exclude={"error"}), "claimed_by": owner}
-                rows.setdefault(tuple(data), []).append([self.dialect.value(n, v) for n, v in data.items()])
+                data = memory.model_dump(exclude={"error"})
+                rows.append([*(self.dialect.value(n, v) for n, v in data.items()), owner])
                 datasets.setdefault(memory.dataset, memory.created_at)
                 out.append((memory.id, True))
             self._db.executemany("INSERT OR IGNORE INTO datasets (name, created_at) VALUES (?, ?)",
                                  [(name, to_text(at)) for name, at in datasets.items()])
-            for columns, values in rows.items():
-                names = ", ".join(f'"{n}"' for n in columns)
-                self._db.executemany(f"INSERT INTO memories ({names}) VALUES ({_marks(len(columns))})", values)
+            names = [n for n in Memory.model_fields if n != "error"]
+            self._db.executemany(f"INSERT INTO memories ({quoted(names)}, claimed_by)"
+                                 f" VALUES ({_marks(len(names) + 1)})", rows)
         return out
 
     # -- search lanes ------------------------------------------------------------------------
@@ -692,8 +684,11 @@ class SQLiteStore(Store):
             if index.stamp > head:  # the database is older than the index: a restored backup
                 index = self._build_ann(kind, dataset, head, "index newer than the database")
             elif index.stamp < head:
-                if index.stamp < self._trimmed(kind, dataset):  # the log no longer holds our gap
-                    index = self._reload_ann(kind, dataset, head)
+                # Another process saved a newer file and trimmed the log rows this index still
+                # needed: map that file (or rebuild, if it is gone or unreadable).
+                if index.stamp < self._trimmed(kind, dataset):
+                    log.info("vector index reloaded: log trimmed past it", extra={"kind": kind, "dataset": dataset})
+                    index = self._open_ann(kind, dataset, head)
                 self._catch_up(index, kind, dataset, head)
         self._anns[(kind, dataset)] = index
         if self._db.in_transaction:  # a file must never cover rows that may yet be rolled back
@@ -770,16 +765,10 @@ class SQLiteStore(Store):
     def _accept(self, kind: str, dataset: str, digest: str) -> None:
         """Record a file's digest before it takes its final name (so a reader never finds a
         file its database does not know): in the write under way, or in a write of its own."""
-        def record() -> None:
+        with nullcontext() if self._db.in_transaction else self._write():
             digests = [d for d in self._accepted(kind, dataset) if d != digest][-(_ACCEPTED - 1):]
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                              (_files_key(kind, dataset), json.dumps([*digests, digest])))
-
-        if self._db.in_transaction:
-            record()
-            return
-        with self._write():
-            record()
 
     def _trimmed(self, kind: str, dataset: str) -> int:
         row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_trim_key(kind, dataset),)).fetchone()
@@ -803,13 +792,6 @@ class SQLiteStore(Store):
         if stamp < self._trimmed(kind, dataset):
             return self._build_ann(kind, dataset, head, "log trimmed past the saved index")
         return AnnIndex(self._dimension or 0, stamp, base, breadth, path)
-
-    def _reload_ann(self, kind: str, dataset: str, head: int) -> AnnIndex:
-        """Another process saved a newer file and trimmed the log rows this index still needed:
-        map that file (or rebuild, if it is gone or unreadable)."""
-        log.info("vector index reloaded: log trimmed past it", extra={"kind": kind, "dataset": dataset})
-        self._anns.pop((kind, dataset), None)
-        return self._open_ann(kind, dataset, head)
 
     def _build_ann(self, kind: str, dataset: str, head: int, reason: str) -> AnnIndex:
         """Every stored vector of the kind in the dataset, read after ``head`` was: rows written
