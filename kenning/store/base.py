@@ -562,16 +562,11 @@ class SearchStore(ABC):
 
 
 class AdminStore(ABC):
-    """The store itself: its embedder and vectors, closing and scrubbing."""
+    """The store itself: its vectors (the embedder they come from is recorded in ``sql.py``),
+    closing and scrubbing."""
 
     url: str
 
-    @abstractmethod
-    def check_embedder(self, name: str, dimension: int) -> None:
-        """Record the embedder on first use; raise EmbedderMismatchError if it differs."""
-    @abstractmethod
-    def set_embedder(self, name: str, dimension: int) -> None:
-        """Record the embedder the stored vectors come from."""
     @abstractmethod
     def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
         """Replace the vectors of the given records (one transaction)."""

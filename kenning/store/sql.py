@@ -25,7 +25,6 @@ from .._time import as_utc
 from ..errors import EmbedderMismatchError
 from ..models import Entity, Fact, Memory, Session, Stats, Usage, stored
 from ..requests import ORDERS  # the orders ``list_memories`` accepts
-from . import filters
 from .auth import AuthStore
 from .base import (CHUNK_COLUMNS, ENTITY_COLUMNS, FACT_COLUMNS, MEMORY_COLUMNS, AdminStore, ChunkRow, ClaimFilter,
                    EntityRow, FactRow, MemoryFilter, MemoryStore, SearchStore, Txn, columns, location_from,
@@ -61,6 +60,8 @@ _NAMED_FACTS = (f"SELECT {', '.join('f.' + c for c in FACT_COLUMNS.split(', '))}
                 " t.name AS target_name FROM facts f JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id")
 _REACH_ID = {"memory": "m.id", "chunk": "r.id", "fact": "p.fact_id", "entity": "p.entity_id"}
 _BATCH = 500
+#: the memory columns a ``MemoryFilter`` compares by equality
+_SCOPE_COLUMNS = ("dataset", "kind", "status", "retention", "pinned", "user", "agent", "session")
 R = TypeVar("R", bound="DataclassInstance")
 
 
@@ -159,8 +160,19 @@ class Dialect:
         return bool(value) if name in ("pinned", "admin") else value
 
     def memory_where(self, flt: MemoryFilter, alias: str = "") -> tuple[list[str], list[Any]]:
-        """(clauses to AND, their arguments) selecting the memories ``flt`` selects."""
-        return filters.memory_where(flt, self.condition, alias, flag=self.bool_in)
+        """(clauses to AND, their arguments) selecting the memories ``flt`` selects: its scope
+        columns by equality, its metadata conditions by ``condition``."""
+        col = f"{alias}." if alias else ""
+        clauses, args = [], []
+        for name in _SCOPE_COLUMNS:
+            if (value := getattr(flt, name)) is not None:
+                clauses.append(f'{col}"{name}" = ?')
+                args.append(self.bool_in(value) if name == "pinned" else value)
+        for cond in flt.filters:
+            clause, more = self.condition(cond, f"{col}metadata")
+            clauses.append(clause)
+            args += more
+        return clauses, args
 
     # -- rows as records -------------------------------------------------------------------------
     def memory(self, row: Mapping[str, Any]) -> Memory:
@@ -198,6 +210,9 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
     ends); ``_fresh`` lets it add what it holds in memory to memories read."""
 
     dialect: Dialect
+    #: the embedder the vectors come from (once checked), and the store as messages name it
+    _dimension: int | None = None
+    _shown: str
 
     def _fresh(self, memories: list[Memory]) -> list[Memory]:
         return memories
@@ -527,21 +542,37 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
             "SELECT key, value FROM meta WHERE key IN ('embedder', 'embedder_dimension')", (), conn)}
         return (rows["embedder"], int(rows["embedder_dimension"])) if len(rows) == 2 else None
 
+    def check_embedder(self, name: str, dimension: int) -> None:
+        """Record the embedder on first use; raise EmbedderMismatchError if it differs."""
+        stored = self.recorded_embedder()
+        if stored is None or not self._vectors_ready(stored[1]):
+            with self._write() as conn:
+                self._record_embedder(conn, name, dimension, replace=False)
+                stored = self.recorded_embedder(conn) or (name, dimension)  # both rows are there now
+        if stored != (name, dimension):
+            raise EmbedderMismatchError(
+                f"this store's vectors come from embedder {stored[0]!r} ({stored[1]} dimensions), not"
+                f" {name!r} ({dimension}); open it with the embedder it was built with, or re-embed it"
+                f" with the new one: kenning --db {self._shown} reembed",
+                stored=stored[0], requested=name,
+            )
+        self._dimension = dimension
+
+    def set_embedder(self, name: str, dimension: int) -> None:
+        """Record a new embedder (used by re-embedding, which rewrites every vector)."""
+        with self._write() as conn:
+            self._record_embedder(conn, name, dimension, replace=True)
+        self._dimension = dimension
+
     def _record_embedder(self, conn: Any, name: str, dimension: int, *, replace: bool) -> None:
         """Record the embedder: a new one (``replace``) or the first (one recorded already is kept)."""
         then = "DO UPDATE SET value = excluded.value" if replace else "DO NOTHING"
         conn.execute(self.dialect.sql("INSERT INTO meta (key, value) VALUES ('embedder', ?), ('embedder_dimension', ?)"
                                       f" ON CONFLICT (key) {then}"), [name, str(dimension)])
 
-    @staticmethod
-    def _same_embedder(stored: tuple[str, int], name: str, dimension: int, db: str) -> None:
-        if stored != (name, dimension):
-            raise EmbedderMismatchError(
-                f"this store's vectors come from embedder {stored[0]!r} ({stored[1]} dimensions), not"
-                f" {name!r} ({dimension}); open it with the embedder it was built with, or re-embed it"
-                f" with the new one: kenning --db {db} reembed",
-                stored=stored[0], requested=name,
-            )
+    def _vectors_ready(self, dimension: int) -> bool:
+        """Whether the vectors of ``dimension`` need nothing more than the embedder's record."""
+        return True
 
     # -- embeddings and bookkeeping --------------------------------------------------------------
     def texts_to_embed(self, kind: str, after_id: str | None, limit: int, missing_only: bool = False) -> list[tuple[str, str]]:

@@ -156,7 +156,7 @@ class SQLiteStore(Store):
 
     def __init__(self, path: str, *, timeout: float = 30.0) -> None:
         self.url = f"sqlite:///{path}"
-        self.path = path
+        self.path = self._shown = path
         try:
             if path != ":memory:":
                 Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -187,7 +187,6 @@ class SQLiteStore(Store):
         except (sqlite3.DatabaseError, StoreError) as exc:  # not a database, corrupt, read-only, locked
             self._db.close()
             raise StoreError(f"cannot use SQLite database at {path}: {exc}") from exc
-        self._dimension: int | None = None
         self._fingerprint: str | None = None
         self._anns: dict[tuple[str, str], AnnIndex] = {}
         self._maintained = self._head()  # log position the indexes were last maintained to
@@ -212,20 +211,8 @@ class SQLiteStore(Store):
                     db.execute(f"PRAGMA user_version = {number}")
                     log.info("migrated store", extra={"schema_version": number})
 
-    def check_embedder(self, name: str, dimension: int) -> None:
-        with self._lock:
-            stored = self.recorded_embedder()
-            if stored is None:
-                with self._write() as db:
-                    self._record_embedder(db, name, dimension, replace=False)
-                stored = (name, dimension)
-            self._same_embedder(stored, name, dimension, self.path)
-            self._dimension = dimension
-
     def set_embedder(self, name: str, dimension: int) -> None:
-        """Record a new embedder (used by re-embedding, which rewrites every vector)."""
-        with self._write() as db:
-            self._record_embedder(db, name, dimension, replace=True)
+        super().set_embedder(name, dimension)
         self.forget_vector_indexes()
 
     def close(self) -> None:
