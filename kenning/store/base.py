@@ -83,18 +83,6 @@ class ChunkRow:
     location: Location | None = None
 
 
-def location_json(location: Location | None) -> str | None:
-    """A chunk's location as stored (a JSON object, or NULL)."""
-    return location.model_dump_json(exclude_defaults=True) if location is not None else None
-
-
-def location_from(value: Any) -> Location | None:
-    """A stored location (JSON text, or the dict a JSONB column reads as) as a ``Location``."""
-    if value is None:
-        return None
-    return Location.model_validate_json(value) if isinstance(value, str) else Location.model_validate(value)
-
-
 @dataclass
 class EntityRow:
     id: str
@@ -562,14 +550,10 @@ class SearchStore(ABC):
 
 
 class AdminStore(ABC):
-    """The store itself: its vectors (the embedder they come from is recorded in ``sql.py``),
-    closing and scrubbing."""
+    """The store itself: closing and scrubbing (its embedder and vectors are written once, in ``sql.py``)."""
 
     url: str
 
-    @abstractmethod
-    def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
-        """Replace the vectors of the given records (one transaction)."""
     @abstractmethod
     def close(self) -> None: ...
     @abstractmethod

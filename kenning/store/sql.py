@@ -23,12 +23,11 @@ import numpy as np
 
 from .._time import as_utc
 from ..errors import EmbedderMismatchError
-from ..models import Entity, Fact, Memory, Session, Stats, Usage, stored
+from ..models import Entity, Fact, Location, Memory, Session, Stats, Usage, stored
 from ..requests import ORDERS  # the orders ``list_memories`` accepts
 from .auth import AuthStore
 from .base import (CHUNK_COLUMNS, ENTITY_COLUMNS, FACT_COLUMNS, MEMORY_COLUMNS, AdminStore, ChunkRow, ClaimFilter,
-                   EntityRow, FactRow, MemoryFilter, MemoryStore, SearchStore, Txn, columns, location_from,
-                   location_json, ordered)
+                   EntityRow, FactRow, MemoryFilter, MemoryStore, SearchStore, Txn, columns, ordered)
 from .filters import Condition
 
 if TYPE_CHECKING:
@@ -139,7 +138,7 @@ class Dialect:
         if name == "embedding":
             return self.vector_in(value)
         if name == "location":
-            return location_json(value)
+            return value.model_dump_json(exclude_defaults=True) if value is not None else None  # a JSON object
         if isinstance(value, dt.datetime):
             return self.time_in(value)
         return self.bool_in(value) if isinstance(value, bool) else value
@@ -154,7 +153,8 @@ class Dialect:
         if name in _JSON_FIELDS:
             return self.json_out(value)
         if name == "location":
-            return location_from(value)
+            # JSON text, or the dict a JSONB column reads as
+            return Location.model_validate_json(value) if isinstance(value, str) else Location.model_validate(value)
         if name == "permissions":
             return self.perms_out(value)
         return bool(value) if name in ("pinned", "admin") else value
@@ -575,6 +575,17 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
         return True
 
     # -- embeddings and bookkeeping --------------------------------------------------------------
+    def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
+        """Replace the vectors of the given records (one transaction)."""
+        table, d = KIND_TABLE[kind], self.dialect
+        with self._write() as conn:
+            self._fit_vectors(conn, table, {len(v) for _, v in rows})
+            conn.cursor().executemany(d.sql(f"UPDATE {table} SET embedding = {d.vector_mark} WHERE id = ?"),
+                                      [(d.vector_in(v), i) for i, v in rows])
+
+    def _fit_vectors(self, conn: Any, table: str, dimensions: set[int]) -> None:
+        """Make ``table``'s vector column take vectors of these ``dimensions``."""
+
     def texts_to_embed(self, kind: str, after_id: str | None, limit: int, missing_only: bool = False) -> list[tuple[str, str]]:
         """(id, text) of ``kind`` records ordered by id, for (re-)embedding page by page."""
         where = (["id > ?"] if after_id else []) + (["embedding IS NULL"] if missing_only else [])

@@ -458,23 +458,14 @@ class PostgresStore(Store):
 
         retry_transient(once)
 
-    def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
-        if not rows:
-            return
-        table = KIND_TABLE[kind]
-        with self._write() as conn:
-            typmod, _ = self._vector_columns(conn)[table]
-            if typmod >= 0 and any(len(v) != typmod for _, v in rows):
-                # Re-embedding to another dimension: the column is untyped (and unindexed) until
-                # every vector has the new size; check_embedder / set_embedder type it again.
-                conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SCHEMA,))
-                conn.execute(f"DROP INDEX IF EXISTS {table}_embedding_hnsw")
-                conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector")
-            with conn.cursor() as cur:
-                cur.executemany(
-                    sql.SQL("UPDATE {} SET embedding = %s::vector WHERE id = %s").format(sql.Identifier(table)),
-                    [(to_vector_text(v), i) for i, v in rows],
-                )
+    def _fit_vectors(self, conn: _Conn, table: str, dimensions: set[int]) -> None:
+        typmod, _ = self._vector_columns(conn)[table]
+        if typmod >= 0 and dimensions - {typmod}:
+            # Re-embedding to another dimension: the column is untyped (and unindexed) until
+            # every vector has the new size; check_embedder / set_embedder type it again.
+            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SCHEMA,))
+            conn.execute(f"DROP INDEX IF EXISTS {table}_embedding_hnsw")
+            conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector")
 
 
 def _similarity(distance: float | None) -> float:

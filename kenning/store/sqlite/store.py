@@ -30,7 +30,7 @@ from ...errors import StoreError
 from ...models import Memory
 from ..base import FACT_COLUMNS, FactRow, Scored, Txn, entity_text, quoted
 from ..sql import KIND_TABLE, Store, row_dict
-from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate, to_blob
+from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate
 from .dialect import SQLITE, dataset_token
 from .schema import SQLITE_MIGRATIONS
 
@@ -76,6 +76,9 @@ _COUNTS_SECONDS = 60.0
 _OWNERS = 20_000
 #: the ``rank`` of every full-text table (schema.py: the ``ds`` column weighs 0)
 _RANK = "bm25({table}_fts, 0.0, 1.0)"
+#: the meta keys holding, for one kind and dataset, the digests of the index files saved and
+#: how far ``vector_log`` was trimmed
+_FILES_KEY, _TRIM_KEY = "vector_files {} {}", "vector_log_trimmed {} {}"
 
 
 def _marks(n: int) -> str:
@@ -105,16 +108,6 @@ class SQLiteTxn(Txn):
             self.conn.execute(f"DELETE FROM {table}_fts WHERE rowid = ?", (row[0],))
             self.store._fts_changed.add(table)
         self.conn.execute(f"DELETE FROM {table} WHERE {where}", list(args))
-
-
-def _files_key(kind: str, dataset: str) -> str:
-    """The meta key holding the digests of the index files saved for one kind and dataset."""
-    return f"vector_files {kind} {dataset}"
-
-
-def _trim_key(kind: str, dataset: str) -> str:
-    """The meta key holding how far ``vector_log`` was trimmed for one kind and dataset."""
-    return f"vector_log_trimmed {kind} {dataset}"
 
 
 def _quoted(term: str) -> str:
@@ -632,11 +625,7 @@ class SQLiteStore(Store):
         return memories
 
     def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
-        table = KIND_TABLE[kind]
-        with self._write():
-            self._db.executemany(
-                f"UPDATE {table} SET embedding = ? WHERE id = ?", [(to_blob(v), i) for i, v in rows]
-            )
+        super().set_embeddings(kind, rows)
         self._maintain()
 
     # -- vector index ------------------------------------------------------------------------
@@ -746,7 +735,7 @@ class SQLiteStore(Store):
     def _accepted(self, kind: str, dataset: str) -> list[str]:
         """The digests of the index files this database saved for a kind and dataset, newest
         last (a few, for the processes still mapping an older one)."""
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_files_key(kind, dataset),)).fetchone()
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_FILES_KEY.format(kind, dataset),)).fetchone()
         return json.loads(row[0]) if row else []
 
     def _accept(self, kind: str, dataset: str, digest: str) -> None:
@@ -755,10 +744,10 @@ class SQLiteStore(Store):
         with nullcontext() if self._db.in_transaction else self._write():
             digests = [d for d in self._accepted(kind, dataset) if d != digest][-(_ACCEPTED - 1):]
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                             (_files_key(kind, dataset), json.dumps([*digests, digest])))
+                             (_FILES_KEY.format(kind, dataset), json.dumps([*digests, digest])))
 
     def _trimmed(self, kind: str, dataset: str) -> int:
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_trim_key(kind, dataset),)).fetchone()
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_TRIM_KEY.format(kind, dataset),)).fetchone()
         return int(row[0]) if row else 0
 
     def _open_ann(self, kind: str, dataset: str, head: int) -> AnnIndex:
@@ -829,7 +818,7 @@ class SQLiteStore(Store):
                 self._db.execute(
                     "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE"
                     " SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
-                    (_trim_key(kind, dataset), str(ann.stamp)))
+                    (_TRIM_KEY.format(kind, dataset), str(ann.stamp)))
 
     def _catch_up(self, index: AnnIndex, kind: str, dataset: str, head: int) -> None:
         """Replay the log after the index's stamp: rows that still have a vector in the dataset
