@@ -281,7 +281,7 @@ class Txn:
     # -- entities --------------------------------------------------------------------------------
     def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
         self._lock(dataset)
-        found = self.store._find_entities(self.conn, dataset, normalized)
+        found = self.store.find_entities(dataset, normalized, self.conn)
         self._seen("entities", list(found.values()))
         return found
 
@@ -324,12 +324,16 @@ class Txn:
         """Open (not expired) facts with the same source and relation or the same two endpoints
         (either direction); with ``by_target`` also those with the same target and relation."""
         self._lock(dataset)
-        rows = self.store._live_facts(self.conn, dataset, source_id, target_id, relation, by_target)
+        rows = self.store.live_facts_touching(dataset, source_id, target_id, relation, by_target, self.conn)
         self._seen("facts", rows)
         return rows
 
     def get_fact_rows(self, fact_ids: Sequence[str]) -> list[FactRow]:
-        return self.store._fact_rows(self.conn, fact_ids)
+        if not fact_ids:
+            return []
+        clause, args = self.d.any_of("id", fact_ids)
+        rows = self._all(f"SELECT {FACT_COLUMNS} FROM facts WHERE {clause}", args)
+        return ordered({r["id"]: self.d.fact_row(r) for r in rows}, fact_ids)
 
     def insert_fact(self, row: FactRow) -> None:
         self._lock(row.dataset)

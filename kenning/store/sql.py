@@ -229,8 +229,8 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
         with self._write() as conn:
             conn.execute(self.dialect.sql(query), list(args))
 
-    # -- queries a transaction runs too ----------------------------------------------------------
-    def _find_entities(self, conn: Any, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
+    # -- graph reads a transaction runs too, on its ``conn`` -------------------------------------
+    def find_entities(self, dataset: str, normalized: Sequence[str], conn: Any = None) -> dict[str, EntityRow]:
         keys = list(dict.fromkeys(normalized))
         if not keys:
             return {}
@@ -238,8 +238,8 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
         rows = self._rows(f"SELECT {ENTITY_COLUMNS} FROM entities WHERE dataset = ? AND {clause}", [dataset, *args], conn)
         return {r["normalized"]: self.dialect.record(EntityRow, r) for r in rows}
 
-    def _live_facts(self, conn: Any, dataset: str, source_id: str, target_id: str, relation: str,
-                    by_target: bool) -> list[FactRow]:
+    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
+                            by_target: bool = False, conn: Any = None) -> list[FactRow]:
         # one branch per index (facts_source, facts_pair twice): the rows are compared, never embedded
         select = f"SELECT {FACT_COLUMNS} FROM facts WHERE"
         live = "AND dataset = ? AND expired_at IS NULL"
@@ -250,13 +250,6 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
             query += f" UNION {select} target_id = ? AND relation = ? {live}"
             args += [target_id, relation, dataset]
         return [self.dialect.fact_row(r) for r in self._rows(f"SELECT * FROM ({query}) u ORDER BY valid_at, id", args, conn)]
-
-    def _fact_rows(self, conn: Any, ids: Sequence[str]) -> list[FactRow]:
-        if not ids:
-            return []
-        clause, args = self.dialect.any_of("id", ids)
-        rows = self._rows(f"SELECT {FACT_COLUMNS} FROM facts WHERE {clause}", args, conn)
-        return ordered({r["id"]: self.dialect.fact_row(r) for r in rows}, ids)
 
     # -- memories --------------------------------------------------------------------------------
     def get_memories(self, ids: Sequence[str]) -> list[Memory]:
@@ -414,15 +407,6 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
         ]
 
     # -- graph reads: entities, facts and chunks, outside a transaction --------------------------
-    def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
-        with self._read() as conn:
-            return self._find_entities(conn, dataset, normalized)
-
-    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
-                            by_target: bool = False) -> list[FactRow]:
-        with self._read() as conn:
-            return self._live_facts(conn, dataset, source_id, target_id, relation, by_target)
-
     def _provenance(self, conn: Any, kind: str, ids: Sequence[str]) -> dict[str, list[str]]:
         """The memory ids each record (of ``kind`` entity or fact) was stated by, in order."""
         out: dict[str, list[str]] = {i: [] for i in ids}
