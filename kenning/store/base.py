@@ -332,8 +332,10 @@ class Txn:
         if not fact_ids:
             return []
         clause, args = self.d.any_of("id", fact_ids)
-        rows = self._all(f"SELECT {FACT_COLUMNS} FROM facts WHERE {clause}", args)
-        return ordered({r["id"]: self.d.fact_row(r) for r in rows}, fact_ids)
+        return ordered({r.id: r for r in self._facts(clause, args)}, fact_ids)
+
+    def _facts(self, where: str, args: Sequence[Any]) -> list[FactRow]:
+        return [self.d.fact_row(r) for r in self._all(f"SELECT {FACT_COLUMNS} FROM facts WHERE {where}", args)]
 
     def insert_fact(self, row: FactRow) -> None:
         self._lock(row.dataset)
@@ -464,15 +466,12 @@ class Txn:
 
     def facts_closed_by(self, fact_ids: Sequence[str]) -> list[FactRow]:
         clause, args = self.d.any_of("superseded_by", fact_ids)
-        return [self.d.fact_row(r) for r in self._all(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE {clause} AND expired_at IS NOT NULL ORDER BY created_at, id", args)]
+        return self._facts(f"{clause} AND expired_at IS NOT NULL ORDER BY created_at, id", args)
 
     def slot_facts(self, dataset: str, relation: str, entity_id: str, by_source: bool) -> list[FactRow]:
         """Every fact (open and closed) of ``relation`` whose source (``by_source``) or target is ``entity_id``."""
         column = "source_id" if by_source else "target_id"
-        return [self.d.fact_row(r) for r in self._all(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE dataset = ? AND relation = ? AND {column} = ?",
-            [dataset, relation, entity_id])]
+        return self._facts(f"dataset = ? AND relation = ? AND {column} = ?", [dataset, relation, entity_id])
 
     def delete_orphans(self, entity_ids: Sequence[str]) -> list[str]:
         """Delete those of the entities no memory names and no fact uses; their ids."""
