@@ -20,7 +20,7 @@ import json
 import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -82,13 +82,8 @@ class Side(ABC):
         self.collate = self.catalog["collate"]  # how text keys sort bytewise
         self.conn: Any = None
 
-    @contextmanager
-    def _connection(self) -> Iterator[Any]:
-        if self.conn is not None:
-            yield self.conn
-        else:
-            with self.store._read() as conn:
-                yield conn
+    def _connection(self) -> AbstractContextManager[Any]:
+        return nullcontext(self.conn) if self.conn is not None else self.store._read()
 
     def select(self, query: str, args: Sequence[Any] = ()) -> list[tuple]:
         with self._connection() as conn:
@@ -124,8 +119,7 @@ class Side(ABC):
         return int(self.select(f'SELECT count(*) FROM "{table}" {where}')[0][0])
 
     def embedder(self) -> tuple[str, int] | None:
-        with self._connection() as conn:
-            return self.store.recorded_embedder(conn)
+        return self.store.recorded_embedder(self.conn)
 
     def rows(self, table: str, columns: Sequence[str], batch: int, where: str = "",
              args: Sequence[Any] = ()) -> Iterator[list[list[Any]]]:
