@@ -698,20 +698,13 @@ class SQLiteStore(Store):
         an index that fails here is logged and left to the next search."""
         with self._lock:
             try:
-                self._maintain_indexes()
+                if (head := self._head()) - self._maintained >= _MAINTAIN_ROWS:
+                    for kind, dataset in self._db.execute("SELECT DISTINCT kind, dataset FROM vector_log"
+                                                          " WHERE seq > ? AND seq <= ?", (self._maintained, head)).fetchall():
+                        self._ann(kind, dataset)
+                    self._maintained = head
             except (OSError, RuntimeError, sqlite3.Error) as exc:
                 log.warning("vector index maintenance failed", extra={"error": str(exc)})
-
-    def _maintain_indexes(self) -> None:
-        head = self._head()
-        if head - self._maintained < _MAINTAIN_ROWS:
-            return
-        pairs = self._db.execute(
-            "SELECT DISTINCT kind, dataset FROM vector_log WHERE seq > ? AND seq <= ?", (self._maintained, head)
-        ).fetchall()
-        for kind, dataset in pairs:
-            self._ann(kind, dataset)
-        self._maintained = head
 
     def _save_changed_indexes(self) -> None:
         """On close: catch up the indexes this process changed and save those that have no file
