@@ -3,6 +3,8 @@ an in-memory copy, calibration against exact search, and the files it is saved i
 
 from __future__ import annotations
 
+import os
+
 import numpy as np
 import pytest
 
@@ -97,6 +99,28 @@ def test_index_files_save_atomically_keep_the_newest_and_refuse_bad_files(tmp_pa
     assert IndexFiles.open(path, 8, digest) is None
     other.write_bytes(other.read_bytes()[:200])  # truncated
     assert IndexFiles.open(other, 8, accepted[2]) is None
+
+
+def test_index_files_drop_and_sweep_by_the_parts_of_their_names(tmp_path):
+    """``drop`` deletes a kind and dataset's files up to a stamp (any fingerprint, and names that
+    are not a saved index's); ``sweep`` deletes the files of another fingerprint; neither touches
+    another dataset's files or the live temporary file of this process."""
+    files = IndexFiles(str(tmp_path / "store.db"))
+    index = build(8, np.arange(20, dtype=np.uint64), _clustered(20, d=8))
+    mine, old, other = (IndexFiles.prefix("chunk", ds, fp) for ds, fp in (("main", "fp"), ("main", "old"), ("x", "fp")))
+    kept = files.save(index, mine, 30, 0, lambda digest: None)
+    stale = files.save(index, old, 5, 0, lambda digest: None)
+    theirs = files.save(index, other, 1, 0, lambda digest: None)
+    odd = files.dir / f"{mine}junk.usearch"
+    odd.write_bytes(b"x")
+    files.drop(mine, 10)
+    assert sorted(files.dir.iterdir()) == sorted([kept, theirs])
+    stale = files.save(index, old, 20, 0, lambda digest: None)  # a file of another embedder
+    tmp = files.dir / f".tmp-{os.getpid()}-abc.usearch"
+    tmp.write_bytes(b"x")
+    files.sweep("fp")
+    assert sorted(files.dir.iterdir()) == sorted([kept, theirs, tmp]) and not stale.exists()
+    assert files.saved(mine) == [(kept, 30, 0, file_digest(kept))]
 
 
 def test_a_damaged_byte_inside_an_index_file_is_detected(tmp_path):

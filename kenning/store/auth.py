@@ -19,7 +19,7 @@ import uuid
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .._time import utcnow
@@ -163,7 +163,7 @@ class AuthStore(ABC):
         self._auth_migrate()
         with self._read() as conn:
             rows = conn.execute(self.dialect.sql(sql), tuple(args)).fetchall()
-        return [self._made(record, row) for row in rows]
+        return [self.dialect.record(record, row) for row in rows]
 
     @contextmanager
     def _auth_write(self) -> Iterator[Callable[..., list[Any]]]:
@@ -176,10 +176,6 @@ class AuthStore(ABC):
                 return list(cursor.fetchall()) if cursor.description else []
 
             yield run
-
-    def _made(self, record: type[T], row: Any) -> T:
-        """A record from its row (times, flags and permissions read back)."""
-        return record(**{f.name: self.dialect.read(f.name, row[f.name]) for f in fields(record)})
 
     # -- users -------------------------------------------------------------------------------
     def create_user(self, name: str, *, admin: bool = False) -> User:
@@ -228,7 +224,7 @@ class AuthStore(ABC):
                 raise ConflictError(f"{key_id_or_prefix!r} matches {len(rows)} keys; revoke by id")
             row = run("UPDATE auth_keys SET revoked_at = coalesce(revoked_at, ?) WHERE id = ? RETURNING *",
                       (self.dialect.time_in(utcnow()), rows[0]["id"]))[0]
-        return self._made(ApiKey, row)
+        return self.dialect.record(ApiKey, row)
 
     # -- datasets ----------------------------------------------------------------------------
     def claim_dataset(self, name: str, owner_id: str | None) -> DatasetRecord:
@@ -238,7 +234,7 @@ class AuthStore(ABC):
             run("INSERT INTO auth_datasets (name, owner_id, created_at) VALUES (?,?,?) ON CONFLICT (name) DO NOTHING",
                 (name, owner_id, self.dialect.time_in(utcnow())))
             row = run("SELECT * FROM auth_datasets WHERE name = ?", (name,))[0]
-        return self._made(DatasetRecord, row)
+        return self.dialect.record(DatasetRecord, row)
 
     def dataset_records(self, names: Sequence[str] | None = None) -> list[DatasetRecord]:
         """Records of the given datasets (all if None), by name."""

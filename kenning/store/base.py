@@ -11,12 +11,13 @@ rules about what a write means are written once for every backend.
 from __future__ import annotations
 
 import datetime as dt
+import functools
 import random
 import time
 from abc import ABC, abstractmethod
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from typing import Any, TypeVar
 
 import numpy as np
@@ -26,6 +27,8 @@ from ..models import Location, Memory
 from .filters import Condition, parse_filters
 
 __all__ = [
+    "CHUNK_COLUMNS",
+    "ENTITY_COLUMNS",
     "FACT_COLUMNS",
     "MEMORY_COLUMNS",
     "AdminStore",
@@ -39,8 +42,10 @@ __all__ = [
     "SearchStore",
     "Store",
     "Txn",
+    "columns",
     "entity_text",
     "ordered",
+    "quoted",
     "retry_transient",
 ]
 
@@ -76,18 +81,6 @@ class ChunkRow:
     embedding: np.ndarray | None = None
     #: where the chunk sits in its file (a document read by kenning.files); None for plain text
     location: Location | None = None
-
-
-def location_json(location: Location | None) -> str | None:
-    """A chunk's location as stored (a JSON object, or NULL)."""
-    return location.model_dump_json(exclude_defaults=True) if location is not None else None
-
-
-def location_from(value: Any) -> Location | None:
-    """A stored location (JSON text, or the dict a JSONB column reads as) as a ``Location``."""
-    if value is None:
-        return None
-    return Location.model_validate_json(value) if isinstance(value, str) else Location.model_validate(value)
 
 
 @dataclass
@@ -175,12 +168,23 @@ def ordered(by_id: Mapping[str, Any], ids: Sequence[str]) -> list[Any]:
     return [by_id[i] for i in ids if i in by_id]
 
 
+@functools.cache
+def columns(record: type) -> tuple[str, ...]:
+    """The columns a record (a dataclass named after its table's columns) is read from: its
+    fields but the vector, which only the vector lane reads."""
+    return tuple(f.name for f in fields(record) if f.name != "embedding")
 
-#: what a memory is read from
-MEMORY_COLUMNS = ", ".join(f'"{name}"' for name in Memory.model_fields)
-#: what a fact row or a Fact is read from (not the vector, which only the vector lane reads)
-FACT_COLUMNS = ("id, dataset, source_id, relation, target_id, description, valid_at, invalid_at, created_at,"
-                " expired_at, superseded_by, memory_id, weight")
+
+def quoted(names: Iterable[str]) -> str:
+    """Column names as a list in SQL, each quoted (``user`` is a keyword)."""
+    return ", ".join(f'"{name}"' for name in names)
+
+
+#: what a memory, a fact row (or a Fact), an entity row and a chunk row are read from
+MEMORY_COLUMNS = quoted(Memory.model_fields)
+FACT_COLUMNS: str = ", ".join(columns(FactRow))
+ENTITY_COLUMNS: str = ", ".join(columns(EntityRow))
+CHUNK_COLUMNS: str = ", ".join(columns(ChunkRow))
 
 
 class Txn:
@@ -277,7 +281,7 @@ class Txn:
     # -- entities --------------------------------------------------------------------------------
     def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
         self._lock(dataset)
-        found = self.store._find_entities(self.conn, dataset, normalized)
+        found = self.store.find_entities(dataset, normalized, self.conn)
         self._seen("entities", list(found.values()))
         return found
 
@@ -293,8 +297,11 @@ class Txn:
             self._reindex_entity(entity_id)
 
     def link_entity(self, entity_id: str, memory_id: str) -> None:
-        self._q("INSERT INTO entity_memories (entity_id, memory_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                [entity_id, memory_id])
+        self._link("entity", "VALUES (?, ?)", [entity_id, memory_id])
+
+    def _link(self, kind: str, rows: str, args: Sequence[Any]) -> None:
+        """Add provenance rows (``rows``: the (record id, memory id) pairs, as VALUES or a SELECT)."""
+        self._q(f"INSERT INTO {kind}_memories ({kind}_id, memory_id) {rows} ON CONFLICT DO NOTHING", args)
 
     def entity_names(self, entity_ids: Sequence[str]) -> dict[str, list[str]]:
         """Each existing entity's name followed by its aliases."""
@@ -307,8 +314,7 @@ class Txn:
         self._lock_row("entities", keep_id)
         self._q("UPDATE facts SET source_id = ? WHERE source_id = ?", [keep_id, drop_id])
         self._q("UPDATE facts SET target_id = ? WHERE target_id = ?", [keep_id, drop_id])
-        self._q("INSERT INTO entity_memories (entity_id, memory_id) SELECT ?, memory_id FROM entity_memories"
-                " WHERE entity_id = ? ON CONFLICT DO NOTHING", [keep_id, drop_id])
+        self._link("entity", "SELECT ?, memory_id FROM entity_memories WHERE entity_id = ?", [keep_id, drop_id])
         self._q("DELETE FROM entity_memories WHERE entity_id = ?", [drop_id])
         self._delete("entities", [drop_id])
 
@@ -318,12 +324,18 @@ class Txn:
         """Open (not expired) facts with the same source and relation or the same two endpoints
         (either direction); with ``by_target`` also those with the same target and relation."""
         self._lock(dataset)
-        rows = self.store._live_facts(self.conn, dataset, source_id, target_id, relation, by_target)
+        rows = self.store.live_facts_touching(dataset, source_id, target_id, relation, by_target, self.conn)
         self._seen("facts", rows)
         return rows
 
     def get_fact_rows(self, fact_ids: Sequence[str]) -> list[FactRow]:
-        return self.store._fact_rows(self.conn, fact_ids)
+        if not fact_ids:
+            return []
+        clause, args = self.d.any_of("id", fact_ids)
+        return ordered({r.id: r for r in self._facts(clause, args)}, fact_ids)
+
+    def _facts(self, where: str, args: Sequence[Any]) -> list[FactRow]:
+        return [self.d.fact_row(r) for r in self._all(f"SELECT {FACT_COLUMNS} FROM facts WHERE {where}", args)]
 
     def insert_fact(self, row: FactRow) -> None:
         self._lock(row.dataset)
@@ -337,8 +349,7 @@ class Txn:
                 [self.d.time_in(invalid_at), self.d.time_in(expired_at), superseded_by, fact_id])
 
     def link_fact(self, fact_id: str, memory_id: str) -> None:
-        self._q("INSERT INTO fact_memories (fact_id, memory_id) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                [fact_id, memory_id])
+        self._link("fact", "VALUES (?, ?)", [fact_id, memory_id])
 
     def memory_source(self, memory_id: str) -> tuple[str | None, str | None]:
         """(origin, user) of a memory; (None, None) if it does not exist."""
@@ -365,8 +376,7 @@ class Txn:
     def fold_facts(self, pairs: Sequence[tuple[str, str]]) -> None:
         """For each (drop, keep): give ``keep`` the provenance of ``drop`` and what ``drop`` superseded; delete ``drop``."""
         for drop, keep in pairs:
-            self._q("INSERT INTO fact_memories (fact_id, memory_id) SELECT ?, memory_id FROM fact_memories"
-                    " WHERE fact_id = ? ON CONFLICT DO NOTHING", [keep, drop])
+            self._link("fact", "SELECT ?, memory_id FROM fact_memories WHERE fact_id = ?", [keep, drop])
             self._q("UPDATE facts SET superseded_by = ? WHERE superseded_by = ?", [keep, drop])
         self._delete("facts", [drop for drop, _ in pairs])
 
@@ -445,11 +455,9 @@ class Txn:
     # -- garbage collection ----------------------------------------------------------------------
     def drop_links(self, memory_id: str) -> tuple[list[str], list[str]]:
         self._lock_row("memories", memory_id)
-        fact_ids = [r["fact_id"] for r in self._all("SELECT fact_id FROM fact_memories WHERE memory_id = ?", [memory_id])]
-        entity_ids = [r["entity_id"] for r in self._all("SELECT entity_id FROM entity_memories WHERE memory_id = ?",
-                                                        [memory_id])]
-        self._q("DELETE FROM fact_memories WHERE memory_id = ?", [memory_id])
-        self._q("DELETE FROM entity_memories WHERE memory_id = ?", [memory_id])
+        fact_ids, entity_ids = ([r["id"] for r in self._all(f"DELETE FROM {kind}_memories WHERE memory_id = ?"
+                                                          f" RETURNING {kind}_id AS id", [memory_id])]
+                                for kind in ("fact", "entity"))
         return fact_ids, entity_ids
 
     def unstated_facts(self, fact_ids: Sequence[str]) -> list[str]:
@@ -458,15 +466,12 @@ class Txn:
 
     def facts_closed_by(self, fact_ids: Sequence[str]) -> list[FactRow]:
         clause, args = self.d.any_of("superseded_by", fact_ids)
-        return [self.d.fact_row(r) for r in self._all(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE {clause} AND expired_at IS NOT NULL ORDER BY created_at, id", args)]
+        return self._facts(f"{clause} AND expired_at IS NOT NULL ORDER BY created_at, id", args)
 
     def slot_facts(self, dataset: str, relation: str, entity_id: str, by_source: bool) -> list[FactRow]:
         """Every fact (open and closed) of ``relation`` whose source (``by_source``) or target is ``entity_id``."""
         column = "source_id" if by_source else "target_id"
-        return [self.d.fact_row(r) for r in self._all(
-            f"SELECT {FACT_COLUMNS} FROM facts WHERE dataset = ? AND relation = ? AND {column} = ?",
-            [dataset, relation, entity_id])]
+        return self._facts(f"dataset = ? AND relation = ? AND {column} = ?", [dataset, relation, entity_id])
 
     def delete_orphans(self, entity_ids: Sequence[str]) -> list[str]:
         """Delete those of the entities no memory names and no fact uses; their ids."""
@@ -548,19 +553,10 @@ class SearchStore(ABC):
 
 
 class AdminStore(ABC):
-    """The store itself: its embedder and vectors, closing and scrubbing."""
+    """The store itself: closing and scrubbing (its embedder and vectors are written once, in ``sql.py``)."""
 
     url: str
 
-    @abstractmethod
-    def check_embedder(self, name: str, dimension: int) -> None:
-        """Record the embedder on first use; raise EmbedderMismatchError if it differs."""
-    @abstractmethod
-    def set_embedder(self, name: str, dimension: int) -> None:
-        """Record the embedder the stored vectors come from."""
-    @abstractmethod
-    def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
-        """Replace the vectors of the given records (one transaction)."""
     @abstractmethod
     def close(self) -> None: ...
     @abstractmethod

@@ -20,14 +20,14 @@ import json
 import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from .._time import to_text
 from ..errors import ConflictError, StoreError
-from .base import Store, entity_text
+from .base import Store, entity_text, quoted
 
 __all__ = ["KINDS", "OWN_TABLES", "CopyReport", "PostgresSide", "SQLiteSide", "Side", "copy_store", "driver_errors",
            "in_order", "side_of"]
@@ -82,13 +82,8 @@ class Side(ABC):
         self.collate = self.catalog["collate"]  # how text keys sort bytewise
         self.conn: Any = None
 
-    @contextmanager
-    def _connection(self) -> Iterator[Any]:
-        if self.conn is not None:
-            yield self.conn
-        else:
-            with self.store._read() as conn:
-                yield conn
+    def _connection(self) -> AbstractContextManager[Any]:
+        return nullcontext(self.conn) if self.conn is not None else self.store._read()
 
     def select(self, query: str, args: Sequence[Any] = ()) -> list[tuple]:
         with self._connection() as conn:
@@ -114,20 +109,26 @@ class Side(ABC):
             missing = [t for t in missing if t not in self.tables()]
         return missing
 
+    def check_columns(self, table: str, names: Iterable[str]) -> None:
+        """StoreError if this store's ``table`` lacks any of the columns ``names``."""
+        if lost := set(names) - set(self.columns(table)):
+            raise StoreError(f"the {table} table of the target store lacks columns {', '.join(sorted(lost))};"
+                             " upgrade kenning there first")
+
     def count(self, table: str, where: str = "") -> int:
         return int(self.select(f'SELECT count(*) FROM "{table}" {where}')[0][0])
 
     def embedder(self) -> tuple[str, int] | None:
-        with self._connection() as conn:
-            return self.store.recorded_embedder(conn)
+        return self.store.recorded_embedder(self.conn)
 
-    def read(self, table: str, columns: Sequence[str], batch: int, where: str = "",
-             args: Sequence[Any] = ()) -> Iterator[list[tuple]]:
-        names = ", ".join(f'"{c}"' for c in columns)
+    def rows(self, table: str, columns: Sequence[str], batch: int, where: str = "",
+             args: Sequence[Any] = ()) -> Iterator[list[list[Any]]]:
+        """The rows of ``table`` (``where``: a clause, its ``args``) ``batch`` at a time, in the plain form."""
+        kinds = [KINDS.get((table, c)) for c in columns]
         with self._cursor(table) as cursor:
-            cursor.execute(f'SELECT {names} FROM "{table}" {where}', list(args))
+            cursor.execute(f'SELECT {quoted(columns)} FROM "{table}" {where}', list(args))
             while rows := cursor.fetchmany(batch):
-                yield [_values(r) for r in rows]
+                yield [[self.plain(k, v) for k, v in zip(kinds, _values(row))] for row in rows]
 
     @contextmanager
     def _cursor(self, table: str) -> Iterator[Any]:
@@ -148,13 +149,6 @@ class Side(ABC):
         if kind == "list":
             return sorted(self.d.perms_out(value))
         return to_text(value) if isinstance(value, dt.datetime) else value
-
-    def rows(self, table: str, columns: Sequence[str], batch: int, where: str = "",
-             args: Sequence[Any] = ()) -> Iterator[list[list[Any]]]:
-        """The rows of ``read`` in the plain form."""
-        kinds = [KINDS.get((table, c)) for c in columns]
-        for rows in self.read(table, columns, batch, where, args):
-            yield [[self.plain(k, v) for k, v in zip(kinds, row)] for row in rows]
 
     def stored(self, table: str, columns: Sequence[str], rows: Iterable[Sequence[Any]]) -> list[tuple]:
         """Plain rows as this store holds them."""
@@ -208,9 +202,8 @@ class SQLiteSide(Side):
         self.store.forget_vector_indexes()
 
     def write(self, table: str, columns: Sequence[str], rows: list[list[Any]]) -> None:
-        names = ", ".join(f'"{c}"' for c in columns)
-        marks = ", ".join("?" * len(columns))
-        self.conn.executemany(f'INSERT INTO "{table}" ({names}) VALUES ({marks})', self.stored(table, columns, rows))
+        self.conn.executemany(f'INSERT INTO "{table}" ({quoted(columns)}) VALUES ({", ".join("?" * len(columns))})',
+                              self.stored(table, columns, rows))
 
     def _rebuild_fulltext(self) -> None:
         from .sqlite.dialect import dataset_token
@@ -247,10 +240,9 @@ class PostgresSide(Side):
                 self.conn = None
 
     def write(self, table: str, columns: Sequence[str], rows: list[list[Any]]) -> None:
-        names = ", ".join(f'"{c}"' for c in columns)
         # COPY: one statement per batch, so the statement triggers (full-text statistics) run
         # once per batch, not once per row.
-        with self.conn.cursor() as cursor, cursor.copy(f'COPY "{table}" ({names}) FROM STDIN') as copy:
+        with self.conn.cursor() as cursor, cursor.copy(f'COPY "{table}" ({quoted(columns)}) FROM STDIN') as copy:
             for row in self.stored(table, columns, rows):
                 copy.write_row(row)
 
@@ -300,9 +292,7 @@ def _prepare(src: Side, dst: Side) -> list[str]:
     if missing := dst.lacks(tables):
         raise StoreError(f"the target store has no table {', '.join(missing)}; upgrade kenning there first")
     for table in tables:
-        lost = set(src.columns(table)) - set(dst.columns(table))
-        if lost:
-            raise StoreError(f"the target's {table} table lacks columns {', '.join(sorted(lost))}")
+        dst.check_columns(table, src.columns(table))
     return in_order(src, tables)
 
 

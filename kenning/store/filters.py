@@ -19,14 +19,14 @@ from __future__ import annotations
 import datetime as dt
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ..errors import ValidationError
 from ..dates import parse_user_datetime
 
-__all__ = ["OPERATORS", "Condition", "memory_where", "parse_filters"]
+__all__ = ["OPERATORS", "Condition", "parse_filters"]
 
 #: the operators a condition may use
 OPERATORS = ("eq", "in", "gte", "lte")
@@ -103,26 +103,3 @@ def _bound(value: Any, key: str, op: str, now: dt.datetime | None) -> float | dt
     if isinstance(value, (str, dt.date)):
         return parse_user_datetime(value, now=now, name=f"filter {key!r} {op}")
     raise ValidationError(f"filter {key!r} {op!r} takes a number or a date, not {type(value).__name__}")
-
-
-#: the memory columns a ``MemoryFilter`` compares by equality
-_SCOPE_COLUMNS = ("dataset", "kind", "status", "retention", "pinned", "user", "agent", "session")
-
-
-def memory_where(flt: Any, condition: Callable[[Condition, str], tuple[str, list[Any]]], alias: str = "",
-                 *, flag: Callable[[bool], Any] = bool) -> tuple[list[str], list[Any]]:
-    """(clauses to AND, their ``?`` arguments) selecting the memories ``flt`` (a ``MemoryFilter``)
-    selects: its columns by equality (``flag`` spells ``pinned`` for the backend), its metadata
-    conditions by the backend's ``condition(cond, metadata_column)``."""
-    col = f"{alias}." if alias else ""
-    clauses, args = [], []
-    for name in _SCOPE_COLUMNS:
-        value = getattr(flt, name)
-        if value is not None:
-            clauses.append(f'{col}"{name}" = ?')
-            args.append(flag(value) if name == "pinned" else value)
-    for cond in flt.filters:
-        clause, cond_args = condition(cond, f"{col}metadata")
-        clauses.append(clause)
-        args += cond_args
-    return clauses, args

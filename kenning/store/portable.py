@@ -54,7 +54,7 @@ import numpy as np
 from .._checks import check_flag
 from ..errors import ConflictError, NotFoundError, StoreError, ValidationError
 from ..models import TransferResult
-from .base import Store
+from .base import Store, quoted
 from .copy import KINDS, Side, driver_errors, in_order, side_of
 
 __all__ = ["FORMAT", "VERSION", "export_file", "export_graph", "export_store", "import_file"]
@@ -148,13 +148,17 @@ def _chosen(side: Side, datasets: Iterable[str] | None) -> list[str]:
 
 
 def _rows(side: Side, table: str, datasets: list[str], batch: int) -> Iterator[list[dict[str, Any]]]:
-    columns = list(side.columns(table))
-    kinds = [KINDS.get((table, c)) for c in columns]
     marks = ", ".join([side.mark] * len(datasets))
     where = _scope(side, table).replace("{ds}", marks)  # type: ignore[union-attr]
     order = ", ".join(f'"{c}"{side.collate}' for c in side.primary_key(table)) or "1"
-    args = datasets * where.count(marks)
-    for rows in side.rows(table, columns, batch, f"WHERE {where} ORDER BY {order}", args):
+    yield from _file_rows(side, table, batch, f"WHERE {where} ORDER BY {order}", datasets * where.count(marks))
+
+
+def _file_rows(side: Side, table: str, batch: int, where: str, args: list[Any]) -> Iterator[list[dict[str, Any]]]:
+    """``Side.rows`` of every column in the file's form: dicts, vectors as base64."""
+    columns = list(side.columns(table))
+    kinds = [KINDS.get((table, c)) for c in columns]
+    for rows in side.rows(table, columns, batch, where, args):
         yield [{c: _out(k, v) for c, k, v in zip(columns, kinds, row)} for row in rows]
 
 
@@ -391,10 +395,7 @@ def _check_tables(side: Side, parsed: _File) -> None:
     for table in sorted(parsed.tables):
         if table in NEVER or table in lacking:
             raise ValidationError(f"the file has rows for table {table!r}, which this store cannot take")
-        lost = {c for row in parsed.tables[table] for c in row} - set(side.columns(table))
-        if lost:
-            raise StoreError(f"this store's {table} table lacks columns {', '.join(sorted(lost))};"
-                             " upgrade kenning here first")
+        side.check_columns(table, {c for row in parsed.tables[table] for c in row})
 
 
 def _check_scope(side: Side, parsed: _File) -> None:
@@ -455,7 +456,7 @@ def _write(side: Side, table: str, rows: list[dict[str, Any]], report: TransferR
     ignored = {} if report.vectors else {c: None for c, k in kinds.items() if k == "vector"}
     for start in range(0, len(rows), batch):
         part = rows[start:start + batch]
-        held = _held(side, table, columns, key, part)
+        held = _held(side, table, key, part)
         fresh = []
         for row in part:
             full = {c: row.get(c) for c in columns} | ignored
@@ -478,19 +479,11 @@ def _write(side: Side, table: str, rows: list[dict[str, Any]], report: TransferR
             progress(len(part))
 
 
-def _held(side: Side, table: str, columns: list[str], key: list[str],
-          rows: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
+def _held(side: Side, table: str, key: list[str], rows: list[dict[str, Any]]) -> dict[tuple, dict[str, Any]]:
     """The target's rows (in the file's form) with the primary keys of ``rows``."""
     if not key:
         return {}
     one = "(" + ", ".join([side.mark] * len(key)) + ")"
-    names = ", ".join(f'"{c}"' for c in columns)
-    target = "(" + ", ".join(f'"{k}"' for k in key) + ")"
-    query = f'SELECT {names} FROM "{table}" WHERE {target} IN (VALUES {", ".join([one] * len(rows))})'
-    found = side.select(query, [row.get(k) for row in rows for k in key])
-    kinds = [KINDS.get((table, c)) for c in columns]
-    out = {}
-    for values in found:
-        row = {c: _out(k, side.plain(k, v)) for c, k, v in zip(columns, kinds, values)}
-        out[tuple(row[k] for k in key)] = row
-    return out
+    where = f'WHERE ({quoted(key)}) IN (VALUES {", ".join([one] * len(rows))})'
+    found = _file_rows(side, table, len(rows), where, [row.get(k) for row in rows for k in key])
+    return {tuple(row[k] for k in key): row for part in found for row in part}

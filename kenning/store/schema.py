@@ -78,7 +78,7 @@ CREATE TABLE entities (
     embedding {vector},
     access_count INTEGER NOT NULL DEFAULT 0,
     last_accessed_at {time},
-    created_at {time} NOT NULL,{tsv_entities}
+    created_at {time} NOT NULL{tsv_entities},
     UNIQUE (dataset, normalized)
 ){fill}""",
     """

@@ -17,34 +17,32 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import nullcontext
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
 from .._time import as_utc
 from ..errors import EmbedderMismatchError
-from ..models import Entity, Fact, Memory, Session, Stats, Usage, stored
+from ..models import Entity, Fact, Location, Memory, Session, Stats, Usage, stored
 from ..requests import ORDERS  # the orders ``list_memories`` accepts
-from . import filters
 from .auth import AuthStore
-from .base import (FACT_COLUMNS, MEMORY_COLUMNS, AdminStore, ChunkRow, ClaimFilter, EntityRow, FactRow, MemoryFilter,
-                   MemoryStore, SearchStore, Txn, location_from, location_json, ordered)
+from .base import (CHUNK_COLUMNS, ENTITY_COLUMNS, FACT_COLUMNS, MEMORY_COLUMNS, AdminStore, ChunkRow, ClaimFilter,
+                   EntityRow, FactRow, MemoryFilter, MemoryStore, SearchStore, Txn, columns, ordered)
 from .filters import Condition
 
+if TYPE_CHECKING:
+    from _typeshed import DataclassInstance
+
 __all__ = [
-    "CHUNK_COLUMNS", "EMBED_TEXT", "ENTITY_COLUMNS", "KIND_TABLE", "Dialect", "Store",
+    "EMBED_TEXT", "KIND_TABLE", "Dialect", "Store",
 ]
 
 #: the table of each kind of searchable record
 KIND_TABLE = {"chunk": "chunks", "fact": "facts", "entity": "entities"}
 #: the text each kind of record is embedded from
 EMBED_TEXT = {"chunk": "text", "entity": "name", "fact": "description"}
-ENTITY_COLUMNS = "id, dataset, name, normalized, type, description, aliases, created_at"
-_ENTITY_FIELDS = [c.strip() for c in ENTITY_COLUMNS.split(",")]
-CHUNK_COLUMNS = "id, memory_id, dataset, position, text, token_count, location"
 _MEMORY_JSON = ("decisions", "rationale", "metadata", "supersedes", "usage")
 _JSON_FIELDS = frozenset((*_MEMORY_JSON, "aliases"))
-_FACT_FIELDS = [c.strip() for c in FACT_COLUMNS.split(",")]
 _FACT_TIMES = ("valid_at", "invalid_at", "created_at", "expired_at")
 _MEMORY_TIMES = ("valid_at", "retention_until", "last_accessed_at", "created_at", "updated_at", "processed_at")
 _TIMES = frozenset((*_MEMORY_TIMES, "invalid_at", "expired_at", "revoked_at"))
@@ -57,10 +55,13 @@ _REACH = {
               " WHERE {ids}",
 }
 #: facts with the names of their two ends
-_NAMED_FACTS = (f"SELECT {', '.join('f.' + c for c in _FACT_FIELDS)}, s.name AS source_name,"
+_NAMED_FACTS = (f"SELECT {', '.join('f.' + c for c in FACT_COLUMNS.split(', '))}, s.name AS source_name,"
                 " t.name AS target_name FROM facts f JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id")
 _REACH_ID = {"memory": "m.id", "chunk": "r.id", "fact": "p.fact_id", "entity": "p.entity_id"}
 _BATCH = 500
+#: the memory columns a ``MemoryFilter`` compares by equality
+_SCOPE_COLUMNS = ("dataset", "kind", "status", "retention", "pinned", "user", "agent", "session")
+R = TypeVar("R", bound="DataclassInstance")
 
 
 def _same(value: Any) -> Any:
@@ -137,7 +138,7 @@ class Dialect:
         if name == "embedding":
             return self.vector_in(value)
         if name == "location":
-            return location_json(value)
+            return value.model_dump_json(exclude_defaults=True) if value is not None else None  # a JSON object
         if isinstance(value, dt.datetime):
             return self.time_in(value)
         return self.bool_in(value) if isinstance(value, bool) else value
@@ -152,14 +153,26 @@ class Dialect:
         if name in _JSON_FIELDS:
             return self.json_out(value)
         if name == "location":
-            return location_from(value)
+            # JSON text, or the dict a JSONB column reads as
+            return Location.model_validate_json(value) if isinstance(value, str) else Location.model_validate(value)
         if name == "permissions":
             return self.perms_out(value)
         return bool(value) if name in ("pinned", "admin") else value
 
     def memory_where(self, flt: MemoryFilter, alias: str = "") -> tuple[list[str], list[Any]]:
-        """(clauses to AND, their arguments) selecting the memories ``flt`` selects."""
-        return filters.memory_where(flt, self.condition, alias, flag=self.bool_in)
+        """(clauses to AND, their arguments) selecting the memories ``flt`` selects: its scope
+        columns by equality, its metadata conditions by ``condition``."""
+        col = f"{alias}." if alias else ""
+        clauses, args = [], []
+        for name in _SCOPE_COLUMNS:
+            if (value := getattr(flt, name)) is not None:
+                clauses.append(f'{col}"{name}" = ?')
+                args.append(self.bool_in(value) if name == "pinned" else value)
+        for cond in flt.filters:
+            clause, more = self.condition(cond, f"{col}metadata")
+            clauses.append(clause)
+            args += more
+        return clauses, args
 
     # -- rows as records -------------------------------------------------------------------------
     def memory(self, row: Mapping[str, Any]) -> Memory:
@@ -177,22 +190,17 @@ class Dialect:
         data["flags"] = Memory._stored_flags(data["flags"])
         return stored(Memory, data)
 
+    def record(self, record: type[R], row: Mapping[str, Any]) -> R:
+        """A row as a record (a dataclass named after the columns, ``kenning.store.base.columns``),
+        its values read back."""
+        return record(**{c: self.read(c, row[c]) for c in columns(record)})
+
     def fact_row(self, row: Mapping[str, Any]) -> FactRow:
-        return FactRow(**{c: self.read(c, row[c]) for c in _FACT_FIELDS})
-
-    def fact(self, row: Mapping[str, Any], memory_ids: list[str]) -> Fact:
-        fields = {k: v for k, v in vars(self.fact_row(row)).items() if k not in ("memory_id", "embedding")}
-        return Fact(**fields, source=row["source_name"], target=row["target_name"], memory_ids=memory_ids)
-
-    def entity_row(self, row: Mapping[str, Any]) -> EntityRow:
-        return EntityRow(**{c: self.read(c, row[c]) for c in _ENTITY_FIELDS})
+        return self.record(FactRow, row)
 
     def entity(self, row: Mapping[str, Any], memory_ids: list[str]) -> Entity:
-        fields = {k: v for k, v in vars(self.entity_row(row)).items() if k not in ("normalized", "embedding")}
+        fields = {k: v for k, v in vars(self.record(EntityRow, row)).items() if k not in ("normalized", "embedding")}
         return Entity(**fields, memory_ids=memory_ids)
-
-    def chunk_row(self, row: Mapping[str, Any]) -> ChunkRow:
-        return ChunkRow(**{c: self.read(c, v) for c, v in dict(row).items()})
 
 
 class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
@@ -202,6 +210,9 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
     ends); ``_fresh`` lets it add what it holds in memory to memories read."""
 
     dialect: Dialect
+    #: the embedder the vectors come from (once checked), and the store as messages name it
+    _dimension: int | None = None
+    _shown: str
 
     def _fresh(self, memories: list[Memory]) -> list[Memory]:
         return memories
@@ -218,17 +229,17 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
         with self._write() as conn:
             conn.execute(self.dialect.sql(query), list(args))
 
-    # -- queries a transaction runs too ----------------------------------------------------------
-    def _find_entities(self, conn: Any, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
+    # -- graph reads a transaction runs too, on its ``conn`` -------------------------------------
+    def find_entities(self, dataset: str, normalized: Sequence[str], conn: Any = None) -> dict[str, EntityRow]:
         keys = list(dict.fromkeys(normalized))
         if not keys:
             return {}
         clause, args = self.dialect.any_of("normalized", keys)
         rows = self._rows(f"SELECT {ENTITY_COLUMNS} FROM entities WHERE dataset = ? AND {clause}", [dataset, *args], conn)
-        return {r["normalized"]: self.dialect.entity_row(r) for r in rows}
+        return {r["normalized"]: self.dialect.record(EntityRow, r) for r in rows}
 
-    def _live_facts(self, conn: Any, dataset: str, source_id: str, target_id: str, relation: str,
-                    by_target: bool) -> list[FactRow]:
+    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
+                            by_target: bool = False, conn: Any = None) -> list[FactRow]:
         # one branch per index (facts_source, facts_pair twice): the rows are compared, never embedded
         select = f"SELECT {FACT_COLUMNS} FROM facts WHERE"
         live = "AND dataset = ? AND expired_at IS NULL"
@@ -239,13 +250,6 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
             query += f" UNION {select} target_id = ? AND relation = ? {live}"
             args += [target_id, relation, dataset]
         return [self.dialect.fact_row(r) for r in self._rows(f"SELECT * FROM ({query}) u ORDER BY valid_at, id", args, conn)]
-
-    def _fact_rows(self, conn: Any, ids: Sequence[str]) -> list[FactRow]:
-        if not ids:
-            return []
-        clause, args = self.dialect.any_of("id", ids)
-        rows = self._rows(f"SELECT {FACT_COLUMNS} FROM facts WHERE {clause}", args, conn)
-        return ordered({r["id"]: self.dialect.fact_row(r) for r in rows}, ids)
 
     # -- memories --------------------------------------------------------------------------------
     def get_memories(self, ids: Sequence[str]) -> list[Memory]:
@@ -403,15 +407,6 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
         ]
 
     # -- graph reads: entities, facts and chunks, outside a transaction --------------------------
-    def find_entities(self, dataset: str, normalized: Sequence[str]) -> dict[str, EntityRow]:
-        with self._read() as conn:
-            return self._find_entities(conn, dataset, normalized)
-
-    def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
-                            by_target: bool = False) -> list[FactRow]:
-        with self._read() as conn:
-            return self._live_facts(conn, dataset, source_id, target_id, relation, by_target)
-
     def _provenance(self, conn: Any, kind: str, ids: Sequence[str]) -> dict[str, list[str]]:
         """The memory ids each record (of ``kind`` entity or fact) was stated by, in order."""
         out: dict[str, list[str]] = {i: [] for i in ids}
@@ -461,7 +456,7 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
             return []
         clause, args = self.dialect.any_of("id", ids)
         rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE {clause}", args)
-        return ordered({row["id"]: self.dialect.chunk_row(row) for row in map(row_dict, rows)}, ids)
+        return ordered({row["id"]: self.dialect.record(ChunkRow, row) for row in map(row_dict, rows)}, ids)
 
     # the memory each chunk belongs to, by chunk id (ids not found left out), without the text
     def chunk_owners(self, ids: Sequence[str]) -> dict[str, str]:
@@ -488,7 +483,7 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
     def memory_chunks(self, memory_id: str) -> list[ChunkRow]:
         """A memory's chunks in position order (without vectors)."""
         rows = self._rows(f"SELECT {CHUNK_COLUMNS} FROM chunks WHERE memory_id = ? ORDER BY position", [memory_id])
-        return [self.dialect.chunk_row(r) for r in rows]
+        return [self.dialect.record(ChunkRow, r) for r in rows]
 
     def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
         """Provenance the other way: (entity_ids, fact_ids) a memory states."""
@@ -515,7 +510,7 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
                           " WHERE dataset = ? AND id > ? ORDER BY id LIMIT ?", [dataset, after_id or "", limit])
         out = []
         for r in rows:
-            row = self.dialect.entity_row(r)
+            row = self.dialect.record(EntityRow, r)
             row.embedding = self.dialect.vector_out(r["vector"])
             out.append(row)
         return out
@@ -531,23 +526,50 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
             "SELECT key, value FROM meta WHERE key IN ('embedder', 'embedder_dimension')", (), conn)}
         return (rows["embedder"], int(rows["embedder_dimension"])) if len(rows) == 2 else None
 
+    def check_embedder(self, name: str, dimension: int) -> None:
+        """Record the embedder on first use; raise EmbedderMismatchError if it differs."""
+        stored = self.recorded_embedder()
+        if stored is None or not self._vectors_ready(stored[1]):
+            with self._write() as conn:
+                self._record_embedder(conn, name, dimension, replace=False)
+                stored = self.recorded_embedder(conn) or (name, dimension)  # both rows are there now
+        if stored != (name, dimension):
+            raise EmbedderMismatchError(
+                f"this store's vectors come from embedder {stored[0]!r} ({stored[1]} dimensions), not"
+                f" {name!r} ({dimension}); open it with the embedder it was built with, or re-embed it"
+                f" with the new one: kenning --db {self._shown} reembed",
+                stored=stored[0], requested=name,
+            )
+        self._dimension = dimension
+
+    def set_embedder(self, name: str, dimension: int) -> None:
+        """Record a new embedder (used by re-embedding, which rewrites every vector)."""
+        with self._write() as conn:
+            self._record_embedder(conn, name, dimension, replace=True)
+        self._dimension = dimension
+
     def _record_embedder(self, conn: Any, name: str, dimension: int, *, replace: bool) -> None:
         """Record the embedder: a new one (``replace``) or the first (one recorded already is kept)."""
         then = "DO UPDATE SET value = excluded.value" if replace else "DO NOTHING"
         conn.execute(self.dialect.sql("INSERT INTO meta (key, value) VALUES ('embedder', ?), ('embedder_dimension', ?)"
                                       f" ON CONFLICT (key) {then}"), [name, str(dimension)])
 
-    @staticmethod
-    def _same_embedder(stored: tuple[str, int], name: str, dimension: int, db: str) -> None:
-        if stored != (name, dimension):
-            raise EmbedderMismatchError(
-                f"this store's vectors come from embedder {stored[0]!r} ({stored[1]} dimensions), not"
-                f" {name!r} ({dimension}); open it with the embedder it was built with, or re-embed it"
-                f" with the new one: kenning --db {db} reembed",
-                stored=stored[0], requested=name,
-            )
+    def _vectors_ready(self, dimension: int) -> bool:
+        """Whether the vectors of ``dimension`` need nothing more than the embedder's record."""
+        return True
 
     # -- embeddings and bookkeeping --------------------------------------------------------------
+    def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
+        """Replace the vectors of the given records (one transaction)."""
+        table, d = KIND_TABLE[kind], self.dialect
+        with self._write() as conn:
+            self._fit_vectors(conn, table, {len(v) for _, v in rows})
+            conn.cursor().executemany(d.sql(f"UPDATE {table} SET embedding = {d.vector_mark} WHERE id = ?"),
+                                      [(d.vector_in(v), i) for i, v in rows])
+
+    def _fit_vectors(self, conn: Any, table: str, dimensions: set[int]) -> None:
+        """Make ``table``'s vector column take vectors of these ``dimensions``."""
+
     def texts_to_embed(self, kind: str, after_id: str | None, limit: int, missing_only: bool = False) -> list[tuple[str, str]]:
         """(id, text) of ``kind`` records ordered by id, for (re-)embedding page by page."""
         where = (["id > ?"] if after_id else []) + (["embedding IS NULL"] if missing_only else [])

@@ -31,7 +31,7 @@ import logging
 import os
 import re
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -64,6 +64,8 @@ _WIPE_KEY = 1 << 63
 #: past this many free slots (or an eighth of the rows) a save rebuilds a compact graph
 _WIPE_ROWS = 1024
 _READ = 1 << 20
+#: a saved index file's name: its prefix (kind, dataset hash, fingerprint), stamp, search breadth, digest
+_NAME = re.compile(r"([^-]+-[^-]+-[^-]*-)(\d+)-(\d+)-([0-9a-f]{32})\.usearch")
 
 
 def to_blob(vector: np.ndarray | None) -> bytes | None:
@@ -215,13 +217,14 @@ class IndexFiles:
     def prefix(kind: str, dataset: str, fingerprint: str) -> str:
         return f"{kind}-{hashlib.sha1(dataset.encode()).hexdigest()[:16]}-{fingerprint}-"
 
+    def _named(self, pattern: str) -> Iterator[tuple[Path, re.Match[str] | None]]:
+        """The files matching ``pattern``, each with its name parsed (None: not a saved index's name)."""
+        for path in self.dir.glob(pattern) if self.dir.is_dir() else ():
+            yield path, _NAME.fullmatch(path.name)
+
     def saved(self, prefix: str) -> list[tuple[Path, int, int, str]]:
         """The saved files for a prefix, newest first: path, stamp, search breadth, digest."""
-        pattern = re.compile(re.escape(prefix) + r"(\d+)-(\d+)-([0-9a-f]{32})\.usearch")
-        found = []
-        for path in self.dir.glob(prefix + "*.usearch") if self.dir.is_dir() else ():
-            if m := pattern.fullmatch(path.name):
-                found.append((path, int(m[1]), int(m[2]), m[3]))
+        found = [(p, int(m[2]), int(m[3]), m[4]) for p, m in self._named(prefix + "*.usearch") if m and m[1] == prefix]
         return sorted(found, key=lambda f: (-f[1], f[0].name))
 
     def latest(self, prefix: str) -> tuple[Path, int, int, str] | None:
@@ -251,9 +254,9 @@ class IndexFiles:
 
     def drop(self, prefix: str, stamp: int, keep: Path | None = None) -> None:
         """Delete the files of the prefix's kind and dataset (any fingerprint) up to ``stamp``."""
-        kind_and_dataset = prefix.split("-")[:2]
-        for path in self.dir.glob("-".join(kind_and_dataset) + "-*.usearch") if self.dir.is_dir() else ():
-            if path != keep and self._stamp(path) <= stamp:
+        kind_and_dataset = "-".join(prefix.split("-")[:2])
+        for path, m in self._named(kind_and_dataset + "-*.usearch"):
+            if path != keep and (m is None or int(m[2]) <= stamp):
                 path.unlink(missing_ok=True)
 
     def sweep(self, fingerprint: str | None = None) -> None:
@@ -267,16 +270,9 @@ class IndexFiles:
             pid = int(parts[1]) if len(parts) == 3 and parts[1].isdigit() else None
             if pid is None or not _alive(pid):
                 path.unlink(missing_ok=True)
-        if fingerprint is not None:
-            for path in self.dir.glob("*.usearch"):
-                parts = path.stem.split("-")
-                if not path.name.startswith(".") and (len(parts) != 6 or parts[2] != fingerprint):
-                    path.unlink(missing_ok=True)
-
-    @staticmethod
-    def _stamp(path: Path) -> int:
-        parts = path.stem.split("-")
-        return int(parts[3]) if len(parts) == 6 and parts[3].isdigit() else -1
+        for path, m in self._named("*.usearch") if fingerprint is not None else ():
+            if not path.name.startswith(".") and (m is None or m[1].split("-")[2] != fingerprint):
+                path.unlink(missing_ok=True)
 
     def _sync_dir(self) -> None:
         try:

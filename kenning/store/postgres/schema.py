@@ -39,15 +39,18 @@ BOOTSTRAP = (
     " version INTEGER PRIMARY KEY, applied_at TIMESTAMPTZ NOT NULL DEFAULT now())"
 )
 
+
+def _tsv(table: str, config: str) -> str:
+    """A row's searchable text as a ``tsvector`` in the text search configuration ``config``."""
+    if table == "entities":
+        return (f"to_tsvector('{config}'::regconfig, name) || jsonb_to_tsvector('{config}'::regconfig, aliases,"
+                f" '[\"string\"]') || to_tsvector('{config}'::regconfig, description)")
+    return f"to_tsvector('{config}'::regconfig, {'text' if table == 'chunks' else 'description'})"
+
+
 #: the first ``tsv`` columns (English configuration), replaced by the lexical lane's migration
-_FIRST_TSV = {
-    "tsv_chunks": ",\n    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, text)) STORED",
-    "tsv_entities": "\n    tsv tsvector GENERATED ALWAYS AS (\n        to_tsvector('english'::regconfig, name)"
-                    "\n        || jsonb_to_tsvector('english'::regconfig, aliases, '[\"string\"]')"
-                    "\n        || to_tsvector('english'::regconfig, description)) STORED,",
-    "tsv_facts": ",\n    tsv tsvector GENERATED ALWAYS AS (to_tsvector('english'::regconfig, description)) STORED",
-}
-_STEPS = shared_steps(POSTGRES, _FIRST_TSV)
+_STEPS = shared_steps(POSTGRES, {f"tsv_{table}": f",\n    tsv tsvector GENERATED ALWAYS AS ({_tsv(table, 'english')}) STORED"
+                                 for table in ("chunks", "entities", "facts")})
 
 # -- migration: the lexical lane ranks like SQLite's FTS5 (Okapi BM25) ---------------------------
 # FTS5's ``porter unicode61`` keeps every word (stop words too) and splits hyphenated words into
@@ -55,15 +58,7 @@ _STEPS = shared_steps(POSTGRES, _FIRST_TSV)
 # same with PostgreSQL's parser: the english Snowball stemmer without a stop-word list, and no
 # lexeme for a hyphenated whole ("well-known" gives "well" and "known"), so the number of
 # positions in a ``tsv`` is the row's length in tokens.
-_TSV = {
-    "chunks": f"to_tsvector('{TS_CONFIG}'::regconfig, text)",
-    "facts": f"to_tsvector('{TS_CONFIG}'::regconfig, description)",
-    "entities": (
-        f"to_tsvector('{TS_CONFIG}'::regconfig, name)"
-        f" || jsonb_to_tsvector('{TS_CONFIG}'::regconfig, aliases, '[\"string\"]')"
-        f" || to_tsvector('{TS_CONFIG}'::regconfig, description)"
-    ),
-}
+_TSV = {table: _tsv(table, TS_CONFIG) for table in ("chunks", "facts", "entities")}
 
 #: one statement trigger per event (PostgreSQL allows transition tables on one event only); an
 #: entity's text changes by UPDATE too, seen by a row trigger on the columns its tsv reads. The

@@ -137,9 +137,7 @@ def _configure(conn: psycopg.Connection[Any], hnsw_ef_search: int) -> None:
 
 
 def _conninfo(url: str) -> str:
-    if url.startswith("postgresql+psycopg://"):
-        return "postgresql://" + url[len("postgresql+psycopg://"):]
-    return url
+    return "postgresql://" + url.removeprefix("postgresql+psycopg://") if url.startswith("postgresql+psycopg://") else url
 
 
 def _probe(url: str, timeout: float) -> None:
@@ -156,8 +154,7 @@ class PostgresStore(Store):
     dialect = POSTGRES
 
     def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 30.0, hnsw_ef_search: int = 100) -> None:
-        self.url = url
-        self._dimension: int | None = None
+        self.url, self._shown = url, redact(url)
         self._local = threading.local()
         _probe(url, timeout)
         self._pool: ConnectionPool[Any] = ConnectionPool(
@@ -208,8 +205,7 @@ class PostgresStore(Store):
         with self._conn() as conn, conn.transaction():
             yield conn
 
-    def _read(self) -> Any:
-        return self._conn()
+    _read = _conn
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -249,25 +245,15 @@ class PostgresStore(Store):
                 f" CREATE EXTENSION vector (it failed: {exc})"
             ) from exc
 
-    def check_embedder(self, name: str, dimension: int) -> None:
+    def _vectors_ready(self, dimension: int) -> bool:
         with self._conn() as conn:
-            stored = self.recorded_embedder(conn)
-            if stored is None or any(c != (stored[1], True) for c in self._vector_columns(conn).values()):
-                with conn.transaction():
-                    conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SCHEMA,))
-                    self._record_embedder(conn, name, dimension, replace=False)
-                    stored = self.recorded_embedder(conn) or (name, dimension)  # both rows are there now
-                    self._prepare_vectors(conn, stored[1])
-        self._same_embedder(stored, name, dimension, redact(self.url))
-        self._dimension = dimension
+            return all(c == (dimension, True) for c in self._vector_columns(conn).values())
 
-    def set_embedder(self, name: str, dimension: int) -> None:
-        """Record a new embedder (used by re-embedding, which rewrites every vector)."""
-        with self._write() as conn:
-            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SCHEMA,))
-            self._record_embedder(conn, name, dimension, replace=True)
-            self._prepare_vectors(conn, dimension)
-        self._dimension = dimension
+    def _record_embedder(self, conn: Any, name: str, dimension: int, *, replace: bool) -> None:
+        """The record, then the vector columns typed and indexed for the recorded dimension."""
+        conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SCHEMA,))
+        super()._record_embedder(conn, name, dimension, replace=replace)
+        self._prepare_vectors(conn, (self.recorded_embedder(conn) or (name, dimension))[1])
 
     @staticmethod
     def _vector_columns(conn: _Conn) -> dict[str, tuple[int, bool]]:
@@ -472,23 +458,14 @@ class PostgresStore(Store):
 
         retry_transient(once)
 
-    def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
-        if not rows:
-            return
-        table = KIND_TABLE[kind]
-        with self._write() as conn:
-            typmod, _ = self._vector_columns(conn)[table]
-            if typmod >= 0 and any(len(v) != typmod for _, v in rows):
-                # Re-embedding to another dimension: the column is untyped (and unindexed) until
-                # every vector has the new size; check_embedder / set_embedder type it again.
-                conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SCHEMA,))
-                conn.execute(f"DROP INDEX IF EXISTS {table}_embedding_hnsw")
-                conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector")
-            with conn.cursor() as cur:
-                cur.executemany(
-                    sql.SQL("UPDATE {} SET embedding = %s::vector WHERE id = %s").format(sql.Identifier(table)),
-                    [(to_vector_text(v), i) for i, v in rows],
-                )
+    def _fit_vectors(self, conn: _Conn, table: str, dimensions: set[int]) -> None:
+        typmod, _ = self._vector_columns(conn)[table]
+        if typmod >= 0 and dimensions - {typmod}:
+            # Re-embedding to another dimension: the column is untyped (and unindexed) until
+            # every vector has the new size; check_embedder / set_embedder type it again.
+            conn.execute("SELECT pg_advisory_xact_lock(%s, 0)", (LOCK_SCHEMA,))
+            conn.execute(f"DROP INDEX IF EXISTS {table}_embedding_hnsw")
+            conn.execute(f"ALTER TABLE {table} ALTER COLUMN embedding TYPE vector")
 
 
 def _similarity(distance: float | None) -> float:

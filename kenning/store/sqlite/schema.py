@@ -12,26 +12,6 @@ __all__ = ["SQLITE_MIGRATIONS"]
 
 _STEPS = shared_steps(SQLITE)
 
-SQLITE_MIGRATIONS: list[list[str]] = [
-    [
-        *_STEPS["core"],
-        # Full-text rows share the rowid of the record they index. The ``ds`` column holds one
-        # token naming the dataset, so FTS5 itself restricts a search to one dataset; it has
-        # weight 0 in the ranking.
-        *(
-            sql
-            for table in ("chunks", "facts", "entities")
-            for sql in (
-                f"CREATE VIRTUAL TABLE {table}_fts USING fts5(ds, text, tokenize='porter unicode61')",
-                f"INSERT INTO {table}_fts ({table}_fts, rank) VALUES ('rank', 'bm25(0.0, 1.0)')",
-            )
-        ),
-    ],
-    _STEPS["episodes"],
-    _STEPS["claims"],
-]
-
-
 def _vector_log_triggers() -> list[str]:
     """Every insert, re-embedding and delete of a row with a vector appends (kind, dataset,
     rowid) to ``vector_log``, in the writing transaction: the saved vector indexes replay the
@@ -50,25 +30,36 @@ def _vector_log_triggers() -> list[str]:
     return out
 
 
-# The change log of vectors (AUTOINCREMENT: a position is never reused, so a stamp stays
-# meaningful) and the store's random id, which saved index files are tied to.
-SQLITE_MIGRATIONS.append([
-    "CREATE TABLE vector_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,"
-    " dataset TEXT NOT NULL, row_id INTEGER NOT NULL)",
-    *_vector_log_triggers(),
-    "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))",
-])
-
-
-SQLITE_MIGRATIONS += [_STEPS["locations"], _STEPS["scopes"]]
-
-
-# The contradiction rule reads, at each fact's commit, the live facts with the same two
-# endpoints: without this index SQLite walked every fact of the target (a city is the target
-# of hundreds), 0.5 ms a fact at 20,000 memories.
-SQLITE_MIGRATIONS.append([
-    "CREATE INDEX facts_pair ON facts (source_id, target_id)",
-])
-
-
-SQLITE_MIGRATIONS.append(_STEPS["authority"])
+SQLITE_MIGRATIONS: list[list[str]] = [
+    [
+        *_STEPS["core"],
+        # Full-text rows share the rowid of the record they index. The ``ds`` column holds one
+        # token naming the dataset, so FTS5 itself restricts a search to one dataset; it has
+        # weight 0 in the ranking.
+        *(
+            sql
+            for table in ("chunks", "facts", "entities")
+            for sql in (
+                f"CREATE VIRTUAL TABLE {table}_fts USING fts5(ds, text, tokenize='porter unicode61')",
+                f"INSERT INTO {table}_fts ({table}_fts, rank) VALUES ('rank', 'bm25(0.0, 1.0)')",
+            )
+        ),
+    ],
+    _STEPS["episodes"],
+    _STEPS["claims"],
+    # The change log of vectors (AUTOINCREMENT: a position is never reused, so a stamp stays
+    # meaningful) and the store's random id, which saved index files are tied to.
+    [
+        "CREATE TABLE vector_log (seq INTEGER PRIMARY KEY AUTOINCREMENT, kind TEXT NOT NULL,"
+        " dataset TEXT NOT NULL, row_id INTEGER NOT NULL)",
+        *_vector_log_triggers(),
+        "INSERT OR IGNORE INTO meta (key, value) VALUES ('store_id', lower(hex(randomblob(16))))",
+    ],
+    _STEPS["locations"],
+    _STEPS["scopes"],
+    # The contradiction rule reads, at each fact's commit, the live facts with the same two
+    # endpoints: without this index SQLite walked every fact of the target (a city is the target
+    # of hundreds), 0.5 ms a fact at 20,000 memories.
+    ["CREATE INDEX facts_pair ON facts (source_id, target_id)"],
+    _STEPS["authority"],
+]

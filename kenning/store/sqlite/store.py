@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -28,9 +28,9 @@ import numpy as np
 from ..._time import to_text
 from ...errors import StoreError
 from ...models import Memory
-from ..base import FACT_COLUMNS, FactRow, Scored, Txn, entity_text
+from ..base import FACT_COLUMNS, FactRow, Scored, Txn, entity_text, quoted
 from ..sql import KIND_TABLE, Store, row_dict
-from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate, to_blob
+from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate
 from .dialect import SQLITE, dataset_token
 from .schema import SQLITE_MIGRATIONS
 
@@ -76,6 +76,9 @@ _COUNTS_SECONDS = 60.0
 _OWNERS = 20_000
 #: the ``rank`` of every full-text table (schema.py: the ``ds`` column weighs 0)
 _RANK = "bm25({table}_fts, 0.0, 1.0)"
+#: the meta keys holding, for one kind and dataset, the digests of the index files saved and
+#: how far ``vector_log`` was trimmed
+_FILES_KEY, _TRIM_KEY = "vector_files {} {}", "vector_log_trimmed {} {}"
 
 
 def _marks(n: int) -> str:
@@ -105,16 +108,6 @@ class SQLiteTxn(Txn):
             self.conn.execute(f"DELETE FROM {table}_fts WHERE rowid = ?", (row[0],))
             self.store._fts_changed.add(table)
         self.conn.execute(f"DELETE FROM {table} WHERE {where}", list(args))
-
-
-def _files_key(kind: str, dataset: str) -> str:
-    """The meta key holding the digests of the index files saved for one kind and dataset."""
-    return f"vector_files {kind} {dataset}"
-
-
-def _trim_key(kind: str, dataset: str) -> str:
-    """The meta key holding how far ``vector_log`` was trimmed for one kind and dataset."""
-    return f"vector_log_trimmed {kind} {dataset}"
 
 
 def _quoted(term: str) -> str:
@@ -156,7 +149,7 @@ class SQLiteStore(Store):
 
     def __init__(self, path: str, *, timeout: float = 30.0) -> None:
         self.url = f"sqlite:///{path}"
-        self.path = path
+        self.path = self._shown = path
         try:
             if path != ":memory:":
                 Path(path).expanduser().parent.mkdir(parents=True, exist_ok=True)
@@ -184,10 +177,9 @@ class SQLiteStore(Store):
                 # kernel's page cache, shared and reclaimable, not this process's own memory.
                 self._db.execute(f"PRAGMA mmap_size = {_MMAP_BYTES}")
             self._migrate()
-        except sqlite3.DatabaseError as exc:  # not a database, corrupt, read-only, locked
+        except (sqlite3.DatabaseError, StoreError) as exc:  # not a database, corrupt, read-only, locked
             self._db.close()
             raise StoreError(f"cannot use SQLite database at {path}: {exc}") from exc
-        self._dimension: int | None = None
         self._fingerprint: str | None = None
         self._anns: dict[tuple[str, str], AnnIndex] = {}
         self._maintained = self._head()  # log position the indexes were last maintained to
@@ -202,38 +194,18 @@ class SQLiteStore(Store):
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _migrate(self) -> None:
-        with self._lock:
-            version = self._db.execute("PRAGMA user_version").fetchone()[0]
-            for number, statements in enumerate(SQLITE_MIGRATIONS[version:], start=version + 1):
-                self._db.execute("BEGIN IMMEDIATE")
-                try:
-                    # Another process may have migrated while we waited for the lock.
-                    if self._db.execute("PRAGMA user_version").fetchone()[0] >= number:
-                        self._db.execute("ROLLBACK")
-                        continue
+        version = self._db.execute("PRAGMA user_version").fetchone()[0]
+        for number, statements in enumerate(SQLITE_MIGRATIONS[version:], start=version + 1):
+            with self._write() as db:
+                # Another process may have migrated while we waited for the lock.
+                if db.execute("PRAGMA user_version").fetchone()[0] < number:
                     for sql in statements:
-                        self._db.execute(sql)
-                    self._db.execute(f"PRAGMA user_version = {number}")
-                    self._db.execute("COMMIT")
-                except BaseException:
-                    self._db.execute("ROLLBACK")
-                    raise
-                log.info("migrated store", extra={"schema_version": number})
-
-    def check_embedder(self, name: str, dimension: int) -> None:
-        with self._lock:
-            stored = self.recorded_embedder()
-            if stored is None:
-                with self._write() as db:
-                    self._record_embedder(db, name, dimension, replace=False)
-                stored = (name, dimension)
-            self._same_embedder(stored, name, dimension, self.path)
-            self._dimension = dimension
+                        db.execute(sql)
+                    db.execute(f"PRAGMA user_version = {number}")
+                    log.info("migrated store", extra={"schema_version": number})
 
     def set_embedder(self, name: str, dimension: int) -> None:
-        """Record a new embedder (used by re-embedding, which rewrites every vector)."""
-        with self._write() as db:
-            self._record_embedder(db, name, dimension, replace=True)
+        super().set_embedder(name, dimension)
         self.forget_vector_indexes()
 
     def close(self) -> None:
@@ -371,7 +343,7 @@ class SQLiteStore(Store):
                     stored.update(((dataset, r["content_hash"]), r["id"]) for r in self._db.execute(
                         f"SELECT id, content_hash FROM memories WHERE dataset = ? AND content_hash IN ({_marks(len(part))})",
                         [dataset, *part]))
-            rows: dict[tuple[str, ...], list[list[Any]]] = {}
+            rows: list[list[Any]] = []
             datasets: dict[str, dt.datetime] = {}
             for memory in memories:
                 key = (memory.dataset, memory.content_hash)
@@ -379,15 +351,15 @@ class SQLiteStore(Store):
                     out.append((stored[key], False))
                     continue
                 stored[key] = memory.id
-                data = {**memory.model_dump(exclude={"error"}), "claimed_by": owner}
-                rows.setdefault(tuple(data), []).append([self.dialect.value(n, v) for n, v in data.items()])
+                data = memory.model_dump(exclude={"error"})
+                rows.append([*(self.dialect.value(n, v) for n, v in data.items()), owner])
                 datasets.setdefault(memory.dataset, memory.created_at)
                 out.append((memory.id, True))
             self._db.executemany("INSERT OR IGNORE INTO datasets (name, created_at) VALUES (?, ?)",
                                  [(name, to_text(at)) for name, at in datasets.items()])
-            for columns, values in rows.items():
-                names = ", ".join(f'"{n}"' for n in columns)
-                self._db.executemany(f"INSERT INTO memories ({names}) VALUES ({_marks(len(columns))})", values)
+            names = [n for n in Memory.model_fields if n != "error"]
+            self._db.executemany(f"INSERT INTO memories ({quoted(names)}, claimed_by)"
+                                 f" VALUES ({_marks(len(names) + 1)})", rows)
         return out
 
     # -- search lanes ------------------------------------------------------------------------
@@ -653,11 +625,7 @@ class SQLiteStore(Store):
         return memories
 
     def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
-        table = KIND_TABLE[kind]
-        with self._write():
-            self._db.executemany(
-                f"UPDATE {table} SET embedding = ? WHERE id = ?", [(to_blob(v), i) for i, v in rows]
-            )
+        super().set_embeddings(kind, rows)
         self._maintain()
 
     # -- vector index ------------------------------------------------------------------------
@@ -692,8 +660,11 @@ class SQLiteStore(Store):
             if index.stamp > head:  # the database is older than the index: a restored backup
                 index = self._build_ann(kind, dataset, head, "index newer than the database")
             elif index.stamp < head:
-                if index.stamp < self._trimmed(kind, dataset):  # the log no longer holds our gap
-                    index = self._reload_ann(kind, dataset, head)
+                # Another process saved a newer file and trimmed the log rows this index still
+                # needed: map that file (or rebuild, if it is gone or unreadable).
+                if index.stamp < self._trimmed(kind, dataset):
+                    log.info("vector index reloaded: log trimmed past it", extra={"kind": kind, "dataset": dataset})
+                    index = self._open_ann(kind, dataset, head)
                 self._catch_up(index, kind, dataset, head)
         self._anns[(kind, dataset)] = index
         if self._db.in_transaction:  # a file must never cover rows that may yet be rolled back
@@ -727,20 +698,13 @@ class SQLiteStore(Store):
         an index that fails here is logged and left to the next search."""
         with self._lock:
             try:
-                self._maintain_indexes()
+                if (head := self._head()) - self._maintained >= _MAINTAIN_ROWS:
+                    for kind, dataset in self._db.execute("SELECT DISTINCT kind, dataset FROM vector_log"
+                                                          " WHERE seq > ? AND seq <= ?", (self._maintained, head)).fetchall():
+                        self._ann(kind, dataset)
+                    self._maintained = head
             except (OSError, RuntimeError, sqlite3.Error) as exc:
                 log.warning("vector index maintenance failed", extra={"error": str(exc)})
-
-    def _maintain_indexes(self) -> None:
-        head = self._head()
-        if head - self._maintained < _MAINTAIN_ROWS:
-            return
-        pairs = self._db.execute(
-            "SELECT DISTINCT kind, dataset FROM vector_log WHERE seq > ? AND seq <= ?", (self._maintained, head)
-        ).fetchall()
-        for kind, dataset in pairs:
-            self._ann(kind, dataset)
-        self._maintained = head
 
     def _save_changed_indexes(self) -> None:
         """On close: catch up the indexes this process changed and save those that have no file
@@ -764,25 +728,19 @@ class SQLiteStore(Store):
     def _accepted(self, kind: str, dataset: str) -> list[str]:
         """The digests of the index files this database saved for a kind and dataset, newest
         last (a few, for the processes still mapping an older one)."""
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_files_key(kind, dataset),)).fetchone()
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_FILES_KEY.format(kind, dataset),)).fetchone()
         return json.loads(row[0]) if row else []
 
     def _accept(self, kind: str, dataset: str, digest: str) -> None:
         """Record a file's digest before it takes its final name (so a reader never finds a
         file its database does not know): in the write under way, or in a write of its own."""
-        def record() -> None:
+        with nullcontext() if self._db.in_transaction else self._write():
             digests = [d for d in self._accepted(kind, dataset) if d != digest][-(_ACCEPTED - 1):]
             self._db.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                             (_files_key(kind, dataset), json.dumps([*digests, digest])))
-
-        if self._db.in_transaction:
-            record()
-            return
-        with self._write():
-            record()
+                             (_FILES_KEY.format(kind, dataset), json.dumps([*digests, digest])))
 
     def _trimmed(self, kind: str, dataset: str) -> int:
-        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_trim_key(kind, dataset),)).fetchone()
+        row = self._db.execute("SELECT value FROM meta WHERE key = ?", (_TRIM_KEY.format(kind, dataset),)).fetchone()
         return int(row[0]) if row else 0
 
     def _open_ann(self, kind: str, dataset: str, head: int) -> AnnIndex:
@@ -803,13 +761,6 @@ class SQLiteStore(Store):
         if stamp < self._trimmed(kind, dataset):
             return self._build_ann(kind, dataset, head, "log trimmed past the saved index")
         return AnnIndex(self._dimension or 0, stamp, base, breadth, path)
-
-    def _reload_ann(self, kind: str, dataset: str, head: int) -> AnnIndex:
-        """Another process saved a newer file and trimmed the log rows this index still needed:
-        map that file (or rebuild, if it is gone or unreadable)."""
-        log.info("vector index reloaded: log trimmed past it", extra={"kind": kind, "dataset": dataset})
-        self._anns.pop((kind, dataset), None)
-        return self._open_ann(kind, dataset, head)
 
     def _build_ann(self, kind: str, dataset: str, head: int, reason: str) -> AnnIndex:
         """Every stored vector of the kind in the dataset, read after ``head`` was: rows written
@@ -860,7 +811,7 @@ class SQLiteStore(Store):
                 self._db.execute(
                     "INSERT INTO meta (key, value) VALUES (?, ?) ON CONFLICT (key) DO UPDATE"
                     " SET value = max(CAST(value AS INTEGER), CAST(excluded.value AS INTEGER))",
-                    (_trim_key(kind, dataset), str(ann.stamp)))
+                    (_TRIM_KEY.format(kind, dataset), str(ann.stamp)))
 
     def _catch_up(self, index: AnnIndex, kind: str, dataset: str, head: int) -> None:
         """Replay the log after the index's stamp: rows that still have a vector in the dataset
