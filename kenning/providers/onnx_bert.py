@@ -24,8 +24,11 @@ import importlib
 import logging
 import os
 import tempfile
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -37,6 +40,8 @@ if TYPE_CHECKING:
 __all__ = ["OnnxEncoder", "available", "cache_key", "threads"]
 
 _OPSET = 17  # LayerNormalization
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 def available() -> bool:
@@ -130,13 +135,22 @@ class OnnxEncoder:
     The graph is written once per model and kept in ``cache_dir`` (``$XDG_CACHE_HOME/kenning``
     or ``~/.cache/kenning``) under ``key``: later loads read it back with onnxruntime alone,
     without importing the ``onnx`` package (several seconds). A cache that cannot be written
-    or read is rebuilt in memory."""
+    or read is rebuilt in memory.
+
+    ``workers`` (default: the cores, ``threads()``): with more than one, each forward pass
+    runs on one thread and ``map`` runs passes side by side, one per core (onnxruntime
+    releases the GIL and its sessions may run from several threads at once). The small
+    products of one pass split over two cores measured ×1.0-1.5 one core's rate; two passes
+    at once ×1.8-2 (docs/benchmarks.md, embed5). With one worker a pass uses every core."""
 
     def __init__(self, weights: _Weights, heads: int, eps: float, *, key: str | None = None,
-                 cache_dir: Path | None = None, int8: bool = False) -> None:
+                 cache_dir: Path | None = None, int8: bool = False, workers: int | None = None) -> None:
         ort = require("onnxruntime", extra="onnx", purpose="the onnxruntime encoder needs onnxruntime")
+        self.workers = max(1, workers if workers is not None else threads())
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads()
+        options.intra_op_num_threads = 1 if self.workers > 1 else threads()
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # warnings about unused initializers are noise here
@@ -161,6 +175,17 @@ class OnnxEncoder:
     def encode(self, x: np.ndarray, bias: np.ndarray) -> np.ndarray:
         (hidden,) = self.session.run(["hidden"], {"x": x, "bias": bias})
         return np.asarray(hidden)
+
+    def map(self, fn: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
+        """``[fn(item) for item in items]``, in order, ``workers`` at a time; the first
+        exception ``fn`` raised is raised here (after the passes already started end)."""
+        items = list(items)
+        if self.workers == 1 or len(items) < 2:
+            return [fn(item) for item in items]
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kenning-onnx")
+        return list(self._pool.map(fn, items))
 
 
 #: bumped when ``_graph`` writes another graph: older cached files are not read
