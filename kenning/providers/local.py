@@ -300,7 +300,7 @@ class BertRuntime:
             mask[row, : len(e.ids)] = 1.0
         if self.onnx is not None:
             x = self.weights.embed(ids, types, self.eps, self.position_offset)
-            hidden = self.onnx.encode(x, attention_bias(mask))
+            hidden = self.onnx.encode(x, mask)
         else:
             hidden = self.weights.encode(ids, types, mask, self.heads, self.eps, self.position_offset)
         return pool(hidden, mask)

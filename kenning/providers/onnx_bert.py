@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 __all__ = ["OnnxEncoder", "available", "cache_key", "threads"]
 
 _OPSET = 17  # LayerNormalization
+_CONTRIB = "com.microsoft"  # onnxruntime's own operators (Attention)
 _T = TypeVar("_T")
 _R = TypeVar("_R")
 
@@ -66,12 +67,14 @@ def threads() -> int:
 
 def _graph(weights: _Weights, heads: int, eps: float) -> bytes:
     """The serialized ONNX model: inputs ``x`` (batch, length, width), the embedded and
-    normalized tokens, and ``bias`` (batch, 1, 1, length), 0 for tokens and -1e9 for padding;
-    output ``hidden`` (batch, length, width)."""
+    normalized tokens, and ``mask`` (batch, length), int32, 1 for tokens and 0 for padding;
+    output ``hidden`` (batch, length, width). Each layer's attention is onnxruntime's fused
+    ``Attention`` operator (com.microsoft: the query/key/value product, the masked softmax and
+    the heads in one kernel; ``QAttention`` once quantized), measured ×1.15 the rate of the same
+    steps as plain operators on 256-token texts."""
     onnx = require("onnx", extra="onnx", purpose="the onnxruntime encoder builds its graph with onnx")
     helper, numpy_helper, TensorProto = onnx.helper, onnx.numpy_helper, onnx.TensorProto
     width = weights.word.shape[1]
-    size = width // heads
     nodes: list[Any] = []
     inits: list[Any] = []
 
@@ -83,13 +86,9 @@ def _graph(weights: _Weights, heads: int, eps: float) -> bytes:
         nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
         return name
 
-    split_shape = const("split_shape", np.array([0, 0, 3, heads, size], dtype=np.int64))
-    merge_shape = const("merge_shape", np.array([0, 0, width], dtype=np.int64))
-    scale = const("scale", np.array(1.0 / np.sqrt(size), dtype=np.float32))
     half = const("half", np.array(0.5, dtype=np.float32))
     one = const("one", np.array(1.0, dtype=np.float32))
     root2 = const("root2", np.array(np.sqrt(2.0), dtype=np.float32))
-    picks = [const(f"pick{i}", np.array(i, dtype=np.int64)) for i in range(3)]
     x = "x"
     for n, layer in enumerate(weights.layers):
         p = f"l{n}_"
@@ -97,15 +96,8 @@ def _graph(weights: _Weights, heads: int, eps: float) -> bytes:
         def w(key: str, p: str = p, layer: dict[str, Any] = layer) -> str:
             return const(p + "w_" + key, layer[key])
 
-        qkv = node("Add", [node("MatMul", [x, w("qkv")], p + "qkv_mm"), w("qkv_b")], p + "qkv")
-        qkv = node("Reshape", [qkv, split_shape], p + "qkv_split")
-        qkv = node("Transpose", [qkv], p + "qkv_t", perm=[2, 0, 3, 1, 4])  # (3, batch, heads, length, size)
-        q, k, v = (node("Gather", [qkv, picks[i]], p + "qkv"[i], axis=0) for i in range(3))
-        k_t = node("Transpose", [k], p + "k_t", perm=[0, 1, 3, 2])
-        scores = node("Mul", [node("MatMul", [q, k_t], p + "qk"), scale], p + "scaled")
-        probs = node("Softmax", [node("Add", [scores, "bias"], p + "masked")], p + "probs", axis=-1)
-        context = node("Transpose", [node("MatMul", [probs, v], p + "ctx")], p + "ctx_t", perm=[0, 2, 1, 3])
-        context = node("Reshape", [context, merge_shape], p + "ctx_merged")
+        context = node("Attention", [x, w("qkv"), w("qkv_b"), "mask"], p + "attention", domain=_CONTRIB,
+                       num_heads=heads)
         attended = node("Add", [node("MatMul", [context, w("out")], p + "out_mm"), w("out_b")], p + "out")
         x = node("LayerNormalization", [node("Add", [x, attended], p + "res1"),
                                         const(p + "n1w", layer["norm1"][0]), const(p + "n1b", layer["norm1"][1])],
@@ -121,11 +113,12 @@ def _graph(weights: _Weights, heads: int, eps: float) -> bytes:
     graph = helper.make_graph(
         nodes, "bert_encoder",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "length", width]),
-         helper.make_tensor_value_info("bias", TensorProto.FLOAT, ["batch", 1, 1, "length"])],
+         helper.make_tensor_value_info("mask", TensorProto.INT32, ["batch", "length"])],
         [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["batch", "length", width])],
         initializer=inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)], producer_name="kenning")
+    model = helper.make_model(graph, producer_name="kenning", opset_imports=[
+        helper.make_opsetid("", _OPSET), helper.make_opsetid(_CONTRIB, 1)])
     model.ir_version = min(model.ir_version, 8)  # what onnxruntime releases of the last years read
     return bytes(model.SerializeToString())
 
@@ -175,8 +168,10 @@ class OnnxEncoder:
         if path is not None:
             _save(path, graph)
 
-    def encode(self, x: np.ndarray, bias: np.ndarray) -> np.ndarray:
-        (hidden,) = self.session.run(["hidden"], {"x": x, "bias": bias})
+    def encode(self, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The last layer's hidden states of ``x`` (batch, length, width); ``mask`` (batch,
+        length) is 1 on tokens and 0 on padding."""
+        (hidden,) = self.session.run(["hidden"], {"x": x, "mask": np.asarray(mask, dtype=np.int32)})
         return np.asarray(hidden)
 
     def map(self, fn: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
@@ -197,7 +192,7 @@ class OnnxEncoder:
 _SLOWER = ["SkipLayerNormFusion"]
 
 #: bumped when ``_graph`` writes another graph: older cached files are not read
-_VERSION = 1
+_VERSION = 2
 
 
 def _quantized(graph: bytes) -> bytes:
@@ -212,8 +207,10 @@ def _quantized(graph: bytes) -> bytes:
     try:
         with tempfile.TemporaryDirectory(prefix="kenning-int8-") as folder:
             out = Path(folder) / "int8.onnx"
+            # the quantizer infers no types through onnxruntime's own operators: they are float
             quantization.quantize_dynamic(onnx.load_from_string(graph), out, per_channel=True,
-                                          weight_type=quantization.QuantType.QInt8)
+                                          weight_type=quantization.QuantType.QInt8,
+                                          extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
             return out.read_bytes()
     finally:
         quiet.setLevel(level)
