@@ -208,8 +208,8 @@ class BertRuntime:
     #: token slots per forward pass: length-sorted groups of about this size keep the
     #: intermediate arrays in cache (measured fastest on 2 cores) and waste little on padding
     group_tokens = 160
-    #: the same for onnxruntime (docs/benchmarks.md, "Local embedder, 2026-12-02 (embed5)":
-    #: groups of 128-256 slots ran ×1.5-2 the tokens per CPU second of 1,024-slot groups)
+    #: the same for onnxruntime (docs/benchmarks.md, "Local embedder, faster": bounded
+    #: 256-slot passes ran ×1.7-2.1 the short texts per CPU second of 1,024-slot ones, ×1.2 long)
     onnx_group_tokens = 256
     #: a group's longest text is at most this many tokens longer than its shortest, plus a
     #: quarter of the shortest: a few texts of one call are then not padded to the longest

@@ -56,8 +56,8 @@ def available() -> bool:
 
 
 def threads() -> int:
-    """Threads for one forward pass: the cores this process may run on (at most 8: more only
-    pay for the synchronisation on these small matrices)."""
+    """The cores this process may run on (at most 8: more only pay for the synchronisation on
+    these small matrices): passes run side by side on them, or one pass uses them all."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -133,9 +133,10 @@ class OnnxEncoder:
 
     ``workers`` (default: the cores, ``threads()``): with more than one, each forward pass
     runs on one thread and ``map`` runs passes side by side, one per core (onnxruntime
-    releases the GIL and its sessions may run from several threads at once). The small
-    products of one pass split over two cores measured ×1.0-1.5 one core's rate; two passes
-    at once ×1.8-2 (docs/benchmarks.md, embed5). With one worker a pass uses every core."""
+    releases the GIL and its sessions may run from several threads at once): on a call's
+    short passes that measured as fast or faster per CPU second than each pass split over the
+    cores, with no synchronisation inside a pass (docs/benchmarks.md, "Local embedder,
+    faster"). With one worker a pass uses every core."""
 
     def __init__(self, weights: _Weights, heads: int, eps: float, *, key: str | None = None,
                  cache_dir: Path | None = None, int8: bool = False, workers: int | None = None) -> None:
