@@ -187,6 +187,15 @@ def test_bench_longturn_measures_both_sets_on_fixtures():
         assert figures["recall_ms"]["p50"] > 0 and figures["bm25_ms"]["p95"] >= figures["bm25_ms"]["p50"]
 
 
+def test_bench_longturn_warm_ingests_a_store_first_untimed():
+    fixtures = Path(__file__).resolve().parent / "fixtures"
+    out = _script(str(BENCHMARKS / "bench_longturn.py"), str(fixtures / "longmemeval_tiny"), "--questions", "1",
+                  "--repeats", "2", "--locomo", str(fixtures / "locomo_tiny.json"), "--locomo-questions", "1",
+                  "--warm", "--json")
+    result = json.loads(out)
+    assert result["warm_s"] > 0 and len(result["sets"]) == 2
+
+
 def test_check_extraction_finds_no_difference_with_itself(tmp_path):
     fixtures = Path(__file__).resolve().parent / "fixtures"
     snapshot = tmp_path / "snapshot.json"

@@ -25,6 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+import numpy as np
+
 from ..errors import KenningError, ValidationError
 from .authority import keep_trusted_instructions
 from .messages import addressee, memory_text, transcript
@@ -222,18 +224,21 @@ def draft_group(
 
 
 def embed_drafts(drafted: list[Drafted], embedder: Embedder) -> None:
-    """One embedding call for every text of these memories (chunks, new entity names, fact
-    sentences): an embedder batches and length-sorts far better over many memories than
+    """One embedding call for every distinct text of these memories (chunks, new entity names,
+    fact sentences): an embedder batches and length-sorts far better over many memories than
     over one. The call's usage is split between the memories by the size of their texts.
     Raises what the embedder raised."""
     if not drafted:
         return
     fresh = [d.fresh for d in drafted]
     texts = [d.texts() for d in drafted]
-    flat = [t for part in texts for t in part]
+    # a text said twice in the batch (a repeated name or sentence) is embedded once
+    unique = list(dict.fromkeys(t for part in texts for t in part))
     shared = Usage()
     try:
-        vectors = iter(embedder.embed(flat, shared) if flat else [])
+        found = embedder.embed(unique, shared) if unique else np.zeros((0, embedder.dimension), np.float32)
+        row = {text: i for i, text in enumerate(unique)}
+        vectors = iter([found[row[t]] for part in texts for t in part])
     finally:
         _split(shared, [sum(len(t) for t in part) for part in texts], [d.usage for d in drafted])
     for d, new in zip(drafted, fresh):

@@ -208,8 +208,12 @@ class BertRuntime:
     #: token slots per forward pass: length-sorted groups of about this size keep the
     #: intermediate arrays in cache (measured fastest on 2 cores) and waste little on padding
     group_tokens = 160
-    #: the same for onnxruntime, whose fused kernels want larger products (docs/benchmarks.md)
-    onnx_group_tokens = 1024
+    #: the same for onnxruntime (docs/benchmarks.md, "Local embedder, faster": bounded
+    #: 256-slot passes ran ×1.7-2.1 the short texts per CPU second of 1,024-slot ones, ×1.2 long)
+    onnx_group_tokens = 256
+    #: a group's longest text is at most this many tokens longer than its shortest, plus a
+    #: quarter of the shortest: a few texts of one call are then not padded to the longest
+    pad_tokens = 8
 
     def __init__(self, directory: Path, *, head: bool = False, max_length: int | None = None,
                  runtime: str = "auto", int8: bool = False) -> None:
@@ -249,20 +253,40 @@ class BertRuntime:
                 self.group_tokens = self.onnx_group_tokens
         self.runtime = "onnxruntime" if self.onnx is not None else "numpy"
 
-    def run(self, encodings: Sequence[Any], pool: Callable[[np.ndarray, np.ndarray], np.ndarray],
-            width: int) -> np.ndarray:
-        """``pool(hidden, mask)`` of every encoding, computed in length-sorted padded groups."""
-        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        out = np.zeros((len(encodings), width), dtype=np.float32)
+    def groups(self, lengths: Sequence[int]) -> list[list[int]]:
+        """Indexes of texts by ``lengths`` (token counts), cut into the groups one forward pass
+        each runs: sorted by length, at most ``group_tokens`` slots once padded, and of lengths
+        close enough that padding wastes at most about a quarter of the slots."""
+        out: list[list[int]] = []
         group: list[int] = []
-        for index in order:
+        shortest = 0
+        for index in sorted(range(len(lengths)), key=lengths.__getitem__):
+            length = lengths[index]
             # sorted by length, so this text is the longest of the group so far
-            if group and (len(group) + 1) * len(encodings[index].ids) > self.group_tokens:
-                out[group] = self._group([encodings[i] for i in group], pool)
+            if group and ((len(group) + 1) * length > self.group_tokens
+                          or length > shortest + self.pad_tokens + shortest // 4):
+                out.append(group)
                 group = []
+            if not group:
+                shortest = length
             group.append(index)
         if group:
-            out[group] = self._group([encodings[i] for i in group], pool)
+            out.append(group)
+        return out
+
+    def run(self, encodings: Sequence[Any], pool: Callable[[np.ndarray, np.ndarray], np.ndarray],
+            width: int) -> np.ndarray:
+        """``pool(hidden, mask)`` of every encoding, computed in length-sorted padded groups;
+        in onnxruntime, groups run side by side on the cores (``OnnxEncoder.map``)."""
+        out = np.zeros((len(encodings), width), dtype=np.float32)
+        groups = self.groups([len(e.ids) for e in encodings])
+
+        def one(group: list[int]) -> np.ndarray:
+            return self._group([encodings[i] for i in group], pool)
+
+        results = self.onnx.map(one, groups) if self.onnx is not None else map(one, groups)
+        for group, pooled in zip(groups, results):
+            out[group] = pooled
         return out
 
     def _group(self, encodings: list[Any], pool: Callable[[np.ndarray, np.ndarray], np.ndarray]) -> np.ndarray:
@@ -276,7 +300,7 @@ class BertRuntime:
             mask[row, : len(e.ids)] = 1.0
         if self.onnx is not None:
             x = self.weights.embed(ids, types, self.eps, self.position_offset)
-            hidden = self.onnx.encode(x, attention_bias(mask))
+            hidden = self.onnx.encode(x, mask)
         else:
             hidden = self.weights.encode(ids, types, mask, self.heads, self.eps, self.position_offset)
         return pool(hidden, mask)

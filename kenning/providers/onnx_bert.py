@@ -19,13 +19,17 @@ float32 vectors about 0.99), so a quantized model has its own name in the store
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import importlib
 import logging
 import os
 import tempfile
+import threading
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -37,6 +41,9 @@ if TYPE_CHECKING:
 __all__ = ["OnnxEncoder", "available", "cache_key", "threads"]
 
 _OPSET = 17  # LayerNormalization
+_CONTRIB = "com.microsoft"  # onnxruntime's own operators (Attention)
+_T = TypeVar("_T")
+_R = TypeVar("_R")
 
 
 def available() -> bool:
@@ -49,8 +56,8 @@ def available() -> bool:
 
 
 def threads() -> int:
-    """Threads for one forward pass: the cores this process may run on (at most 8: more only
-    pay for the synchronisation on these small matrices)."""
+    """The cores this process may run on (at most 8: more only pay for the synchronisation on
+    these small matrices): passes run side by side on them, or one pass uses them all."""
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
@@ -60,12 +67,14 @@ def threads() -> int:
 
 def _graph(weights: _Weights, heads: int, eps: float) -> bytes:
     """The serialized ONNX model: inputs ``x`` (batch, length, width), the embedded and
-    normalized tokens, and ``bias`` (batch, 1, 1, length), 0 for tokens and -1e9 for padding;
-    output ``hidden`` (batch, length, width)."""
+    normalized tokens, and ``mask`` (batch, length), int32, 1 for tokens and 0 for padding;
+    output ``hidden`` (batch, length, width). Each layer's attention is onnxruntime's fused
+    ``Attention`` operator (com.microsoft: the query/key/value product, the masked softmax and
+    the heads in one kernel; ``QAttention`` once quantized), measured ×1.15 the rate of the same
+    steps as plain operators on 256-token texts."""
     onnx = require("onnx", extra="onnx", purpose="the onnxruntime encoder builds its graph with onnx")
     helper, numpy_helper, TensorProto = onnx.helper, onnx.numpy_helper, onnx.TensorProto
     width = weights.word.shape[1]
-    size = width // heads
     nodes: list[Any] = []
     inits: list[Any] = []
 
@@ -77,13 +86,9 @@ def _graph(weights: _Weights, heads: int, eps: float) -> bytes:
         nodes.append(helper.make_node(op, inputs, [name], name=name, **attrs))
         return name
 
-    split_shape = const("split_shape", np.array([0, 0, 3, heads, size], dtype=np.int64))
-    merge_shape = const("merge_shape", np.array([0, 0, width], dtype=np.int64))
-    scale = const("scale", np.array(1.0 / np.sqrt(size), dtype=np.float32))
     half = const("half", np.array(0.5, dtype=np.float32))
     one = const("one", np.array(1.0, dtype=np.float32))
     root2 = const("root2", np.array(np.sqrt(2.0), dtype=np.float32))
-    picks = [const(f"pick{i}", np.array(i, dtype=np.int64)) for i in range(3)]
     x = "x"
     for n, layer in enumerate(weights.layers):
         p = f"l{n}_"
@@ -91,15 +96,8 @@ def _graph(weights: _Weights, heads: int, eps: float) -> bytes:
         def w(key: str, p: str = p, layer: dict[str, Any] = layer) -> str:
             return const(p + "w_" + key, layer[key])
 
-        qkv = node("Add", [node("MatMul", [x, w("qkv")], p + "qkv_mm"), w("qkv_b")], p + "qkv")
-        qkv = node("Reshape", [qkv, split_shape], p + "qkv_split")
-        qkv = node("Transpose", [qkv], p + "qkv_t", perm=[2, 0, 3, 1, 4])  # (3, batch, heads, length, size)
-        q, k, v = (node("Gather", [qkv, picks[i]], p + "qkv"[i], axis=0) for i in range(3))
-        k_t = node("Transpose", [k], p + "k_t", perm=[0, 1, 3, 2])
-        scores = node("Mul", [node("MatMul", [q, k_t], p + "qk"), scale], p + "scaled")
-        probs = node("Softmax", [node("Add", [scores, "bias"], p + "masked")], p + "probs", axis=-1)
-        context = node("Transpose", [node("MatMul", [probs, v], p + "ctx")], p + "ctx_t", perm=[0, 2, 1, 3])
-        context = node("Reshape", [context, merge_shape], p + "ctx_merged")
+        context = node("Attention", [x, w("qkv"), w("qkv_b"), "mask"], p + "attention", domain=_CONTRIB,
+                       num_heads=heads)
         attended = node("Add", [node("MatMul", [context, w("out")], p + "out_mm"), w("out_b")], p + "out")
         x = node("LayerNormalization", [node("Add", [x, attended], p + "res1"),
                                         const(p + "n1w", layer["norm1"][0]), const(p + "n1b", layer["norm1"][1])],
@@ -115,11 +113,12 @@ def _graph(weights: _Weights, heads: int, eps: float) -> bytes:
     graph = helper.make_graph(
         nodes, "bert_encoder",
         [helper.make_tensor_value_info("x", TensorProto.FLOAT, ["batch", "length", width]),
-         helper.make_tensor_value_info("bias", TensorProto.FLOAT, ["batch", 1, 1, "length"])],
+         helper.make_tensor_value_info("mask", TensorProto.INT32, ["batch", "length"])],
         [helper.make_tensor_value_info("hidden", TensorProto.FLOAT, ["batch", "length", width])],
         initializer=inits,
     )
-    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", _OPSET)], producer_name="kenning")
+    model = helper.make_model(graph, producer_name="kenning", opset_imports=[
+        helper.make_opsetid("", _OPSET), helper.make_opsetid(_CONTRIB, 1)])
     model.ir_version = min(model.ir_version, 8)  # what onnxruntime releases of the last years read
     return bytes(model.SerializeToString())
 
@@ -130,41 +129,71 @@ class OnnxEncoder:
     The graph is written once per model and kept in ``cache_dir`` (``$XDG_CACHE_HOME/kenning``
     or ``~/.cache/kenning``) under ``key``: later loads read it back with onnxruntime alone,
     without importing the ``onnx`` package (several seconds). A cache that cannot be written
-    or read is rebuilt in memory."""
+    or read is rebuilt in memory.
+
+    ``workers`` (default: the cores, ``threads()``): with more than one, each forward pass
+    runs on one thread and ``map`` runs passes side by side, one per core (onnxruntime
+    releases the GIL and its sessions may run from several threads at once): on a call's
+    short passes that measured as fast or faster per CPU second than each pass split over the
+    cores, with no synchronisation inside a pass (docs/benchmarks.md, "Local embedder,
+    faster"). With one worker a pass uses every core."""
 
     def __init__(self, weights: _Weights, heads: int, eps: float, *, key: str | None = None,
-                 cache_dir: Path | None = None, int8: bool = False) -> None:
+                 cache_dir: Path | None = None, int8: bool = False, workers: int | None = None) -> None:
         ort = require("onnxruntime", extra="onnx", purpose="the onnxruntime encoder needs onnxruntime")
+        self.workers = max(1, workers if workers is not None else threads())
+        self._pool: ThreadPoolExecutor | None = None
+        self._pool_lock = threading.Lock()
         options = ort.SessionOptions()
-        options.intra_op_num_threads = threads()
+        options.intra_op_num_threads = 1 if self.workers > 1 else threads()
         options.inter_op_num_threads = 1
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3  # warnings about unused initializers are noise here
         # no busy-waiting between operators: on a machine other work shares, spinning threads
         # take the cores that work needs (and measured slower under load)
         options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+        session = functools.partial(ort.InferenceSession, sess_options=options, providers=["CPUExecutionProvider"],
+                                    disabled_optimizers=_SLOWER)
         suffix = "-int8" if int8 else ""
         path = (cache_dir or _cache_dir()) / f"{key}-v{_VERSION}{suffix}.onnx" if key else None
         if path is not None and path.is_file():
             try:
-                self.session = ort.InferenceSession(path.read_bytes(), options, providers=["CPUExecutionProvider"])
+                self.session = session(path.read_bytes())
                 return
             except Exception:  # noqa: BLE001 - a damaged or foreign file: build the graph again
                 pass
         graph = _graph(weights, heads, eps)
         if int8:
             graph = _quantized(graph)
-        self.session = ort.InferenceSession(graph, options, providers=["CPUExecutionProvider"])
+        self.session = session(graph)
         if path is not None:
             _save(path, graph)
 
-    def encode(self, x: np.ndarray, bias: np.ndarray) -> np.ndarray:
-        (hidden,) = self.session.run(["hidden"], {"x": x, "bias": bias})
+    def encode(self, x: np.ndarray, mask: np.ndarray) -> np.ndarray:
+        """The last layer's hidden states of ``x`` (batch, length, width); ``mask`` (batch,
+        length) is 1 on tokens and 0 on padding."""
+        (hidden,) = self.session.run(["hidden"], {"x": x, "mask": np.asarray(mask, dtype=np.int32)})
         return np.asarray(hidden)
 
+    def map(self, fn: Callable[[_T], _R], items: Iterable[_T]) -> list[_R]:
+        """``[fn(item) for item in items]``, in order, ``workers`` at a time; the first
+        exception ``fn`` raised is raised here (after the passes already started end)."""
+        items = list(items)
+        if self.workers == 1 or len(items) < 2:
+            return [fn(item) for item in items]
+        with self._pool_lock:
+            if self._pool is None:
+                self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="kenning-onnx")
+        return list(self._pool.map(fn, items))
+
+
+#: onnxruntime rewrites left out: its fused residual + layer norm kernel (SkipLayerNormalization)
+#: measured ×1.2-1.4 slower per CPU second on this encoder than the Add and LayerNormalization
+#: it replaces (onnxruntime 1.32, int8 and float32; the vectors the same to 1e-6)
+_SLOWER = ["SkipLayerNormFusion"]
 
 #: bumped when ``_graph`` writes another graph: older cached files are not read
-_VERSION = 1
+_VERSION = 2
 
 
 def _quantized(graph: bytes) -> bytes:
@@ -179,8 +208,10 @@ def _quantized(graph: bytes) -> bytes:
     try:
         with tempfile.TemporaryDirectory(prefix="kenning-int8-") as folder:
             out = Path(folder) / "int8.onnx"
+            # the quantizer infers no types through onnxruntime's own operators: they are float
             quantization.quantize_dynamic(onnx.load_from_string(graph), out, per_channel=True,
-                                          weight_type=quantization.QuantType.QInt8)
+                                          weight_type=quantization.QuantType.QInt8,
+                                          extra_options={"DefaultTensorType": onnx.TensorProto.FLOAT})
             return out.read_bytes()
     finally:
         quiet.setLevel(level)
