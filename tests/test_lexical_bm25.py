@@ -334,3 +334,41 @@ def test_sqlite_a_common_name_still_scores_the_rows_of_a_rare_one(tmp_path, monk
         got, sql = _traced(kn, "main", ["samir", "grixan", "tanaka"])
     assert got[0][0] == "Samir Grixan Tanaka likes gardening", got[:3]
     assert any('("grixan") AND ("samir" OR "tanaka")' in q for q in sql), sql
+
+
+def test_postgresql_picks_the_rarest_terms_by_rarest_s_rule() -> None:
+    """The statement picks the terms that bound the candidates as ``rarest`` does, for row
+    counts around each of its limits (set in ``lexeme_stats`` inside a transaction that is
+    rolled back), and only in a table past ``BOUNDED_FROM_ROWS``."""
+    import itertools
+
+    from psycopg import sql
+
+    from kenning.store.postgres import lexical
+    from kenning.store.postgres.schema import TS_CONFIG
+
+    words = ["zqa", "zqb", "zqc", "zqd"]
+    query = sql.SQL(lexical._TERMS + "SELECT i, rare FROM scoring ORDER BY i").format(
+        cfg=sql.Literal(TS_CONFIG), table=sql.Identifier("chunks"))
+    sizes = (0, 7, 20, 40, 90, 300, 700, 999, 1500)
+    with Kenning(pg_url()) as kn, kn._engine.store._conn() as conn:
+        checked = picked = 0
+        for counts in itertools.islice(itertools.product(sizes, repeat=len(words)), 0, None, 7):
+            for table_rows in (lexical.BOUNDED_FROM_ROWS, lexical.BOUNDED_FROM_ROWS + 1):
+                with conn.transaction(force_rollback=True):
+                    conn.execute("INSERT INTO lexical_stats (tbl, dataset, rows, tokens) VALUES ('chunks', 'main', %s, %s)",
+                                 (table_rows, 5 * table_rows))
+                    conn.execute("INSERT INTO lexeme_stats (tbl, lexeme, dataset, rows)"
+                                 " SELECT 'chunks', w, 'main', n FROM unnest(%s::text[], %s::int[]) AS u(w, n)",
+                                 (words, list(counts)))
+                    rows = conn.execute(query, {"terms": words, "common": lexical.COMMON_ROWS, "tbl": "chunks",
+                                                "limit": 30, "scored": lexical.SCORED_ROWS,
+                                                "bounded": lexical.BOUNDED_FROM_ROWS, "extra": 1}).fetchall()
+                got = [words[r["i"] - 1] for r in rows if r["rare"]]
+                rule = lexical.rarest(words, dict(zip(words, counts)), 30)
+                expected = sorted(rule or [], key=words.index) if table_rows > lexical.BOUNDED_FROM_ROWS else []
+                assert got == expected, (counts, table_rows)
+                assert [r["i"] for r in rows] == [1, 2, 3, 4]  # no term is common: all kept
+                checked += 1
+                picked += bool(got)
+    assert checked > 1000 and picked > 100
