@@ -21,8 +21,9 @@ scores every matching row, and is not BM25). Here:
   with its full score;
 - the dataset's candidate rows are scored: each kept term's frequency in a row comes from the
   row's ``tsv`` in one pass for all terms (``setweight`` + ``ts_filter`` keep the terms' lexemes
-  with their positions, joined to their terms by lexeme), the row's length in tokens from its ``tsv_len`` column, the table's size N and
-  average length from ``lexical_stats``, kept by triggers;
+  with their positions, joined to their terms by lexeme), the row's length in tokens from its
+  ``tsv_len`` column, the table's size N and average length from ``lexical_stats``, kept by
+  triggers;
 - score = Σ idf · tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen)), idf = ln((N − n + 0.5)/(n + 0.5))
   floored at 1e-6, k1 = 1.2, b = 0.75: FTS5's constants and formula, with N, n and the average
   length over the whole table, every dataset, as FTS5 counts them.
