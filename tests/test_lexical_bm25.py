@@ -372,3 +372,21 @@ def test_postgresql_picks_the_rarest_terms_by_rarest_s_rule() -> None:
                 checked += 1
                 picked += bool(got)
     assert checked > 1000 and picked > 100
+
+
+def test_a_term_of_several_lexemes_is_matched_and_counted_as_a_phrase(tmp_path) -> None:  # noqa: ANN001
+    """A hyphenated term is a phrase on both stores: the rows holding its words apart do not
+    match it, and both stores score the rows that hold it alike (beside a term of one word)."""
+    corpus = {"main": ["The well-known chess club meets in Berlin.", "A well-known well-known chess player.",
+                       "Known well for chess, not for piano.", "Dana plays chess.", "Evan keeps bees."]}
+    results = []
+    for url in (f"sqlite:///{tmp_path / 'k.db'}", pg_url()):
+        with Kenning(url) as kn:
+            kn.remember(corpus["main"], dataset="main")
+            results.append((_lane(kn, "main", ["well-known"]), _lane(kn, "main", ["well-known", "chess"])))
+    (phrase, both), (pg_phrase, pg_both) = results
+    assert sorted(t for t, _ in pg_phrase) == ["A well-known well-known chess player.",
+                                               "The well-known chess club meets in Berlin."]
+    assert [t for t, _ in pg_phrase] == [t for t, _ in phrase]
+    assert [t for t, _ in pg_both] == [t for t, _ in both] and len(both) == 4
+    assert [s for _, s in pg_both] == pytest.approx([s for _, s in both], rel=1e-9)

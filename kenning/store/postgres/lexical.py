@@ -132,7 +132,7 @@ _BM25 = _TERMS + """, words AS MATERIALIZED (
          LATERAL unnest(ts_filter(setweight(c.tsv, 'A', queries.lexemes), '{{a}}')) AS u
     JOIN words w ON w.lexeme = u.lexeme JOIN scoring k ON k.i = w.i
     GROUP BY c.id, k.i
-    HAVING count(*) = max(cardinality(k.lexemes)) AND (bool_and(k.single) OR bool_or(c.tsv @@ k.q))
+    HAVING count(*) = max(cardinality(k.lexemes)) AND (bool_and(k.single) OR bool_or(NOT k.single AND c.tsv @@ k.q))
 )
 SELECT f.id, sum(f.idf * f.tf * (%(k1)s + 1)
                  / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * (f.len + %(extra)s) / totals.avglen)) ORDER BY f.i) AS score
