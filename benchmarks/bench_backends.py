@@ -113,10 +113,24 @@ def recall(kn: Kenning, corpus: Corpus, top_k: int) -> dict[str, Any]:
             "answer_in_top_k": round(found / len(times), 3)}
 
 
+def holds_data(url: str) -> bool:
+    """Whether the store holds the dataset, asked without opening it through ``Kenning``, which
+    would record the embedder and build the vector indexes before a copy fills the tables."""
+    from kenning.store import open_store
+
+    store = open_store(url)
+    try:
+        return DATASET in store.datasets()
+    finally:
+        store.close()
+
+
 def run_backend(url: str, corpus: Corpus, args: argparse.Namespace, copy_from: str | None = None) -> dict[str, Any]:
-    with Kenning(url) as kn:
-        done = stored(kn)
-    if done is None and copy_from is not None:
+    done = None
+    if holds_data(url):
+        with Kenning(url) as kn:
+            done = stored(kn)
+    elif copy_from is not None:
         done = copy_into(copy_from, url)
     if done is None:
         with Kenning(url) as kn:
@@ -158,7 +172,7 @@ def report(result: dict[str, Any]) -> None:
         i, q = r["ingest"], r["recall"]
         if i.get("copied"):
             name += " (copied)"
-        rows.append([name, i["memories"], i["facts"], i["entities"], i["seconds"], i["memories_per_s"],
+        rows.append([name, i["memories"], i["facts"], i["entities"], i["seconds"] or "stored", i["memories_per_s"] or "-",
                      q["p50"], q["p95"], q["answer_in_top_k"]])
     print_table(["backend", "memories", "facts", "entities", "ingest s", "memories/s",
                  "recall p50 ms", "recall p95 ms", "answer in top k"], rows)
