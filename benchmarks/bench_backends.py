@@ -37,10 +37,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import machine_info, percentiles, print_machine, print_table  # noqa: E402
-from synth import Corpus, batches, generate  # noqa: E402
+from common import machine_info, percentiles, print_machine, print_table
+from synth import Corpus, batches, generate
 
-from kenning import Kenning  # noqa: E402
+from kenning import Kenning
 
 DATASET = "bench"
 

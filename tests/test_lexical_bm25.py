@@ -374,7 +374,7 @@ def test_postgresql_picks_the_rarest_terms_by_rarest_s_rule() -> None:
     assert checked > 1000 and picked > 100
 
 
-def test_a_term_of_several_lexemes_is_matched_and_counted_as_a_phrase(tmp_path) -> None:  # noqa: ANN001
+def test_a_term_of_several_lexemes_is_matched_and_counted_as_a_phrase(tmp_path) -> None:
     """A hyphenated term is a phrase on both stores: the rows holding its words apart do not
     match it, and both stores score the rows that hold it alike (beside a term of one word)."""
     corpus = {"main": ["The well-known chess club meets in Berlin.", "A well-known well-known chess player.",
@@ -390,3 +390,26 @@ def test_a_term_of_several_lexemes_is_matched_and_counted_as_a_phrase(tmp_path) 
     assert [t for t, _ in pg_phrase] == [t for t, _ in phrase]
     assert [t for t, _ in pg_both] == [t for t, _ in both] and len(both) == 4
     assert [s for _, s in pg_both] == pytest.approx([s for _, s in both], rel=1e-9)
+
+
+@pytest.mark.parametrize("apples", [30, 70], ids=["tail-rows-enter-the-list", "tail-rows-cannot"])
+def test_rows_of_the_most_common_term_alone_are_ranked_as_if_all_were_scored(store_url: str, apples: int) -> None:
+    """With 30 "apple" rows and long "zebra" rows, the zebra rows score below what a row holding
+    only "apple" may reach, so those rows must be read and lead the list; with 70 and short
+    zebra rows the common term's rows cannot reach the 20th best (PostgreSQL then leaves them
+    unread). Either way the list is the one scoring every matching row gives."""
+    long = apples == 30
+    zebras = [f"zebra {' '.join(f'w{j}' for j in range(12 + i))}" if long else f"zebra w{i}" for i in range(22)]
+    zebras += [f"zebra apple row {i}" for i in range(3)]
+    corpus = {"main": zebras + [f"{'apple ' * (1 + i % 3)}fruit {i}" for i in range(apples - 3)]
+              + [f"other text {i}" for i in range(100)]}
+    with Kenning(store_url) as kn:
+        kn.remember(corpus["main"], dataset="main")
+        got = _lane(kn, "main", ["zebra", "apple"])
+    want = expected("main", ["zebra", "apple"], corpus)[:20]
+    assert [t for t, _ in got] == [t for t, _ in sorted(want, key=lambda r: (-round(r[1], 9), r[0]))]
+    assert [s for _, s in got] == pytest.approx(sorted((s for _, s in want), reverse=True), rel=1e-9)
+    if long:
+        assert sum(t.startswith("apple") for t, _ in got) > 10
+    else:
+        assert all(t.startswith("zebra") for t, _ in got)

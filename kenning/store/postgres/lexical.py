@@ -30,6 +30,11 @@ scores every matching row, and is not BM25). Here:
 
 When every term of a query is that common, at most ``COMMON_ROWS`` of the dataset's rows holding
 each are scored (SQLite scores them all).
+
+Where every matching row is to be scored, the rows holding only the most common term are read
+only if they could enter the list (MaxScore: such a row scores below that term's idf × (k1 + 1));
+the list is the same, and a common word beside a name no longer costs a read of its thousands
+of rows.
 """
 
 from __future__ import annotations
@@ -88,22 +93,50 @@ WITH totals AS MATERIALIZED (
            OVER (ORDER BY hits, i ROWS UNBOUNDED PRECEDING) AS pick
     FROM ranked
 ), bound AS MATERIALIZED (
-    SELECT (SELECT n FROM totals) > %(bounded)s AND max(total) > %(scored)s
-           AND coalesce(sum(hits) FILTER (WHERE pick), 0) >= %(limit)s AS on FROM picked
+    SELECT coalesce((SELECT n FROM totals) > %(bounded)s AND max(total) > %(scored)s
+                    AND coalesce(sum(hits) FILTER (WHERE pick), 0) >= %(limit)s, false) AS on,
+           -- the most common of two or more matching terms, none in COMMON_ROWS rows
+           CASE WHEN count(*) >= 2 AND NOT EXISTS (SELECT FROM kept WHERE hits >= %(common)s)
+                THEN (SELECT i FROM picked ORDER BY hits DESC, i DESC LIMIT 1) END AS tail
+    FROM picked
 ), scoring AS MATERIALIZED (
     SELECT k.i, k.q, k.lexemes, k.single, coalesce(p.pick AND b.on, false) AS rare,
+           NOT b.on AND k.i IS NOT DISTINCT FROM b.tail AS tail,
            CASE WHEN idf > 0 THEN idf ELSE 1e-6 END AS idf
     FROM kept k LEFT JOIN picked p ON p.i = k.i, bound b, totals,
          ln(greatest(totals.n - k.hits + 0.5, 0.5) / (k.hits + 0.5)) AS idf
 )
 """
 
-#: the dataset's best rows for the ORed terms, in one statement: the candidate rows and their scores
+#: the score of each row of a candidate set ``{rows}``: each term's frequency in the row, from
+#: one pass over the row's lexemes of every term (setweight marks them, ts_filter keeps only
+#: them, so a long row is never unnested whole; a term of several lexemes counts its rarest
+#: one, where the row holds its phrase), summed in the terms' order as FTS5 sums them
+_SCORES = """
+    SELECT f.id, sum(f.idf * f.tf * (%(k1)s + 1)
+                     / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * (f.len + %(extra)s) / totals.avglen)) ORDER BY f.i) AS score
+    FROM totals, (
+        SELECT c.id, k.i, min(c.tsv_len) AS len, min(k.idf) AS idf, min(coalesce(array_length(u.positions, 1), 1)) AS tf
+        FROM {rows} c, queries, LATERAL unnest(ts_filter(setweight(c.tsv, 'A', queries.lexemes), '{{a}}')) AS u
+        JOIN words w ON w.lexeme = u.lexeme JOIN scoring k ON k.i = w.i
+        GROUP BY c.id, k.i
+        HAVING count(*) = max(cardinality(k.lexemes))
+           AND (bool_and(k.single) OR bool_or(NOT k.single AND c.tsv @@ k.q))) AS f
+    GROUP BY f.id
+"""
+
+#: the dataset's best rows for the ORed terms, in one statement. The rows holding only the
+#: ``tail`` term (the most common, when every matching row is to be scored) are read only when
+#: they could enter the list: each scores below that term's idf × (k1 + 1), so when the rows
+#: holding the other terms fill the list with scores at least that high, the list is the one
+#: scoring every row gives, without reading them (MaxScore)
 _BM25 = _TERMS + """, words AS MATERIALIZED (
     SELECT x AS lexeme, i FROM scoring, unnest(lexemes) AS x
 ), queries AS MATERIALIZED (
     SELECT (SELECT string_agg('(' || q::text || ')', ' | ')::tsquery FROM scoring WHERE rare) AS rare,
-           (SELECT string_agg('(' || q::text || ')', ' | ')::tsquery FROM scoring WHERE NOT rare) AS other,
+           (SELECT string_agg('(' || q::text || ')', ' | ')::tsquery FROM scoring WHERE NOT rare AND NOT tail) AS other,
+           (SELECT q FROM scoring WHERE tail) AS tail,
+           (SELECT idf * (%(k1)s + 1) FROM scoring WHERE tail) AS tail_bound,
            (SELECT array_agg(DISTINCT lexeme) FROM words) AS lexemes,
            -- no kept term is in COMMON_ROWS rows, so none fills its limit: their rows in one scan
            NOT EXISTS (SELECT FROM kept WHERE hits >= %(common)s) AS uncapped
@@ -122,22 +155,16 @@ _BM25 = _TERMS + """, words AS MATERIALIZED (
         (SELECT r.id, r.tsv, r.tsv_len FROM {table} r, queries q
          WHERE q.rare IS NOT NULL AND r.tsv @@ q.rare AND r.dataset = %(dataset)s LIMIT %(alone)s)) AS found
     ORDER BY id
-), frequencies AS (
-    -- each term's frequency in each row, from one pass over the row's lexemes of every term:
-    -- setweight marks them, ts_filter keeps only them, so a long row is never unnested whole;
-    -- a term of several lexemes counts its rarest one, where the row holds its phrase
-    SELECT c.id, k.i, min(c.tsv_len) AS len, min(k.idf) AS idf,
-           min(coalesce(array_length(u.positions, 1), 1)) AS tf
-    FROM candidates c, queries,
-         LATERAL unnest(ts_filter(setweight(c.tsv, 'A', queries.lexemes), '{{a}}')) AS u
-    JOIN words w ON w.lexeme = u.lexeme JOIN scoring k ON k.i = w.i
-    GROUP BY c.id, k.i
-    HAVING count(*) = max(cardinality(k.lexemes)) AND (bool_and(k.single) OR bool_or(NOT k.single AND c.tsv @@ k.q))
+), scores AS MATERIALIZED (""" + _SCORES.replace("{rows}", "candidates") + """), threshold AS MATERIALIZED (
+    SELECT CASE WHEN count(*) >= %(limit)s THEN min(score) END AS score
+    FROM (SELECT score FROM scores ORDER BY score DESC LIMIT %(limit)s) s
+), tail_rows AS MATERIALIZED (
+    SELECT r.id, r.tsv, r.tsv_len FROM {table} r, queries q, threshold t
+    WHERE q.tail IS NOT NULL AND (t.score IS NULL OR q.tail_bound * (1 + 1e-9) > t.score)
+      AND r.tsv @@ q.tail AND NOT r.tsv @@ q.other AND r.dataset = %(dataset)s
 )
-SELECT f.id, sum(f.idf * f.tf * (%(k1)s + 1)
-                 / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * (f.len + %(extra)s) / totals.avglen)) ORDER BY f.i) AS score
-FROM frequencies f, totals
-GROUP BY f.id ORDER BY score DESC, f.id LIMIT %(limit)s
+SELECT id, score FROM (SELECT * FROM scores UNION ALL""" + _SCORES.replace("{rows}", "tail_rows") + """) s
+ORDER BY score DESC, id LIMIT %(limit)s
 """
 
 
