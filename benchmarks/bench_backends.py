@@ -18,8 +18,8 @@ make recall measurable at scale without it:
     python benchmarks/bench_backends.py --facts 100000 --dir /tmp/b100k             # time recall again
 
 ``--pg-copy`` fills PostgreSQL with a copy of the SQLite store (``kenning migrate``'s
-``copy_store``: COPY per table, the HNSW indexes built once at the end), so its "ingest" row is
-the copy's rate, not ``remember``'s. ``--dir`` keeps both stores (the SQLite file and the
+``copy_store``: COPY per table, the HNSW indexes built once at the end, then ANALYZE), so its
+"ingest" row is the copy's rate, not ``remember``'s. ``--dir`` keeps both stores (the SQLite file and the
 server's data directory) there; a store that already holds the dataset is not ingested again,
 and its ingest row reports no rate.
 """
@@ -83,6 +83,10 @@ def copy_into(source_url: str, url: str) -> dict[str, Any]:
         target.close()
     if not report.ok:
         raise SystemExit(f"the copy into PostgreSQL differs in {', '.join(report.mismatches)}")
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:  # the statistics autovacuum would gather soon
+        conn.execute("ANALYZE")
     with Kenning(url) as kn:
         row = stored(kn) or {}
     return {**row, "seconds": round(seconds, 1), "memories_per_s": round(row.get("memories", 0) / seconds, 1),
