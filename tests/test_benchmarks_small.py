@@ -101,6 +101,24 @@ def test_bench_backends_runs_both_stores_small():
     assert sqlite["recall"]["answer_in_top_k"] == postgres["recall"]["answer_in_top_k"] >= 0.6
 
 
+@pytest.mark.postgres
+def test_bench_backends_copies_into_postgresql_and_reuses_both_stores(tmp_path):
+    from tests.pg import pg_url
+
+    url = pg_url()
+    args = (str(BENCHMARKS / "bench_backends.py"), "--facts", "80", "--batch", "40", "--queries", "5", "--json",
+            "--pg", url, "--dir", str(tmp_path))
+    first = json.loads(_run(*args, "--pg-copy"))["backends"]
+    again = json.loads(_run(*args))["backends"]
+    assert first["postgresql"]["ingest"]["copied"] and first["postgresql"]["ingest"]["memories_per_s"] > 0
+    for name in ("sqlite", "postgresql"):
+        counts = {k: first["sqlite"]["ingest"][k] for k in ("memories", "facts", "entities")}
+        assert {k: first[name]["ingest"][k] for k in counts} == counts == {k: again[name]["ingest"][k] for k in counts}
+        assert again[name]["ingest"]["seconds"] is None  # stored already: not ingested again
+    assert first["postgresql"]["recall"]["answer_in_top_k"] == again["postgresql"]["recall"]["answer_in_top_k"] \
+        == first["sqlite"]["recall"]["answer_in_top_k"]
+
+
 
 @pytest.mark.postgres
 def test_pg_insert_cost_leaves_the_store_as_it_was():

@@ -334,3 +334,82 @@ def test_sqlite_a_common_name_still_scores_the_rows_of_a_rare_one(tmp_path, monk
         got, sql = _traced(kn, "main", ["samir", "grixan", "tanaka"])
     assert got[0][0] == "Samir Grixan Tanaka likes gardening", got[:3]
     assert any('("grixan") AND ("samir" OR "tanaka")' in q for q in sql), sql
+
+
+def test_postgresql_picks_the_rarest_terms_by_rarest_s_rule() -> None:
+    """The statement picks the terms that bound the candidates as ``rarest`` does, for row
+    counts around each of its limits (set in ``lexeme_stats`` inside a transaction that is
+    rolled back), and only in a table past ``BOUNDED_FROM_ROWS``."""
+    import itertools
+
+    from psycopg import sql
+
+    from kenning.store.postgres import lexical
+    from kenning.store.postgres.schema import TS_CONFIG
+
+    words = ["zqa", "zqb", "zqc", "zqd"]
+    query = sql.SQL(lexical._TERMS + "SELECT i, rare FROM scoring ORDER BY i").format(
+        cfg=sql.Literal(TS_CONFIG), table=sql.Identifier("chunks"))
+    sizes = (0, 7, 20, 40, 90, 300, 700, 999, 1500)
+    with Kenning(pg_url()) as kn, kn._engine.store._conn() as conn:
+        checked = picked = 0
+        for counts in itertools.islice(itertools.product(sizes, repeat=len(words)), 0, None, 7):
+            for table_rows in (lexical.BOUNDED_FROM_ROWS, lexical.BOUNDED_FROM_ROWS + 1):
+                with conn.transaction(force_rollback=True):
+                    conn.execute("INSERT INTO lexical_stats (tbl, dataset, rows, tokens) VALUES ('chunks', 'main', %s, %s)",
+                                 (table_rows, 5 * table_rows))
+                    conn.execute("INSERT INTO lexeme_stats (tbl, lexeme, dataset, rows)"
+                                 " SELECT 'chunks', w, 'main', n FROM unnest(%s::text[], %s::int[]) AS u(w, n)",
+                                 (words, list(counts)))
+                    rows = conn.execute(query, {"terms": words, "common": lexical.COMMON_ROWS, "tbl": "chunks",
+                                                "limit": 30, "scored": lexical.SCORED_ROWS,
+                                                "bounded": lexical.BOUNDED_FROM_ROWS, "extra": 1}).fetchall()
+                got = [words[r["i"] - 1] for r in rows if r["rare"]]
+                rule = lexical.rarest(words, dict(zip(words, counts)), 30)
+                expected = sorted(rule or [], key=words.index) if table_rows > lexical.BOUNDED_FROM_ROWS else []
+                assert got == expected, (counts, table_rows)
+                assert [r["i"] for r in rows] == [1, 2, 3, 4]  # no term is common: all kept
+                checked += 1
+                picked += bool(got)
+    assert checked > 1000 and picked > 100
+
+
+def test_a_term_of_several_lexemes_is_matched_and_counted_as_a_phrase(tmp_path) -> None:
+    """A hyphenated term is a phrase on both stores: the rows holding its words apart do not
+    match it, and both stores score the rows that hold it alike (beside a term of one word)."""
+    corpus = {"main": ["The well-known chess club meets in Berlin.", "A well-known well-known chess player.",
+                       "Known well for chess, not for piano.", "Dana plays chess.", "Evan keeps bees."]}
+    results = []
+    for url in (f"sqlite:///{tmp_path / 'k.db'}", pg_url()):
+        with Kenning(url) as kn:
+            kn.remember(corpus["main"], dataset="main")
+            results.append((_lane(kn, "main", ["well-known"]), _lane(kn, "main", ["well-known", "chess"])))
+    (phrase, both), (pg_phrase, pg_both) = results
+    assert sorted(t for t, _ in pg_phrase) == ["A well-known well-known chess player.",
+                                               "The well-known chess club meets in Berlin."]
+    assert [t for t, _ in pg_phrase] == [t for t, _ in phrase]
+    assert [t for t, _ in pg_both] == [t for t, _ in both] and len(both) == 4
+    assert [s for _, s in pg_both] == pytest.approx([s for _, s in both], rel=1e-9)
+
+
+@pytest.mark.parametrize("apples", [30, 70], ids=["tail-rows-enter-the-list", "tail-rows-cannot"])
+def test_rows_of_the_most_common_term_alone_are_ranked_as_if_all_were_scored(store_url: str, apples: int) -> None:
+    """With 30 "apple" rows and long "zebra" rows, the zebra rows score below what a row holding
+    only "apple" may reach, so those rows must be read and lead the list; with 70 and short
+    zebra rows the common term's rows cannot reach the 20th best (PostgreSQL then leaves them
+    unread). Either way the list is the one scoring every matching row gives."""
+    long = apples == 30
+    zebras = [f"zebra {' '.join(f'w{j}' for j in range(12 + i))}" if long else f"zebra w{i}" for i in range(22)]
+    zebras += [f"zebra apple row {i}" for i in range(3)]
+    corpus = {"main": zebras + [f"{'apple ' * (1 + i % 3)}fruit {i}" for i in range(apples - 3)]
+              + [f"other text {i}" for i in range(100)]}
+    with Kenning(store_url) as kn:
+        kn.remember(corpus["main"], dataset="main")
+        got = _lane(kn, "main", ["zebra", "apple"])
+    want = expected("main", ["zebra", "apple"], corpus)[:20]
+    assert [t for t, _ in got] == [t for t, _ in sorted(want, key=lambda r: (-round(r[1], 9), r[0]))]
+    assert [s for _, s in got] == pytest.approx(sorted((s for _, s in want), reverse=True), rel=1e-9)
+    if long:
+        assert sum(t.startswith("apple") for t, _ in got) > 10
+    else:
+        assert all(t.startswith("zebra") for t, _ in got)
