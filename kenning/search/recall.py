@@ -37,7 +37,7 @@ from ..store.base import ChunkRow, FactRow, MemoryFilter, Scored, Store
 from .._identity import DEFAULT_DATASET
 from . import chat, recency
 from .variants import with_variants
-from .when import Window, query_window
+from .when import Window, query_window, time_words
 
 __all__ = ["LANE_WEIGHTS", "SEARCH_TYPES", "Query", "asked_relations", "route", "search", "terms_of"]
 
@@ -235,9 +235,11 @@ def _normalise(lane: str, items: list[Scored], limit: int | None = None) -> list
 
 
 def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usage | None,
-             named: set[str], name_words: set[str], asked: set[str]) -> _Lanes:
+             named: set[str], name_words: set[str], asked: set[str], told: frozenset[str] | set[str] = frozenset()) -> _Lanes:
     limit = max(q.top_k * 3, 30) * (_SCOPED_FETCH if q.scope else 1)
     terms = terms_of(q.text)
+    if len(kept := [t for t in terms if t not in told]) >= 2:
+        terms = kept  # "a week ago" is read as the window (search/when.py), not searched for
     if q.uses("role") and LANE_WEIGHTS["role"] > 0:
         terms = chat.lexical_terms(q.text, terms)
     terms = with_variants(terms)  # "allergies" also finds "allergic"
@@ -375,16 +377,28 @@ def search(
     spec = _LANES[q.search_type]
     named, name_words = _named_entities(store, q)
     asked = asked_relations(terms_of(q.text))
-    lanes = _collect(store, embedder, q, spec, usage, named, name_words, asked)
-    ctx = _Context(store, settings, q, now, asked, named, past=bool(_PAST.search(q.text)))
-    if spec.by_memory:
-        hits = _by_memory(ctx, lanes, spec)
-    else:
-        hits = _by_record(ctx, lanes)
+    # The words of "a week ago" are left out of the full-text query when the question's window
+    # is read against the clock; when nothing ranked was said in that window, the question
+    # does not share the clock's frame ("what did Evan start one year ago" asked of a chat long
+    # past) and its phrase is most likely the text's own words: asked again with them.
+    told = time_words(q.text, now) if spec.by_memory and q.uses("window") else set()
+    for drop in ([told, set()] if told else [set()]):
+        lanes = _collect(store, embedder, q, spec, usage, named, name_words, asked, drop)
+        ctx = _Context(store, settings, q, now, asked, named, past=bool(_PAST.search(q.text)))
+        hits = _by_memory(ctx, lanes, spec) if spec.by_memory else _by_record(ctx, lanes)
+        if not drop or _said_in(ctx, hits, query_window(q.text, now)):
+            break
     if q.neighbors:
         _attach_neighbors(ctx, hits)
     used = list(dict.fromkeys(m for h in hits for m in h.memory_ids))
     return hits, [ctx.memories[m] for m in used if m in ctx.memories]
+
+
+def _said_in(ctx: _Context, hits: list[Hit], window: Window | None) -> bool:
+    """Whether a memory of the hits was said inside ``window``."""
+    return window is not None and any(
+        window.contains(memory.valid_at) for h in hits for m in h.memory_ids[:1]
+        if (memory := ctx.memories.get(m)) is not None)
 
 
 @dataclass
