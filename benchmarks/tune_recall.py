@@ -11,8 +11,8 @@ weight setting of a small grid (one weight varied at a time around the defaults)
 ``--no-forms`` adds a row ranked without the irregular word forms (``fly``/``flew``/``flight``,
 kenning/search/lexicon.py), beside the defaults in the same run.
 
-Prints recall@5/10/25 and MRR per setting (LongMemEval: also session recall_all@5, and BM25 over
-the same turns as the first row). The defaults in kenning/search/recall.py (``LANE_WEIGHTS``)
+Prints recall@5/10/25 and MRR per setting (LongMemEval: also session recall_all@5), with BM25 over
+the same units as the first row. The defaults in kenning/search/recall.py (``LANE_WEIGHTS``)
 were chosen with this script; docs/benchmarks.md has the figures. ``--cache DIR`` keeps the
 ingested stores (SQLite files) in DIR and reuses them on the next run: ingest once, rank many
 times (delete DIR after changing what ingest does).
@@ -47,7 +47,8 @@ DEFAULT_GRID = {
     "fact": [0.0, 0.25, 0.5, 0.75, 1.0],
     "speaker": [0.0, 0.1, 0.25],
     "expansion": [0.0, 0.15, 0.3],
-    "bridge": [0.5, 1.0, 1.5],
+    "bridge": [1.0, 1.5, 2.0, 2.5],
+    "title": [0.0, 0.5, 1.0],
     "role": [0.0, 0.5, 1.0, 2.0],
     "session": [0.0, 0.3, 0.5],
 }
@@ -81,6 +82,8 @@ def main() -> None:
                         help="write each question of the defaults row whose gold is not all in the top 10 "
                              "(or, LongMemEval, its sessions in the top 5; JSON lines: question, type, "
                              "gold ranks, the top 5 texts) to this file")
+    parser.add_argument("--miss-depth", type=int, default=10,
+                        help="--misses: a question misses when a gold unit ranks below this (default 10)")
     parser.add_argument("--no-forms", action="store_true",
                         help="also a row with the irregular word forms (kenning/search/lexicon.py) left out")
     args = parser.parse_args()
@@ -93,12 +96,12 @@ def main() -> None:
     ]
     sessions = args.kind == "longmemeval"
     print(f"{'setting':<18} {'R@5':>5} {'R@10':>5} {'R@25':>5} {'MRR':>6} {'ms':>6}" + (" Sall@5" if sessions else ""))
-    if sessions:  # the baseline the targets are written against, over the same turns
-        rows = []
-        for collection in collections:
-            index, units = BM25([u.text for u in collection.units]), [u.key for u in collection.units]
-            rows += [([units[i] for i in index.rank(q.text, 50)], q) for q in collection.questions]
-        _print("bm25", rows, [0.0], sessions, args.types)
+    # the baseline the targets are written against, over the same units
+    rows = []
+    for collection in collections:
+        index, units = BM25([u.text for u in collection.units]), [u.key for u in collection.units]
+        rows += [([units[i] for i in index.rank(q.text, 50)], q) for q in collection.questions]
+    _print("bm25", rows, [0.0], sessions, args.types)
     for label, change in settings:
         recall_module.LANE_WEIGHTS.clear()
         recall_module.LANE_WEIGHTS.update({**base, **change})
@@ -113,7 +116,7 @@ def main() -> None:
         _print(label, rows, ms, sessions, args.types)
         if label == "defaults" and args.misses:
             _misses(args.misses, rows, {id(q): {u.key: u.text for u in c.units} for c in collections
-                                         for q in c.questions})
+                                         for q in c.questions}, args.miss_depth)
     recall_module.LANE_WEIGHTS.clear()
     recall_module.LANE_WEIGHTS.update(base)
 
@@ -140,14 +143,15 @@ def _print(label: str, rows: list, ms: list[float], sessions: bool, types: bool 
         print(f"  {category[:26]:<26} {figures}  (n={len(mine)})", flush=True)
 
 
-def _misses(path: str, rows: list, texts_of: dict[int, dict[str, str]]) -> None:
-    """The questions whose gold units are not all among the first 10, with where they rank."""
+def _misses(path: str, rows: list, texts_of: dict[int, dict[str, str]], depth: int = 10) -> None:
+    """The questions whose gold units are not all among the first ``depth``, with where they rank."""
     with open(path, "w") as out:
         for ranked, q in rows:
             texts = texts_of[id(q)]
             where = {g: (ranked.index(g) + 1 if g in ranked else None) for g in q.gold}
             sessions = list(dict.fromkeys(session_of(k) for k in ranked))
-            if all(r is not None and r <= 10 for r in where.values()) and all_at_k(sessions, q.sessions, 5):
+            if all(r is not None and r <= depth for r in where.values()) and (
+                    not q.sessions or all_at_k(sessions, q.sessions, 5)):
                 continue
             out.write(json.dumps({"question": q.text, "type": q.category, "answer": q.answer, "gold": where,
                                   "sessions": {s: (sessions.index(s) + 1 if s in sessions else None) for s in q.sessions},

@@ -32,9 +32,11 @@ Two more kinds of word the stemmers cannot join, both general knowledge of Engli
   aunt"; "my phone" as "my iPhone"; "your pets" as "your dog". A question's general word also
   searches the words for its kinds (``_KINDS``). Only words whose kinds are few, named by
   single words and all listed; not "family" (every chat says it), nor "food" or "sport" (too
-  many kinds). Left out after measuring: "pet" (dog, cat, puppy, …: the pets of LoCoMo test are
-  snakes, and the listed kinds buried them: it lost more test questions than it won on dev) and
-  "instrument" (guitar, piano, …: one dev question won, one lost).
+  many kinds). A general term may be two words ("a life event": a wedding, a graduation, a
+  funeral, …), looked up as a pair of a question's adjacent words. Left out after measuring:
+  "pet" (dog, cat, puppy, …: the pets of LoCoMo test are snakes, and the listed kinds buried
+  them: it lost more test questions than it won on dev) and "instrument" (guitar, piano, …:
+  one dev question won, one lost).
 """
 
 from __future__ import annotations
@@ -160,6 +162,7 @@ thief thieves
 _KINDS = """
 relative: cousin aunt uncle niece nephew grandmother grandfather grandma grandpa grandparent sibling
 phone: iphone smartphone
+life event: wedding engagement graduation funeral birth baby retirement divorce christening baptism mitzvah
 """
 #: first parts of English compounds whose second part is the head ("homegrown": grown)
 _FIRST_PARTS = ("home", "hand", "self", "over", "under", "pure", "heart", "wind", "after", "fore",
@@ -211,8 +214,9 @@ def _kinds_table() -> dict[str, tuple[str, ...]]:
 
 
 def kinds(word: str) -> tuple[str, ...]:
-    """The words for the kinds of ``word`` ("relatives" -> cousin, aunt, …), none if it is not
-    a general word of the table."""
+    """The words for the kinds of ``word`` ("relatives" -> cousin, aunt, …; a two-word general
+    term as its words joined by a space: "life events" -> wedding, graduation, …), none if it is
+    not a general term of the table."""
     return _kinds_table().get(word, ())
 
 

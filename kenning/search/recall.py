@@ -37,7 +37,7 @@ from ..store.base import ChunkRow, FactRow, MemoryFilter, Scored, Store
 from .._identity import DEFAULT_DATASET
 from . import chat, recency
 from .variants import with_variants
-from .when import Window, query_window
+from .when import Window, query_window, time_words
 
 __all__ = ["LANE_WEIGHTS", "SEARCH_TYPES", "Query", "asked_relations", "route", "search", "terms_of"]
 
@@ -67,9 +67,12 @@ LANE_WEIGHTS: dict[str, float] = {
     #: ("the author of…", "the state that…") when the best passages are documents (no
     #: episode): a name in a document is the bridge to the next one; in a chat the names are
     #: mostly the speakers', and the turn after the match is the bridge (``neighbor``)
-    "bridge": 1.5,
+    "bridge": 2.0,
     #: score multiplier 1 + this for a chat turn of the role the question points at (search/chat.py)
     "role": 1.0,
+    #: in the second query over documents, a passage titled by a name of the best passages
+    #: scores at least this share of that query's best passage (``_about_names``)
+    "title": 0.5,
     #: in a question that gathers ("how many…"), each further hit from an episode already
     #: ranked keeps 1 - this of its score (search/chat.py)
     "session": 0.3,
@@ -148,7 +151,8 @@ _LANES: dict[str, _Spec] = {
 ANSWER_MODES = {"graph_completion": "hybrid", "rag_completion": "chunks"}
 SEARCH_TYPES = tuple(_LANES) + tuple(ANSWER_MODES) + ("auto",)
 #: lane names a Query may restrict itself to (evaluation of one lane at a time)
-LANES = ("lexical", "vector", "graph", "neighbor", "reply", "window", "speaker", "expansion", "role", "session")
+LANES = ("lexical", "vector", "graph", "neighbor", "reply", "window", "speaker", "expansion", "role", "session",
+         "title")
 
 
 @dataclass
@@ -235,9 +239,11 @@ def _normalise(lane: str, items: list[Scored], limit: int | None = None) -> list
 
 
 def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usage | None,
-             named: set[str], name_words: set[str], asked: set[str]) -> _Lanes:
+             named: set[str], name_words: set[str], asked: set[str], told: frozenset[str] | set[str] = frozenset()) -> _Lanes:
     limit = max(q.top_k * 3, 30) * (_SCOPED_FETCH if q.scope else 1)
     terms = terms_of(q.text)
+    if len(kept := [t for t in terms if t not in told]) >= 2:
+        terms = kept  # "a week ago" is read as the window (search/when.py), not searched for
     if q.uses("role") and LANE_WEIGHTS["role"] > 0:
         terms = chat.lexical_terms(q.text, terms)
     terms = with_variants(terms)  # "allergies" also finds "allergic"
@@ -252,7 +258,7 @@ def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usa
                 lanes.add("lexical", items)
             if kind == "chunk" and spec.neighbors and LANE_WEIGHTS["expansion"] and q.uses("expansion"):
                 found, documents = _expansion(store, q, terms, items, limit)
-                lanes.add("expansion", found, _bridge_scale() if documents and _HOPS.search(q.text) else 1.0)
+                lanes.add("expansion", found, _bridge_scale() if documents and _hops(q.text) else 1.0)
     # An embedder says what its lane is worth beside the full-text lane when ranking memories
     # (the hashing embedder's bag of words repeats it: 0, so its lane is skipped there unless
     # asked for alone); record searches (facts, entities) keep it to find records by likeness.
@@ -277,7 +283,16 @@ def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usa
 #: that borders…", "the country where…"): its answer is a hop away from what it names
 _HOPS = re.compile(r"\bthe \w+(?: \w+)? (?:of|by|for|from|behind|where|who|whom|which|that|whose)\b",
                    re.IGNORECASE)
+#: the same through a name's possession ("Gisvi's city of birth", "Barry Wesson's team") or a
+#: thing named by what follows it ("the country Signmark is from", "the country containing
+#: Nugegoda", "the county in which …")
+_HOPS_NAMED = re.compile(r"\b[A-Z][\w.-]*'s\s+[a-z]+|\bthe [a-z]+ (?:[A-Z]|containing |in which |where )")
 _NAME = re.compile(r"(?<![.!?]\s)(?<!^)\b[A-Z][\w'-]+")
+
+
+def _hops(text: str) -> bool:
+    """Whether the question goes through something it does not name (``_HOPS``)."""
+    return bool(_HOPS.search(text) or _HOPS_NAMED.search(text))
 
 
 def _expansion(store: Store, q: Query, terms: list[str], top: list[Scored],
@@ -298,7 +313,30 @@ def _expansion(store: Store, q: Query, terms: list[str], top: list[Scored],
         return [], False
     memories = store.get_memories(list(dict.fromkeys(c.memory_id for c in chunks)))
     documents = bool(memories) and all(m.episode is None for m in memories)
-    return store.lexical(q.dataset, "chunk", extra, limit), documents
+    found = store.lexical(q.dataset, "chunk", extra, limit)
+    if documents and found and LANE_WEIGHTS["title"] > 0 and q.uses("title"):
+        found = _about_names(store, found, set(counts), LANE_WEIGHTS["title"])
+    return found, documents
+
+
+#: a title is a document's first line of at most this many words
+_TITLE_WORDS = 6
+
+
+def _about_names(store: Store, found: list[Scored], names: set[str], share: float) -> list[Scored]:
+    """The second query's passages, those whose title is a name the best passages mention
+    ("Somalia" from "Ceelmakoile is a town … of Somalia") raised to ``share`` of the lane's best
+    score: the document about the bridge entity, not one that names it in passing."""
+    best = found[0].score
+    texts = {c.id: c.text for c in store.get_chunks([s.id for s in found])}
+    out = []
+    for item in found:
+        title = texts.get(item.id, "").split("\n", 1)
+        words = [w.casefold() for w in WORD.findall(title[0].split("(")[0])] if len(title) > 1 else []
+        content = [w for w in words if w not in STOP_WORDS]
+        about = 0 < len(words) <= _TITLE_WORDS and bool(content) and set(content) <= names
+        out.append(Scored(item.kind, item.id, max(item.score, share * best)) if about else item)
+    return sorted(out, key=lambda s: -s.score)
 
 
 def _bridge_scale() -> float:
@@ -375,16 +413,28 @@ def search(
     spec = _LANES[q.search_type]
     named, name_words = _named_entities(store, q)
     asked = asked_relations(terms_of(q.text))
-    lanes = _collect(store, embedder, q, spec, usage, named, name_words, asked)
-    ctx = _Context(store, settings, q, now, asked, named, past=bool(_PAST.search(q.text)))
-    if spec.by_memory:
-        hits = _by_memory(ctx, lanes, spec)
-    else:
-        hits = _by_record(ctx, lanes)
+    # The words of "a week ago" are left out of the full-text query when the question's window
+    # is read against the clock; when nothing ranked was said in that window, the question
+    # does not share the clock's frame ("what did Evan start one year ago" asked of a chat long
+    # past) and its phrase is most likely the text's own words: asked again with them.
+    told = time_words(q.text, now) if spec.by_memory and q.uses("window") else set()
+    for drop in ([told, set()] if told else [set()]):
+        lanes = _collect(store, embedder, q, spec, usage, named, name_words, asked, drop)
+        ctx = _Context(store, settings, q, now, asked, named, past=bool(_PAST.search(q.text)))
+        hits = _by_memory(ctx, lanes, spec) if spec.by_memory else _by_record(ctx, lanes)
+        if not drop or _said_in(ctx, hits, query_window(q.text, now)):
+            break
     if q.neighbors:
         _attach_neighbors(ctx, hits)
     used = list(dict.fromkeys(m for h in hits for m in h.memory_ids))
     return hits, [ctx.memories[m] for m in used if m in ctx.memories]
+
+
+def _said_in(ctx: _Context, hits: list[Hit], window: Window | None) -> bool:
+    """Whether a memory of the hits was said inside ``window``."""
+    return window is not None and any(
+        window.contains(memory.valid_at) for h in hits for m in h.memory_ids[:1]
+        if (memory := ctx.memories.get(m)) is not None)
 
 
 @dataclass

@@ -51,9 +51,14 @@ def with_variants(terms: list[str]) -> list[str]:
     words, each once."""
     out = list(terms)
     seen = set(out)
+    pairs = [kinds(f"{a} {b}") for a, b in zip(terms, terms[1:])]  # "life event" -> wedding, …
     for term in terms:
         for variant in variants(term):
             if variant not in seen:
                 seen.add(variant)
                 out.append(variant)
+    for variant in (v for found in pairs for v in found):
+        if variant not in seen:
+            seen.add(variant)
+            out.append(variant)
     return out
