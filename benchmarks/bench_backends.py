@@ -83,10 +83,6 @@ def copy_into(source_url: str, url: str) -> dict[str, Any]:
         target.close()
     if not report.ok:
         raise SystemExit(f"the copy into PostgreSQL differs in {', '.join(report.mismatches)}")
-    import psycopg
-
-    with psycopg.connect(url, autocommit=True) as conn:  # the statistics autovacuum would gather soon
-        conn.execute("ANALYZE")
     with Kenning(url) as kn:
         row = stored(kn) or {}
     return {**row, "seconds": round(seconds, 1), "memories_per_s": round(row.get("memories", 0) / seconds, 1),

@@ -113,6 +113,17 @@ def test_sqlite_to_postgres_to_sqlite_keeps_everything(tmp_path, clock) -> None:
     assert any(f["expired_at"] is not None and f["superseded_by"] for f in after["facts"])
 
 
+def test_a_copy_into_postgres_leaves_the_planner_its_statistics(tmp_path, clock) -> None:  # noqa: ANN001
+    import psycopg
+
+    source, pg = f"sqlite:///{tmp_path / 'a.db'}", pg_url()
+    _fill(source, clock)
+    _migrate(source, pg)
+    with psycopg.connect(pg) as conn:  # -1: never analyzed (COPY alone counts nothing)
+        rows = conn.execute("SELECT reltuples FROM pg_class WHERE oid = 'memories'::regclass").fetchone()
+    assert rows is not None and rows[0] > 0
+
+
 def test_vectors_survive_bit_for_bit(tmp_path, clock) -> None:  # noqa: ANN001
     source, target = f"sqlite:///{tmp_path / 'a.db'}", pg_url()
     _fill(source, clock)

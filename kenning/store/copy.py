@@ -222,6 +222,10 @@ class SQLiteSide(Side):
 
 
 class PostgresSide(Side):
+    def __init__(self, store: Any) -> None:
+        super().__init__(store)
+        self.filled: list[str] = []  # the tables written to, in order
+
     @contextmanager
     def _cursor(self, table: str) -> Iterator[Any]:
         """A server-side cursor: a table is never held in memory whole."""
@@ -239,9 +243,21 @@ class PostgresSide(Side):
             finally:
                 self.conn = None
 
+    @contextmanager
+    def writing(self) -> Iterator[None]:
+        self.filled.clear()
+        with super().writing():
+            yield
+            # The planner's statistics of the tables just filled: until autovacuum gathers
+            # them, a copied store's queries are planned as if its tables were empty.
+            if self.filled:
+                self.conn.execute(f"ANALYZE {quoted(self.filled)}")
+
     def write(self, table: str, columns: Sequence[str], rows: list[list[Any]]) -> None:
         # COPY: one statement per batch, so the statement triggers (full-text statistics) run
         # once per batch, not once per row.
+        if table not in self.filled:
+            self.filled.append(table)
         with self.conn.cursor() as cursor, cursor.copy(f'COPY "{table}" ({quoted(columns)}) FROM STDIN') as copy:
             for row in self.stored(table, columns, rows):
                 copy.write_row(row)
