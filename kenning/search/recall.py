@@ -25,7 +25,7 @@ import datetime as dt
 import functools
 import re
 from collections import defaultdict
-from collections.abc import Iterable
+from collections.abc import Iterable, Set as AbstractSet
 from dataclasses import dataclass, field
 
 from ..lifecycle.decay import decay_multiplier
@@ -239,7 +239,7 @@ def _normalise(lane: str, items: list[Scored], limit: int | None = None) -> list
 
 
 def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usage | None,
-             named: set[str], name_words: set[str], asked: set[str], told: frozenset[str] | set[str] = frozenset()) -> _Lanes:
+             named: set[str], name_words: set[str], asked: set[str], told: AbstractSet[str] = frozenset()) -> _Lanes:
     limit = max(q.top_k * 3, 30) * (_SCOPED_FETCH if q.scope else 1)
     terms = terms_of(q.text)
     if len(kept := [t for t in terms if t not in told]) >= 2:
@@ -327,15 +327,16 @@ def _about_names(store: Store, found: list[Scored], names: set[str], share: floa
     """The second query's passages, those whose title is a name the best passages mention
     ("Somalia" from "Ceelmakoile is a town … of Somalia") raised to ``share`` of the lane's best
     score: the document about the bridge entity, not one that names it in passing."""
-    best = found[0].score
-    texts = {c.id: c.text for c in store.get_chunks([s.id for s in found])}
+    floor = share * found[0].score
+    # only a passage below the floor can rise: the others' texts are not read
+    texts = {c.id: c.text for c in store.get_chunks([s.id for s in found if s.score < floor])}
     out = []
     for item in found:
         title = texts.get(item.id, "").split("\n", 1)
         words = [w.casefold() for w in WORD.findall(title[0].split("(")[0])] if len(title) > 1 else []
         content = [w for w in words if w not in STOP_WORDS]
         about = 0 < len(words) <= _TITLE_WORDS and bool(content) and set(content) <= names
-        out.append(Scored(item.kind, item.id, max(item.score, share * best)) if about else item)
+        out.append(Scored(item.kind, item.id, max(item.score, floor)) if about else item)
     return sorted(out, key=lambda s: -s.score)
 
 

@@ -15,6 +15,8 @@ and both stores' indexes are unchanged, so existing stores need nothing.
 
 from __future__ import annotations
 
+from itertools import chain
+
 from .lexicon import forms, heads, kinds
 
 __all__ = ["with_variants"]
@@ -49,16 +51,7 @@ def variants(word: str) -> list[str]:
 def with_variants(terms: list[str]) -> list[str]:
     """``terms`` (a question's content words, in order) followed by their families' other
     words, each once."""
-    out = list(terms)
-    seen = set(out)
-    pairs = [kinds(f"{a} {b}") for a, b in zip(terms, terms[1:])]  # "life event" -> wedding, …
-    for term in terms:
-        for variant in variants(term):
-            if variant not in seen:
-                seen.add(variant)
-                out.append(variant)
-    for variant in (v for found in pairs for v in found):
-        if variant not in seen:
-            seen.add(variant)
-            out.append(variant)
-    return out
+    each = (v for term in terms for v in variants(term))
+    pairs = (v for a, b in zip(terms, terms[1:]) for v in kinds(f"{a} {b}"))  # "life event" -> wedding, …
+    seen = set(terms)
+    return [*terms, *(v for v in dict.fromkeys(chain(each, pairs)) if v not in seen)]

@@ -176,7 +176,6 @@ def query_window(text: str, now: dt.datetime) -> Window | None:
     return named[0] if named is not None else None
 
 
-
 def time_words(text: str, now: dt.datetime) -> set[str]:
     """The words of the phrase naming the question's window when it is a distance back or a
     span up to now ("a week ago", "the past three months"), casefolded: read as the window,
