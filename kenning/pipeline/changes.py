@@ -81,17 +81,28 @@ _KINDS: dict[str, str] = {
         "laptop macbook thinkpad chromebook notebook".split(), "laptop"),
     **dict.fromkeys(
         "vegan vegetarian pescatarian pescetarian keto paleo flexitarian carnivore".split(), "diet"),
+    **dict.fromkeys(
+        "english french spanish german italian portuguese dutch swedish norwegian danish finnish "
+        "polish russian ukrainian greek turkish arabic hebrew persian farsi hindi urdu bengali "
+        "punjabi tamil mandarin cantonese chinese japanese korean thai vietnamese indonesian malay "
+        "tagalog swahili czech hungarian romanian catalan welsh irish latin esperanto "
+        "icelandic".split(), "language"),
+    **dict.fromkeys(
+        "university universidad universitat college school academy institute polytechnic uni "
+        "conservatory".split(), "school"),
+    **dict.fromkeys("gym fitness leisure".split(), "gym"),
 }  # fmt: skip
 #: the relation a value of each kind is said with when the text names no verb ("gave up coffee")
 _KIND_RELATION = {
     "drink": "drinks", "sport": "practices", "craft": "practices", "phone": "owns", "car": "owns",
-    "bike": "owns", "laptop": "owns", "diet": "has_diet",
+    "bike": "owns", "laptop": "owns", "diet": "has_diet", "language": "learns", "school": "studied_at",
+    "gym": "member_of",
 }  # fmt: skip
 #: relations that say what a subject likes, has or does: one value of a kind at a time once a
 #: change is stated (a change of phone closes the old phone, not the bike)
 FAMILY = frozenset(
     "likes prefers drinks eats loves enjoys owns uses drives rides practices plays has_hobby "
-    "has_diet avoids".split()
+    "has_diet avoids learns studied_at member_of supports".split()
 )
 
 
@@ -107,6 +118,8 @@ def category_of(name: str) -> str | None:
         kind = _KINDS.get(word, kind)
         if kind is None and word.endswith("s"):
             kind = _KINDS.get(word[:-1], kind)
+        if kind is None and len(word) > 5 and word.endswith("gym"):
+            kind = "gym"  # "PureGym", "TrueGym": a gym by its name's last part
     return kind
 
 
@@ -185,9 +198,17 @@ _POSSESSED_USED_TO = re.compile(
     r"[a-z][\w-]*)\s+used\s+to\s+be\s+(?P<o>.+)",
     re.DOTALL,
 )
+#: "I cancelled my gym membership", "I ended my Netflix subscription": what it was held by ends
+_CANCELLED = re.compile(
+    _SUBJ + r"\s+(?:(?:has|have|had)\s+)?(?:(?:just|finally|recently|also|eventually)\s+)?"
+    r"(?:cancell?ed|ended|terminated|stopped|quit|gave\s+up)\s+(?:my|our|his|her|their|the)\s+"
+    r"(?P<o>.+?)\s+(?P<what>membership|subscription)(?:\s+(?:at|with|to)\s+(?P<o2>.+?))?",
+    re.DOTALL,
+)
+_HELD_BY = {"membership": "member_of", "subscription": "uses"}
 #: "I sold the Civic", "I lost my phone", "someone stole the Trek", "my bike was stolen"
 _LOST = re.compile(
-    _SUBJ + r"\s+(?:(?:has|have|had)\s+)?(?:just\s+)?(?:sold|lost|crashed|totall?ed|wrecked|"
+    _SUBJ + r"\s+(?:(?:has|have|had)\s+)?(?:(?:just|finally|recently|also|eventually)\s+)?(?:sold|lost|crashed|totall?ed|wrecked|"
     r"got\s+rid\s+of|gave\s+away|traded\s+in|returned|scrapped)\s+(?P<o>.+)",
     re.DOTALL,
 )
@@ -212,7 +233,7 @@ _FROM_TO = re.compile(
 )
 _SWITCHED_TO = re.compile(
     _SUBJ + r"\s+(?:(?:have|has|had)\s+)?(?:(?:just|recently|finally|also)\s+)?"
-    r"(?:switched|changed|converted|upgraded|downgraded|moved\s+on)\s+(?:over\s+)?to\s+(?P<new>.+)",
+    r"(?:switched|changed|converted|upgraded|downgraded|moved\s+on|transferred)\s+(?:over\s+)?to\s+(?P<new>.+)",
     re.DOTALL,
 )
 #: "these days it's mostly tea", "now it's Sara", "it's green tea for me now"
@@ -250,6 +271,7 @@ _MARKER = re.compile(
     r"\b(?:no\s+longer|stopped|quit|gave|given|dropped|ditched|cut|anymore|any\s+more|used\s+to|sold|"
     r"lost|crashed|totall?ed|wrecked|rid|traded|returned|scrapped|stole|nicked|took|stolen|written|"
     r"destroyed|replaced|swapped|exchanged|substituted|switched|changed|moved|went|converted|upgraded|"
+    r"cancell?ed|ended|terminated|transferred|"
     r"downgraded|focus\w*|concentrating|not|rather|instead|now|these\s+days|nowadays)\b",
     re.IGNORECASE,
 )
@@ -260,13 +282,17 @@ _PROGRESSIVE = re.compile(r"\b(?:am|is|are)\s+(?:[a-z]+ly\s+)?[a-z]+ing\b", re.I
 _VALUE_EDGES = re.compile(
     r"^(?:(?:now|currently|also|fully|completely|strictly|mostly|officially)\s+)+|"
     r"(?:\s*,?\s+(?i:now|lately|recently|these\s+days|nowadays|anymore|any\s+more|mostly|instead|"
-    r"again|too|for\s+(?:me|us|him|her|them)|at\s+the\s+moment))+$"
+    r"again|too|for\s+(?:me|us|him|her|them)|at\s+the\s+moment|"
+    # a time said in words no date reading takes ("a Mazda last weekend")
+    r"(?:last|this|that)\s+(?:weekend|week|month|year|night|morning|afternoon|evening|spring|summer|"
+    r"autumn|fall|winter)|yesterday|today|earlier|a\s+(?:while|few\s+\w+)\s+ago))+$"
 )
 _GERUND = re.compile(r"^(?P<v>[a-z]+)ing\b")
 _GERUND_OBJECT = re.compile(r"(?P<v>[a-z]+ing)\s+(?P<o>\S.*)", re.DOTALL)
 _GERUND_RELATIONS = {
     "eating": "eats", "drinking": "drinks", "playing": "plays", "using": "uses", "driving": "drives",
     "riding": "rides", "doing": "practices", "practising": "practices", "practicing": "practices",
+    "following": "supports", "supporting": "supports", "learning": "learns", "studying": "learns",
 }
 _E_VERBS = frozenset("us liv driv rid mak tak hav danc bak hik cycl skat serv writ shar danc".split())
 
@@ -343,6 +369,9 @@ def read_change(clause: str, said: str | None = None) -> Change | None:
     said = said or text
     if not text or not _MAY_BE_MARKED(said) or not _MARKER.search(said):
         return None  # most clauses state no change: one search is all they pay
+    if match := _CANCELLED.fullmatch(text):
+        return Change(text="", ends=True, value=tidy_value(match["o2"] or match["o"]), subject=match["s"],
+                      relation=_HELD_BY[match["what"].casefold()])
     if match := _STOPPED.fullmatch(text):
         rest = _base_form(match["rest"].strip())
         value = tidy_value(match["rest"])

@@ -362,6 +362,41 @@ def _rule(template: str, relation: str, source: str, target: str, **flags: Any) 
     return _Rule(template, relation, source, target, **flags, needs=needs)
 
 
+#: whom or what one has one of, said "my doctor is Dr. Patel": the relation of each
+_SLOTS = {
+    **dict.fromkeys("doctor gp physician".split(), "has_doctor"), "dentist": "has_dentist",
+    **dict.fromkeys("therapist counsellor counselor psychologist".split(), "has_therapist"),
+    "vet": "has_vet", "landlord": "has_landlord", "landlady": "has_landlord", "bank": "banks_with",
+    "gym": "member_of", **dict.fromkeys("school university uni college".split(), "studied_at"),
+    **dict.fromkeys("team club".split(), "supports"), "hairdresser": "has_hairdresser",
+    "barber": "has_hairdresser", "optician": "has_optician", "physio": "has_physio",
+    "physiotherapist": "has_physio", "accountant": "has_accountant", "lawyer": "has_lawyer",
+    "solicitor": "has_lawyer", "trainer": "has_trainer", "coach": "has_trainer",
+}  # fmt: skip
+_SLOT_WORDS = "|".join(sorted(_SLOTS, key=len, reverse=True))
+#: "I changed banks", "switched gyms": the clause after it names the new one ("I'm with Starling now")
+_SLOT_CHANGE = re.compile(
+    r"(?P<s>(?i:i|we|he|she|they)|[A-Z][\w'’.-]*)\s+(?:(?:have|has|had)\s+)?(?:(?:just|finally|recently|also)\s+)?"
+    r"(?:changed|switched|moved|swapped|changing|switching)\s+(?P<slot>" + _SLOT_WORDS + r")s(?:\s+again)?",
+    re.IGNORECASE,
+)
+_SLOT_VALUE = re.compile(
+    r"(?P<s>(?i:i|we|he|she|they)|[A-Z][\w'’.-]*)\s+(?:(?:is|am|are)\s+(?:now\s+)?(?:with|at|registered\s+(?:with|at)|"
+    r"signed\s+up\s+(?:with|at))|(?:now\s+)?(?:go|goes)\s+to|(?:joined|chose|picked|went\s+with|registered\s+with|"
+    r"signed\s+up\s+(?:with|at)))\s+(?P<o>(?:(?i:the)\s+)?" + _NAME + r")(?:\s*,?\s+(?:now|these\s+days|instead))?",
+)
+#: activities said with their verb alone ("I knit", "she runs twice a week") -> "knitting"
+_ACTIVITY_VERBS = (
+    r"knit|crochet|sew|paint|draw|sketch|bake|garden|run|jog|swim|cycle|bike|hike|climb|boulder|surf|ski|"
+    r"skate|dance|sing|box|row|sail|fence|golf|kayak|surf|journal|meditate|skateboard|snowboard"
+)
+#: what may follow such a verb and leave it an activity ("a lot", "every Sunday", "three times a week")
+_ACTIVITY_TAIL = (
+    r"(?:\s+(?:a\s+lot|every\s+\w+|(?:\w+\s+)?times?\s+a\s+\w+|twice\s+a\s+\w+|once\s+a\s+\w+|in\s+the\s+"
+    r"\w+|on\s+(?:the\s+)?\w+|at\s+(?:the\s+)?\w+|regularly|daily|weekly|most\s+\w+|for\s+fun|competitively|"
+    r"(?:[a-z]+\s+){0,2}?(?:watercolou?rs?|portraits|landscapes|oils|acrylics|sweaters|scarves|bread|cakes|"
+    r"marathons|trails|routes))\b)"
+)
 _USE_VERBS = (
     r"(?:%X(?:uses?|using|used|adopted|adopts?|chose|chooses|picked|selected|relies\s+on|rely\s+on|"
     r"relied\s+on|depends?\s+on|runs?\s+on|ran\s+on|went\s+with|go\s+with|standardi[sz]ed\s+on)"
@@ -570,6 +605,27 @@ _RULES: list[_Rule] = [
     _rule(r"(?P<o>" + _NAME + r")\s+(?:is|was|are)\s+%P\s+(?:all-time\s+|absolute\s+)?"
           r"(?:favou?rite|fave)\s+(?P<cat>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)%E", "@favourite", "person",
           "concept"),
+    # whom or what one has one of: "my doctor is Dr. Patel", "my new bank is Monzo"
+    _rule(r"%P\s+(?:(?:new|current|regular|usual|old|former)\s+)?(?P<slot>(?i:" + _SLOT_WORDS + r"))\s+"
+          r"(?:is|was|has\s+been)\s+%N%E", "@slot", "person", "organization?"),
+    _rule(r"%S%A\s+%X(?:banks?|banked|banking)\s+(?:with|at)\s+%N%E", "banks_with", "person",
+          "organization"),
+    _rule(r"%S%A\s+(?:%X(?:supports?|supported|supporting|follows?|followed|following)\s+(?P<o>(?:(?i:the)\s+)?"
+          + _NAME + r")|%B\s+(?:an?\s+)?(?:(?:big|huge|lifelong|die-hard|diehard|loyal)\s+)?(?P<o2>" + _NAME
+          + r")\s+supporter)%E", "supports", "person", "organization"),
+    # "I'm in Newport now", "we're now in Seattle": where one lives, said as a change
+    _rule(r"%S\s+(?:is|am|are)\s+(?:(?:now|currently)\s+)(?:living\s+|based\s+)?in\s+%N%E", "@location",
+          "person", "place"),
+    _rule(r"%S\s+(?:is|am|are)\s+(?:living\s+|based\s+)?in\s+%N\s*,?\s+(?:now|these\s+days|nowadays)%E",
+          "@location", "person", "place"),
+    # "I transferred to the University of Manchester": a school one studies at now
+    _rule(r"%S%A\s+%X(?:transferred|transfers|transfer|switched|moved|changed)\s+to\s+(?P<o>(?:(?i:the)\s+)?"
+          r"(?:(?:University|College|School|Institute|Academy|Conservatory)\s+of\s+" + _NAME + r"|"
+          + _NAME + r"\s+(?:University|College|School|Institute|Academy|Polytechnic|Conservatory)))%E",
+          "studied_at", "person", "organization"),
+    # "I knit a lot", "I run three times a week", "I paint watercolours": an activity done
+    _rule(r"%S%A\s+%X(?P<act>(?i:" + _ACTIVITY_VERBS + r"))(?:s|es|ed|d)?" + _ACTIVITY_TAIL + r"*"
+          r"(?P<rest>[,;:.!?(].*)?", "@activity", "person", "concept"),
     # membership, founding, ownership
     _rule(r"%S%A\s+%B\s+(?:(?:an?|the)\s+)?(?:[a-z]+\s+)?member\s+of\s+%O%E", "member_of",
           "person", "organization"),
@@ -775,7 +831,11 @@ def _sentences(text: str) -> list[tuple[str | None, str]]:
 
 # ", so I bought a Brompton", ", it's green tea now", ", I'm an analyst at Barclays now": a
 # comma before a new subject starts a clause when the text before it has a subject of its own
-_COMMA_CLAUSE = re.compile(r",\s+(?:(?:and\s+)?so\s+|then\s+)?(?=(?:I|we|he|she|they|it)(?:\s|['’]))")
+_COMMA_CLAUSE = re.compile(
+    r",\s+(?:(?:and\s+)?so\s+|then\s+|since\s+|because\s+)?(?=(?:I|we|he|she|they|it)(?:\s|['’]))|"
+    r",\s+(?:(?:and\s+)?so|then|since|because)\s+(?=(?:my|our|his|her|their)\s)|"
+    r"\s*:\s+(?=(?:I|we|he|she|they)(?:\s|['’]))"  # "big year: I moved …", "… a new job: I'm a lead at Wise"
+)
 _OPENER = re.compile(
     r"\s*(?:(?i:in|on|at|after|before|since|when|whenever|if|because|although|though|while|as|"
     r"once|by|during|for|from|last|this|next|yesterday|today|tonight|honestly|well|so|also|then|"
@@ -902,6 +962,8 @@ class _Reader:
         self.current_line: str | None = None
         self.voices = {name for name in (speaker, addressee) if name}  # speakers are people
         self.sentence_start = 0  # the first fact of the sentence being read
+        self.slot: str | None = None  # "I changed banks, …": the relation the sentence's next value holds
+        self.sentence = ""  # the sentence being read
 
     def voice(self, line_speaker: str | None) -> str | None:
         """Who "I" is in a line, and (``self.you``) who "you" is: a "Name:" line is said by Name
@@ -919,7 +981,8 @@ class _Reader:
     def read(self, line_speaker: str | None, sentence: str) -> None:
         if len(sentence) > _MAX_CLAUSE * 4:
             return
-        self.sentence_start = len(self.facts)
+        self.sentence_start, self.sentence = len(self.facts), sentence
+        self.slot = None
         previous: _Found | None = None  # the last clause that matched, for "... and left"
         undated: list[int] = []  # endings that state no date yet: "left Acme and joined …"
         for clause in _clauses(sentence):
@@ -949,6 +1012,10 @@ class _Reader:
         dates = dates if dates.spans else _bare_day(clause, self.reference_time) or dates
         text = _tidy(dates.strip(clause) if dates.spans else clause)
         text = self.apposition(text, speaker, sentence)
+        text = _elided(text, clause, sentence) if speaker is not None else text
+        slot = self.slot_change(text, speaker, sentence, dates)
+        if slot is not None:
+            return slot
         change = _changes.read_change(text, clause) if text else None  # "no longer", "switched", "now" …
         future = _changes.is_future(clause, dates.valid_at, self.reference_time)
         found = _match(change.text) if change and change.text and change.text != text else None
@@ -995,6 +1062,26 @@ class _Reader:
             speaker = self.voice(self.current_line)  # "my name is Erin and I …" names "I"
             return self.read_clause(speaker, sentence, tail["clause"], found) or found
         return found
+
+    def slot_change(self, text: str, speaker: str | None, sentence: str, dates: DateSpan) -> _Found | None:
+        """"I changed banks, I'm with Starling now": the first clause names the slot that
+        changed, the next its new value, a change of that slot's relation (``_SLOTS``)."""
+        if match := _SLOT_CHANGE.fullmatch(text):
+            self.slot = _SLOTS[match["slot"].casefold()]
+            return _RULES[-1], {"s": match["s"]}
+        match = _SLOT_VALUE.fullmatch(text) if self.slot else None
+        subject = self.resolve(match["s"], speaker) if match else None
+        target = _clean_name(match["o"]) if match else ""
+        if not match or not subject or not target or not self.slot:
+            return None
+        relation, self.slot = self.slot, None
+        target_type = "person" if relation in _PERSON_SLOTS else "organization"
+        before = len(self.facts)
+        self.add(_Fact(subject, self.type_of(subject, "person"), relation, target, target_type), sentence,
+                 dates.valid_at, dates.invalid_at, False)
+        if len(self.facts) > before:
+            self.facts[before] = self.changed(self.facts[before])
+        return _RULES[-1], {"s": match["s"]}
 
     def mark_change(self, before: int, change: _changes.Change | None, future: bool, sentence: str) -> None:
         """What a change marker says about the facts a clause gave (``changes.py``): a plan
@@ -1110,6 +1197,12 @@ class _Reader:
                     _changes.category_of(target) in {"sport", "craft"} or re.fullmatch(r"[a-z]+ing", target)):
                 return replace(rule, relation="practices"), groups  # "started cycling": a new activity
             return replace(rule, relation=_EVENTS.get(verb, verb)), groups
+        if relation == "@slot":  # "my doctor is Dr. Patel": has_doctor
+            held = _SLOTS[(groups.get("slot") or "").casefold()]
+            return replace(rule, relation=held,
+                           target_type="person" if held in _PERSON_SLOTS else "organization"), groups
+        if relation == "@activity":  # "I knit a lot": practices knitting
+            return replace(rule, relation="practices"), {**groups, "o": _gerund(groups.get("act") or "")}
         if relation == "@got":  # "got an iPhone 14" owns it; "got a cold", "got the news": nothing
             held = _changes.category_of(groups.get("o") or "") in {"phone", "car", "bike", "laptop"}
             return replace(rule, relation="owns" if held else "@nothing"), groups
@@ -1123,6 +1216,8 @@ class _Reader:
             target = groups.get("o") or ""
             tool = _vocabulary_type(target) == "technology" or target[:1].isupper()
             team = subject == OUR_TEAM or self.type_of(subject, "person") == "organization"
+            if not team and (kind := _changes.kind_relation(target, "")):
+                return replace(rule, relation=kind, source_type="person", target_type="concept"), groups
             if tool or team:
                 return replace(rule, relation="uses"), groups
             return replace(rule, relation="prefers", source_type="person", target_type="concept"), groups
@@ -1182,6 +1277,9 @@ class _Reader:
         relation = self.relation_for(rule.relation, source_type, target, target_type)
         if relation == "located_in" and rule.relation == "@location":
             target_type = "place"
+        if relation in {"prefers", "uses"} and groups.get("prev") and \
+                source_type == "person" and (kind := _changes.kind_relation(target, "")):
+            relation = kind  # "switched from the iPhone to a Pixel": owns the Pixel; "from Spanish to Italian": learns
         facts = [_Fact(subject, source_type, relation, target, target_type)]
         unit = _clean_name(groups.get("unit") or "")
         if unit:  # "manages the data team at Acme": works at Acme, manages the data team
@@ -1196,9 +1294,10 @@ class _Reader:
     def relation_for(self, relation: str, source_type: str, target: str, target_type: str) -> str:
         if relation == "@location":
             return "located_in" if source_type == "organization" else "lives_in"
-        if relation == "@joined":
+        if relation == "@joined":  # a club, a gym, or what the sentence calls a membership
             last = normalize_name(target).rsplit(" ", 1)[-1]
-            return "member_of" if last in _GROUP_WORDS else "works_at"
+            member = last in _GROUP_WORDS or _changes.category_of(target) == "gym" or _MEMBERSHIP.search(self.sentence)
+            return "member_of" if member else "works_at"
         if relation == "@left":
             return "lives_in" if target_type == "place" else "works_at"
         if relation in {"@role", "@left_employer", "@manages"}:
@@ -1314,6 +1413,25 @@ def _match(text: str) -> _Found | None:
     return None
 
 
+#: a first person's sentence that starts at its verb ("Switched from the iPhone to a Pixel",
+#: "Got promoted to senior developer", "Finally sold the Volvo")
+_ELIDED = re.compile(
+    r"(?:(?:Just|Finally|Recently|Also|Eventually)\s+)?(?:switched|changed|moved|got|started|quit|left|joined|"
+    r"bought|sold|traded|adopted|gave|stopped|went|took|relocated|transferred|upgraded|landed|replaced|"
+    r"swapped|dropped|became|broke|split|cancell?ed|finished|signed|picked|lost|passed|graduated|retired|"
+    r"married|divorced|learned|learnt|began|ditched|sold)\s",
+    re.IGNORECASE,
+)
+
+
+def _elided(text: str, clause: str, sentence: str) -> str:
+    """A sentence said by someone that starts at its verb has "I" as its subject: "Switched
+    to a Pixel" is "I switched to a Pixel". Only the sentence's first clause, capitalised."""
+    if not text[:1].isupper() or not sentence.lstrip().startswith(clause.lstrip()[:12]) or not _ELIDED.match(text):
+        return text
+    return "I " + text[0].lower() + text[1:]
+
+
 def _continue(text: str, previous: _Found) -> _Found | None:
     """A clause without its own subject: "... and left in 2021", "... and a car"."""
     rule, groups = previous
@@ -1347,8 +1465,24 @@ def _kin_facts(named: str | None, possessor: str | None, kin: str) -> list[_Fact
     return [_Fact(named, "person", relation, possessor, "person")]
 
 
+_MEMBERSHIP = re.compile(r"\b(?:membership|member|members|gym|club|team|league|society|choir|band)\b", re.IGNORECASE)
 _SPECIALIZED = frozenset({"@favourite", "@condition", "@event", "@switched", "@named", "@fan", "@consumes",
-                          "@got"})
+                          "@got", "@slot", "@activity"})
+#: the slots whose holder is a person ("my doctor is Dr. Patel"); the others' are organizations
+_PERSON_SLOTS = frozenset({"has_doctor", "has_dentist", "has_therapist", "has_vet", "has_landlord",
+                           "has_hairdresser", "has_optician", "has_physio", "has_accountant", "has_lawyer",
+                           "has_trainer"})
+
+
+def _gerund(verb: str) -> str:
+    """ "knit" -> "knitting", "dance" -> "dancing", "paint" -> "painting"."""
+    verb = verb.casefold()
+    if verb.endswith("e") and not verb.endswith("ee"):
+        return verb[:-1] + "ing"
+    one_syllable = len(re.findall(r"[aeiou]+", verb)) == 1
+    if one_syllable and re.search(r"[^aeiou][aeiou][^aeiouwxy]$", verb):
+        return verb + verb[-1] + "ing"  # run -> running, knit -> knitting
+    return verb + "ing"
 _EVENTS = {
     "start": "started", "starts": "started", "began": "started", "begins": "started",
     "begin": "started", "finished": "completed", "finishes": "completed",

@@ -38,6 +38,10 @@ SINGLE_VALUED = frozenset(
         "headquartered_in", "reports_to", "status", "age", "has_age", "engaged_to", "dating",
         # everyday statements (offline extractor): one current value each
         "partner_of", "prefers", "has_diet", "born_in", "born_on",
+        # whom or what one has one of ("my doctor is Dr. Patel", "I bank with Barclays")
+        "has_doctor", "has_dentist", "has_therapist", "has_vet", "has_landlord", "has_hairdresser",
+        "has_optician", "has_physio", "has_accountant", "has_lawyer", "has_trainer", "banks_with",
+        "supports",
     }
 )
 #: Relation families that are single-valued by prefix: a favourite of each kind

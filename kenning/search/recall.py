@@ -103,11 +103,24 @@ _RELATION_CUES = {
     "member_of": {"member", "belong"},
     "owns": {"own", "owner"},
     "founded": {"found", "founder", "start"},
+    # everyday slots (pipeline/offline.py ``_SLOTS``, pipeline/changes.py kinds)
+    "dating": {"partner", "dating", "boyfriend", "girlfriend", "relationship"},
+    "engaged_to": {"partner", "engaged", "fiance", "fiancee"},
+    "partner_of": {"partner"},
+    "has_doctor": {"doctor", "gp", "physician"},
+    "has_dentist": {"dentist"},
+    "banks_with": {"bank"},
+    "supports": {"support", "team", "club", "fan"},
+    "has_diet": {"diet", "eat"},
+    "learns": {"learn", "language"},
+    "has_pet": {"pet"},
 }
 #: the asked relations that hold one value at a time: a current fact of one of them is *the*
 #: answer ("where does Alice live") and leads; of the others ("what does Alice like") any one
 #: fact is one answer among many, ranked with the passages
-_ONE_VALUE = frozenset({"works_at", "lives_in", "located_in", "ceo_of", "has_role", "married_to"})
+_ONE_VALUE = frozenset({"works_at", "lives_in", "located_in", "ceo_of", "has_role", "married_to", "dating",
+                        "engaged_to", "partner_of", "has_doctor", "has_dentist", "banks_with", "supports",
+                        "has_diet"})
 #: score multiplier for a fact whose relation the question asks about
 _RELATION_BOOST = 1.5
 #: score multiplier for a hit about an entity the question names
