@@ -227,3 +227,17 @@ def test_check_extraction_finds_no_difference_with_itself(tmp_path):
     done = subprocess.run([sys.executable, str(BENCHMARKS / "check_extraction.py"), "--compare", str(snapshot),
                            str(fixtures / "long_turns.json")], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 1 and "1 differ" in done.stdout
+
+
+@pytest.mark.parametrize(("name", "floor"), [
+    # the lead's floors: what the offline extractor scores on 2026-12-02 (recall@1, context, facts, as-of)
+    ("agent_life_a.jsonl", {"recall@1": 24, "context": 26, "facts": 26, "as-of": 14}),
+    ("agent_life_b.jsonl", {"recall@1": 18, "context": 16, "facts": 18, "as-of": 11}),
+])
+def test_agent_life_scenarios_keep_their_floor(name: str, floor: dict[str, int]) -> None:
+    """24 everyday-loop users (homes, employers, partners, pets, phones, banks, doctors …
+    changing over sessions), scored by the same script as the public set."""
+    fixture = Path(__file__).resolve().parent / "fixtures" / name
+    result = json.loads(_run(str(BENCHMARKS / "eval_agent_life.py"), str(fixture), "--json"))
+    for figure, least in floor.items():
+        assert result["counts"][figure][0] >= least, (figure, result["counts"])

@@ -274,3 +274,33 @@ def test_a_group_call_names_each_documents_speaker(fake_openai: FakeOpenAI) -> N
     extractor.extract_many(documents, usage=Usage())
     user = fake_openai.chat_requests[0].json["messages"][-1]["content"]
     assert 'speaker="Alice">' in user and 'speaker="Bob \\"B\\"" addressee="Alice">' in user
+
+
+def _stated(text: str, speaker: str | None = None) -> set[tuple[str, str, str, bool]]:
+    return {(f.source, f.relation, f.target, f.ends) for f in extract(text, speaker).facts}
+
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("My doctor is Dr. Patel.", {("User", "has_doctor", "Dr. Patel", False)}),
+    ("I bank with Monzo.", {("User", "banks_with", "Monzo", False)}),
+    ("I changed banks, I'm with Starling now.", {("User", "banks_with", "Starling", False)}),
+    ("I knit a lot.", {("User", "practices", "knitting", False)}),
+    ("I support Arsenal.", {("User", "supports", "Arsenal", False)}),
+    ("I stopped following Chelsea.", {("User", "supports", "Chelsea", True)}),
+    ("I cancelled my PureGym membership.", {("User", "member_of", "PureGym", True)}),
+    ("I transferred to the University of Leeds.", {("User", "studied_at", "University of Leeds", False)}),
+    ("I got a Mazda last weekend.", {("User", "owns", "Mazda", False)}),  # the time words are not the value
+    ("I'm learning Italian now, I stopped Spanish.",
+     {("User", "learns", "Italian", False), ("User", "learns", "Spanish", True)}),
+])
+def test_everyday_slots_and_their_changes(text: str, expected: set[tuple[str, str, str, bool]]) -> None:
+    assert _stated(text) == expected
+
+
+def test_a_speakers_sentence_from_its_verb_and_a_place_said_with_now() -> None:
+    # a chat turn that starts at its verb is the speaker's; a switch is held with its kind's relation
+    assert _stated("Switched from the iPhone to a Pixel 7.", "Ada") == {
+        ("Ada", "owns", "Pixel 7", False), ("Ada", "owns", "iPhone", True)}
+    assert _stated("We're now in Lisbon.", "Ada") == {("Ada", "lives_in", "Lisbon", False)}
+    # a relative's home stays the relative's
+    assert {f.source for f in extract("My sister lives in Paris.", "Ada").facts} != {"Ada"}

@@ -1204,8 +1204,8 @@ class _Reader:
         if relation == "@activity":  # "I knit a lot": practices knitting
             return replace(rule, relation="practices"), {**groups, "o": _gerund(groups.get("act") or "")}
         if relation == "@got":  # "got an iPhone 14" owns it; "got a cold", "got the news": nothing
-            held = _changes.category_of(groups.get("o") or "") in {"phone", "car", "bike", "laptop"}
-            return replace(rule, relation="owns" if held else "@nothing"), groups
+            owned = _changes.category_of(groups.get("o") or "") in {"phone", "car", "bike", "laptop"}
+            return replace(rule, relation="owns" if owned else "@nothing"), groups
         if relation == "@consumes":
             verb = (groups.get("verb") or "").casefold()
             return replace(rule, relation="drinks" if verb.startswith("dr") else "eats"), groups
@@ -1216,7 +1216,7 @@ class _Reader:
             target = groups.get("o") or ""
             tool = _vocabulary_type(target) == "technology" or target[:1].isupper()
             team = subject == OUR_TEAM or self.type_of(subject, "person") == "organization"
-            if not team and (kind := _changes.kind_relation(target, "")):
+            if not team and (kind := _changes.kind_relation(target, "")) not in {"", "drinks", "eats"}:
                 return replace(rule, relation=kind, source_type="person", target_type="concept"), groups
             if tool or team:
                 return replace(rule, relation="uses"), groups
@@ -1278,7 +1278,7 @@ class _Reader:
         if relation == "located_in" and rule.relation == "@location":
             target_type = "place"
         if relation in {"prefers", "uses"} and groups.get("prev") and \
-                source_type == "person" and (kind := _changes.kind_relation(target, "")):
+                source_type == "person" and (kind := _changes.kind_relation(target, "")) not in {"", "drinks", "eats"}:
             relation = kind  # "switched from the iPhone to a Pixel": owns the Pixel; "from Spanish to Italian": learns
         facts = [_Fact(subject, source_type, relation, target, target_type)]
         unit = _clean_name(groups.get("unit") or "")
