@@ -2,7 +2,9 @@
 ingest speed work (issue 29): the chunks, the extraction (entities and facts), the instruction
 flags and the hashing vector of each turn in tests/fixtures/long_turns.json, against the
 snapshot tests/fixtures/long_turns_expected.json written by the code before that work
-(``benchmarks/check_extraction.py`` does the same on the public data sets)."""
+(``benchmarks/check_extraction.py`` does the same on the public data sets). Written again on
+2026-12-02 for one deliberate change: time words are cut from a value ("coffee last spring" is
+"coffee")."""
 
 from __future__ import annotations
 
