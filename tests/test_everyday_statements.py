@@ -303,4 +303,15 @@ def test_a_speakers_sentence_from_its_verb_and_a_place_said_with_now() -> None:
         ("Ada", "owns", "Pixel 7", False), ("Ada", "owns", "iPhone", True)}
     assert _stated("We're now in Lisbon.", "Ada") == {("Ada", "lives_in", "Lisbon", False)}
     # a relative's home stays the relative's
-    assert {f.source for f in extract("My sister lives in Paris.", "Ada").facts} != {"Ada"}
+    assert _stated("My sister lives in Paris.", "Ada") == {("sister", "lives_in", "Paris", False)}
+
+
+@pytest.mark.parametrize(("text", "relation"), [
+    ("I joined Globex in March, and the team is lovely.", "works_at"),  # a new job, whatever else is said
+    ("I joined Stripe and started in the payments team.", "works_at"),
+    ("I joined PureGym.", "member_of"),  # a gym by its name
+    ("I joined the chess club.", "member_of"),
+    ("I joined Anytime, the membership is cheap.", "member_of"),  # called a membership
+])
+def test_joining_is_a_job_unless_the_name_or_the_words_make_it_a_membership(text: str, relation: str) -> None:
+    assert {f.relation for f in extract(text, "Ada").facts if f.source == "Ada"} == {relation}

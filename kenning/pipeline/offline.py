@@ -388,7 +388,7 @@ _SLOT_VALUE = re.compile(
 #: activities said with their verb alone ("I knit", "she runs twice a week") -> "knitting"
 _ACTIVITY_VERBS = (
     r"knit|crochet|sew|paint|draw|sketch|bake|garden|run|jog|swim|cycle|bike|hike|climb|boulder|surf|ski|"
-    r"skate|dance|sing|box|row|sail|fence|golf|kayak|surf|journal|meditate|skateboard|snowboard"
+    r"skate|dance|sing|box|row|sail|fence|golf|kayak|journal|meditate|skateboard|snowboard"
 )
 #: what may follow such a verb and leave it an activity ("a lot", "every Sunday", "three times a week")
 _ACTIVITY_TAIL = (
@@ -1216,7 +1216,7 @@ class _Reader:
             target = groups.get("o") or ""
             tool = _vocabulary_type(target) == "technology" or target[:1].isupper()
             team = subject == OUR_TEAM or self.type_of(subject, "person") == "organization"
-            if not team and (kind := _changes.kind_relation(target, "")) not in {"", "drinks", "eats"}:
+            if not team and (kind := _switched_kind(target)):
                 return replace(rule, relation=kind, source_type="person", target_type="concept"), groups
             if tool or team:
                 return replace(rule, relation="uses"), groups
@@ -1278,7 +1278,7 @@ class _Reader:
         if relation == "located_in" and rule.relation == "@location":
             target_type = "place"
         if relation in {"prefers", "uses"} and groups.get("prev") and \
-                source_type == "person" and (kind := _changes.kind_relation(target, "")) not in {"", "drinks", "eats"}:
+                source_type == "person" and (kind := _switched_kind(target)):
             relation = kind  # "switched from the iPhone to a Pixel": owns the Pixel; "from Spanish to Italian": learns
         facts = [_Fact(subject, source_type, relation, target, target_type)]
         unit = _clean_name(groups.get("unit") or "")
@@ -1419,7 +1419,7 @@ _ELIDED = re.compile(
     r"(?:(?:Just|Finally|Recently|Also|Eventually)\s+)?(?:switched|changed|moved|got|started|quit|left|joined|"
     r"bought|sold|traded|adopted|gave|stopped|went|took|relocated|transferred|upgraded|landed|replaced|"
     r"swapped|dropped|became|broke|split|cancell?ed|finished|signed|picked|lost|passed|graduated|retired|"
-    r"married|divorced|learned|learnt|began|ditched|sold)\s",
+    r"married|divorced|learned|learnt|began|ditched)\s",
     re.IGNORECASE,
 )
 
@@ -1465,13 +1465,13 @@ def _kin_facts(named: str | None, possessor: str | None, kin: str) -> list[_Fact
     return [_Fact(named, "person", relation, possessor, "person")]
 
 
-_MEMBERSHIP = re.compile(r"\b(?:membership|member|members|gym|club|team|league|society|choir|band)\b", re.IGNORECASE)
+#: a join the sentence calls a membership ("joined Anytime, the membership is £30"); a club, team or
+#: gym is read from the name itself (``_GROUP_WORDS``, the gym kind), never from other words near it
+_MEMBERSHIP = re.compile(r"\bmemberships?\b", re.IGNORECASE)
 _SPECIALIZED = frozenset({"@favourite", "@condition", "@event", "@switched", "@named", "@fan", "@consumes",
                           "@got", "@slot", "@activity"})
-#: the slots whose holder is a person ("my doctor is Dr. Patel"); the others' are organizations
-_PERSON_SLOTS = frozenset({"has_doctor", "has_dentist", "has_therapist", "has_vet", "has_landlord",
-                           "has_hairdresser", "has_optician", "has_physio", "has_accountant", "has_lawyer",
-                           "has_trainer"})
+#: the slots whose holder is a person ("my doctor is Dr. Patel"); the others' (a bank, a gym) are organizations
+_PERSON_SLOTS = frozenset(relation for relation in _SLOTS.values() if relation.startswith("has_"))
 
 
 def _gerund(verb: str) -> str:
@@ -1483,6 +1483,15 @@ def _gerund(verb: str) -> str:
     if one_syllable and re.search(r"[^aeiou][aeiou][^aeiouwxy]$", verb):
         return verb + verb[-1] + "ing"  # run -> running, knit -> knitting
     return verb + "ing"
+
+
+def _switched_kind(target: str) -> str:
+    """The relation a value switched to is held with by its kind ("a Pixel": owns, "Italian":
+    learns), or "" where its kind has none or is a drink or food, which stay ``prefers``."""
+    kind = _changes.kind_relation(target, "")
+    return "" if kind in {"drinks", "eats"} else kind
+
+
 _EVENTS = {
     "start": "started", "starts": "started", "began": "started", "begins": "started",
     "begin": "started", "finished": "completed", "finishes": "completed",
