@@ -252,8 +252,7 @@ class Txn:
         if self.d.for_update:  # the dataset locks first, as every writer takes them, then the rows in one order
             for row in self._all(f"SELECT DISTINCT dataset FROM memories WHERE {clause} ORDER BY dataset", args):
                 self._lock(row["dataset"])
-        rows = self._all(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {clause} ORDER BY id{self.d.for_update}", args)
-        memories = self.store._fresh([self.d.memory(r) for r in rows])
+        memories = self.store._memories(f"WHERE {clause} ORDER BY id{self.d.for_update}", args, self.conn)
         self._seen("memories", memories)
         return ordered({m.id: m for m in memories}, memory_ids)
 

@@ -77,6 +77,7 @@ class Side(ABC):
     A backend's side says how it holds a snapshot and writes a batch fast."""
 
     def __init__(self, store: Any) -> None:
+        store.flush_access()  # the access counts a recall buffered are rows to read too
         self.store, self.d = store, store.dialect
         self.mark, self.catalog = self.d.mark, self.d.catalog
         self.collate = self.catalog["collate"]  # how text keys sort bytewise

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -27,7 +29,8 @@ from ..models import Entity, Fact, Location, Memory, Session, Stats, Usage, stor
 from ..requests import ORDERS  # the orders ``list_memories`` accepts
 from .auth import AuthStore
 from .base import (CHUNK_COLUMNS, ENTITY_COLUMNS, FACT_COLUMNS, MEMORY_COLUMNS, AdminStore, ChunkRow, ClaimFilter,
-                   EntityRow, FactRow, MemoryFilter, MemoryStore, SearchStore, Txn, columns, ordered)
+                   EntityRow, FactRow, MemoryFilter, MemoryStore, SearchStore, Txn, columns, ordered, quoted,
+                   retry_transient)
 from .filters import Condition
 
 if TYPE_CHECKING:
@@ -59,6 +62,8 @@ _NAMED_FACTS = (f"SELECT {', '.join('f.' + c for c in FACT_COLUMNS.split(', '))}
                 " t.name AS target_name FROM facts f JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id")
 _REACH_ID = {"memory": "m.id", "chunk": "r.id", "fact": "p.fact_id", "entity": "p.entity_id"}
 _BATCH = 500
+#: buffered access counts are written after this many recalls, or this many seconds
+_ACCESS_FLUSH_CALLS, _ACCESS_FLUSH_SECONDS = 64, 5.0
 #: the memory columns a ``MemoryFilter`` compares by equality
 _SCOPE_COLUMNS = ("dataset", "kind", "status", "retention", "pinned", "user", "agent", "session")
 R = TypeVar("R", bound="DataclassInstance")
@@ -207,18 +212,19 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
     """A dataset-partitioned memory store, thread-safe: the reads both backends share, over the
     roles each fills (``base.py``). A backend sets ``dialect`` and gives connections (rows
     readable by column name) through ``_read()`` and ``_write()`` (committed when the block
-    ends); ``_fresh`` lets it add what it holds in memory to memories read."""
+    ends)."""
 
     dialect: Dialect
     #: the embedder the vectors come from (once checked), and the store as messages name it
     _dimension: int | None = None
     _shown: str
 
-    def _fresh(self, memories: list[Memory]) -> list[Memory]:
-        return memories
-
-    def flush_access(self) -> None:
-        """Write the access counts held in memory (a store that holds none has nothing to do)."""
+    def __init__(self, lock: Any = None) -> None:
+        #: access counts not yet written, (table, id) -> (count, last access, dataset), guarded
+        #: by ``lock`` (SQLite's one lock: a read and a flush never interleave)
+        self._access: dict[tuple[str, str], tuple[int, dt.datetime, str]] = {}
+        self._access_lock = lock or threading.RLock()
+        self._access_calls, self._access_since = 0, time.monotonic()
 
     def _rows(self, query: str, args: Sequence[Any] = (), conn: Any = None) -> list[Any]:
         """The rows of a read, on ``conn`` (a connection ``_read`` gave) or a connection of its own."""
@@ -251,35 +257,110 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
             args += [target_id, relation, dataset]
         return [self.dialect.fact_row(r) for r in self._rows(f"SELECT * FROM ({query}) u ORDER BY valid_at, id", args, conn)]
 
+    # -- access counts -----------------------------------------------------------------------------
+    def record_access(self, dataset: str, memory_ids: Sequence[str], entity_ids: Sequence[str],
+                      fact_ids: Sequence[str], at: dt.datetime) -> None:
+        """Counted in memory and written every ``_ACCESS_FLUSH_CALLS`` recalls, every
+        ``_ACCESS_FLUSH_SECONDS`` and on close: one write per recall cost 0.8 ms at 100k on
+        SQLite, 1.3 ms on PostgreSQL. Reads of memories in this process add the counts not yet
+        written (``_memories``); listing memories by access, export and copy write them first."""
+        with self._access_lock:
+            for table, ids in (("memories", memory_ids), ("entities", entity_ids), ("facts", fact_ids)):
+                for item_id in ids:
+                    count = self._access.get((table, item_id), (0,))[0]
+                    self._access[(table, item_id)] = (count + 1, at, dataset)
+            self._access_calls += 1
+            if self._access_calls >= _ACCESS_FLUSH_CALLS or time.monotonic() - self._access_since >= _ACCESS_FLUSH_SECONDS:
+                self.flush_access()
+
+    def flush_access(self) -> None:
+        """Write the buffered access counts, committed at once (the counts are exact on return)."""
+        with self._access_lock:
+            pending, self._access = self._access, {}
+            self._access_calls, self._access_since = 0, time.monotonic()
+            if pending:
+                retry_transient(lambda: self._write_access(pending))
+
+    def _write_access(self, pending: dict[tuple[str, str], tuple[int, dt.datetime, str]]) -> None:
+        """One statement per table, its rows in id order: concurrent flushes lock rows in one order."""
+        d = self.dialect
+        with self._write() as conn:
+            self._lock_shared(conn, sorted({dataset for _, _, dataset in pending.values()}))
+            for table in ("memories", "entities", "facts"):
+                rows = sorted((i, n, d.time_in(at)) for (t, i), (n, at, _) in pending.items() if t == table)
+                conn.cursor().executemany(d.sql(
+                    f"UPDATE {table} SET access_count = access_count + ?, last_accessed_at ="
+                    " CASE WHEN last_accessed_at >= ? THEN last_accessed_at ELSE ? END WHERE id = ?"),
+                    [(n, at, at, i) for i, n, at in rows])
+
+    def _lock_shared(self, conn: Any, datasets: list[str]) -> None:
+        """Hold these datasets' writers off until the transaction ends (they may still read)."""
+
     # -- memories --------------------------------------------------------------------------------
+    def _memories(self, where: str, args: Sequence[Any], conn: Any = None) -> list[Memory]:
+        """The memories a read selects, with the access counts not yet written."""
+        memories = [self.dialect.memory(r) for r in self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories {where}", args, conn)]
+        for memory in memories:
+            if (access := self._access.get(("memories", memory.id))) is not None:
+                memory.access_count += access[0]
+                if memory.last_accessed_at is None or access[1] > memory.last_accessed_at:
+                    memory.last_accessed_at = access[1]
+        return memories
+
     def get_memories(self, ids: Sequence[str]) -> list[Memory]:
         if not ids:
             return []
         clause, args = self.dialect.any_of("id", ids)
         with self._read() as conn:
-            memories = self._fresh([self.dialect.memory(r) for r in self._rows(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {clause}", args, conn)])
-        return ordered({m.id: m for m in memories}, ids)
+            return ordered({m.id: m for m in self._memories(f"WHERE {clause}", args, conn)}, ids)
 
     def memory_by_hash(self, dataset: str, content_hash: str) -> Memory | None:
         with self._read() as conn:
-            rows = self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE dataset = ? AND content_hash = ?",
-                              [dataset, content_hash], conn)
-            return self._fresh([self.dialect.memory(rows[0])])[0] if rows else None
+            return next(iter(self._memories("WHERE dataset = ? AND content_hash = ?", [dataset, content_hash], conn)), None)
 
     def list_memories(self, flt: MemoryFilter) -> list[Memory]:
         if flt.order_by not in ORDERS:
             raise ValueError(f"cannot order by {flt.order_by!r}")
+        if flt.order_by in ("access_count", "last_accessed_at"):
+            self.flush_access()
         clauses, args = self.dialect.memory_where(flt)
         # NULLs sort as the smallest value
         direction = "DESC" if flt.descending else "ASC"
         nulls = "NULLS LAST" if flt.descending else "NULLS FIRST"
-        query = (f"SELECT {MEMORY_COLUMNS} FROM memories{_and(clauses, ' WHERE ')}"
-                 f' ORDER BY "{flt.order_by}" {direction} {nulls}, id {direction} LIMIT ? OFFSET ?')
         with self._read() as conn:
-            if flt.order_by in ("access_count", "last_accessed_at"):
-                self.flush_access()
-            return self._fresh([self.dialect.memory(r) for r in self._rows(query, [*args, flt.limit, flt.offset], conn)])
+            return self._memories(f"{_and(clauses, 'WHERE ')} ORDER BY \"{flt.order_by}\" {direction} {nulls},"
+                                  f" id {direction} LIMIT ? OFFSET ?", [*args, flt.limit, flt.offset], conn)
+
+    def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
+        """Each memory one statement (``ON CONFLICT … DO NOTHING``), run in ``_inserting``; then
+        the ids the contents are stored under, read back."""
+        names, d = [n for n in Memory.model_fields if n != "error"], self.dialect
+        datasets = {m.dataset: d.time_in(m.created_at) for m in reversed(memories)}  # each one's first
+        stored: dict[tuple[str, str], str] = {}
+        with self._inserting() as conn:
+            conn.cursor().executemany(d.sql("INSERT INTO datasets (name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING"),
+                                      sorted(datasets.items()))
+            conn.cursor().executemany(d.sql(
+                f"INSERT INTO memories ({quoted(names)}, claimed_by) VALUES ({', '.join('?' * (len(names) + 1))})"
+                " ON CONFLICT (dataset, content_hash) DO NOTHING"),
+                [[*(d.value(n, v) for n, v in m.model_dump(exclude={"error"}).items()), owner] for m in memories])
+            for dataset in datasets:
+                hashes = list(dict.fromkeys(m.content_hash for m in memories if m.dataset == dataset))
+                for start in range(0, len(hashes), _BATCH):
+                    clause, args = d.any_of("content_hash", hashes[start:start + _BATCH])
+                    stored.update(((dataset, r["content_hash"]), r["id"]) for r in self._rows(
+                        f"SELECT id, content_hash FROM memories WHERE dataset = ? AND {clause}", [dataset, *args], conn))
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for memory in memories:
+            key = (memory.dataset, memory.content_hash)
+            out.append((stored[key], stored[key] == memory.id and key not in seen))
+            seen.add(key)
+        return out
+
+    def _inserting(self) -> AbstractContextManager[Any]:
+        """The connection ``insert_memories`` runs on: one write transaction, unless a backend says otherwise."""
+        return self._write()
 
     def file_memories(self, dataset: str, prefix: str = "", folder: str | None = None) -> list[tuple[str, str, str]]:
         """(source, memory id, content hash) of the memories read from files (``metadata``
