@@ -332,8 +332,10 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
                                   f" id {direction} LIMIT ? OFFSET ?", [*args, flt.limit, flt.offset], conn)
 
     def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
-        """Each memory one statement (``ON CONFLICT … DO NOTHING``), run in ``_inserting``; then
-        the ids the contents are stored under, read back."""
+        """Insert memories (claimed by ``owner`` when given), in order, in one go: (id, True)
+        for each new one; a memory whose content (dataset, content_hash) is stored already, or
+        came earlier in the list, gives (that memory's id, False). Each is one statement
+        (``ON CONFLICT … DO NOTHING``), run in ``_inserting``; the stored ids are read back."""
         names, d = [n for n in Memory.model_fields if n != "error"], self.dialect
         datasets = {m.dataset: d.time_in(m.created_at) for m in reversed(memories)}  # each one's first
         stored: dict[tuple[str, str], str] = {}
