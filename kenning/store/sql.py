@@ -18,7 +18,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -490,13 +490,16 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
         ]
 
     # -- graph reads: entities, facts and chunks, outside a transaction --------------------------
-    def _provenance(self, conn: Any, kind: str, ids: Sequence[str]) -> dict[str, list[str]]:
-        """The memory ids each record (of ``kind`` entity or fact) was stated by, in order."""
+    def _provenance(self, conn: Any, kind: str, ids: Sequence[str], *, of_memories: bool = False) -> dict[str, list[str]]:
+        """The memory ids each record (of ``kind`` entity or fact) was stated by, or with
+        ``of_memories`` the record ids each memory states; each list sorted, every id a key."""
         out: dict[str, list[str]] = {i: [] for i in ids}
-        column = f"{kind}_id"
-        clause, args = self.dialect.any_of(column, ids)
-        for r in self._rows(f"SELECT {column}, memory_id FROM {kind}_memories WHERE {clause} ORDER BY memory_id", args, conn):
-            out[r[column]].append(r["memory_id"])
+        if not out:
+            return out
+        key, value = ("memory_id", f"{kind}_id") if of_memories else (f"{kind}_id", "memory_id")
+        clause, args = self.dialect.any_of(key, list(out))
+        for r in self._rows(f"SELECT {key}, {value} FROM {kind}_memories WHERE {clause} ORDER BY {key}, {value}", args, conn):
+            out[r[key]].append(r[value])
         return out
 
     def _stated(self, kind: str, select: str, column: str, ids: Sequence[str], record: Callable[..., Any]) -> list[Any]:
@@ -529,8 +532,6 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
     # the memories that state each fact (as ``get_facts`` gives them), by fact id, without the
     # facts; recall votes with these and reads the facts of the memories that rank
     def fact_owners(self, ids: Sequence[str]) -> dict[str, list[str]]:
-        if not ids:
-            return {}
         with self._read() as conn:
             return {f: m for f, m in self._provenance(conn, "fact", list(dict.fromkeys(ids))).items() if m}
 
@@ -570,33 +571,22 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
 
     def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
         """Provenance the other way: (entity_ids, fact_ids) a memory states."""
-        query = "SELECT {0}_id AS id FROM {0}_memories WHERE memory_id = ? ORDER BY {0}_id"
         with self._read() as conn:
-            entities, facts = ([r["id"] for r in self._rows(query.format(kind), [memory_id], conn)]
+            entities, facts = (self._provenance(conn, kind, [memory_id], of_memories=True)[memory_id]
                                for kind in ("entity", "fact"))
         return entities, facts
 
     def memory_facts(self, memory_ids: Sequence[str]) -> dict[str, list[str]]:
         """The fact ids each memory states (sorted, as ``memory_graph`` gives them), for many
         memories in one read; every memory asked about is a key."""
-        out: dict[str, list[str]] = {m: [] for m in memory_ids}
-        if not out:
-            return out
-        clause, args = self.dialect.any_of("memory_id", list(out))
-        for r in self._rows(f"SELECT memory_id, fact_id FROM fact_memories WHERE {clause} ORDER BY memory_id, fact_id", args):
-            out[r["memory_id"]].append(r["fact_id"])
-        return out
+        with self._read() as conn:
+            return self._provenance(conn, "fact", memory_ids, of_memories=True)
 
     def entity_rows(self, dataset: str, after_id: str | None, limit: int) -> list[EntityRow]:
         """A page of a dataset's entities (with embeddings), ordered by id."""
         rows = self._rows(f"SELECT {ENTITY_COLUMNS}, {self.dialect.vector_select} AS vector FROM entities"
                           " WHERE dataset = ? AND id > ? ORDER BY id LIMIT ?", [dataset, after_id or "", limit])
-        out = []
-        for r in rows:
-            row = self.dialect.record(EntityRow, r)
-            row.embedding = self.dialect.vector_out(r["vector"])
-            out.append(row)
-        return out
+        return [replace(self.dialect.record(EntityRow, r), embedding=self.dialect.vector_out(r["vector"])) for r in rows]
 
     def set_fact_weight(self, fact_id: str, weight: float) -> None:
         """Set the feedback weight recall multiplies a fact's score by."""
