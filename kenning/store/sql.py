@@ -3,11 +3,11 @@
 Every statement here is written with ``?`` placeholders; the dialect spells them for its driver
 (``%s`` for psycopg), says how a list of ids is passed (``IN (?, ?)`` or ``= ANY(?)``), how
 times, JSON, vectors and booleans are stored and read back, how a metadata filter condition is
-compiled and how tables are typed. :class:`Store` holds the reads (the write primitives,
-:class:`kenning.store.base.Txn`, run over the same dialect); a backend (``sqlite/store.py``, ``postgres/store.py``) supplies
-its connections (``_read``, ``_write``, ``transaction``), the hooks its indexes need (SQLite's
-full-text rows, PostgreSQL's per-dataset locks) and what only it can do well: inserting
-memories, claiming them, the search lanes, vectors and migrations.
+compiled and how tables are typed. :class:`Store` holds the reads, inserts, claims and access
+counts (the write primitives, :class:`kenning.store.base.Txn`, run over the same dialect); a
+backend (``sqlite/store.py``, ``postgres/store.py``) supplies its connections (``_read``,
+``_write``, ``transaction``), the hooks its indexes and locks need, and what only it can do
+well: the search lanes, vectors and migrations.
 """
 
 from __future__ import annotations

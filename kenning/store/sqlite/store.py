@@ -258,26 +258,18 @@ class SQLiteStore(Store):
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; inside a write group, a savepoint of the group's."""
         with self._lock:
-            if self._grouped:
-                self._db.execute("SAVEPOINT write")
-                try:
-                    yield self._db
-                except BaseException:
-                    self._db.execute("ROLLBACK TO write")
-                    self._db.execute("RELEASE write")
-                    raise
-                self._db.execute("RELEASE write")
-                return
+            grouped = self._grouped
             try:
-                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute("SAVEPOINT write" if grouped else "BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
                 raise StoreError(f"database is busy: {exc}") from exc
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                for undo in ("ROLLBACK TO write", "RELEASE write") if grouped else ("ROLLBACK",):
+                    self._db.execute(undo)
                 raise
-            self._db.execute("COMMIT")
+            self._db.execute("RELEASE write" if grouped else "COMMIT")
 
     @contextmanager
     def write_group(self) -> Iterator[None]:
