@@ -205,8 +205,8 @@ class PostgresStore(Store):
             yield conn
 
     _read = _conn
-    #: each memory inserted is its own transaction (the dataset row, then the memory unless its
-    #: content is stored already), all sent in one pipeline: concurrent writers never deadlock
+    #: each memory (and dataset row) ``insert_memories`` inserts is its own transaction, all sent
+    #: in one pipeline: concurrent writers never deadlock
     _inserting = _conn
 
     # -- lifecycle ---------------------------------------------------------------------------
