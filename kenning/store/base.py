@@ -252,8 +252,7 @@ class Txn:
         if self.d.for_update:  # the dataset locks first, as every writer takes them, then the rows in one order
             for row in self._all(f"SELECT DISTINCT dataset FROM memories WHERE {clause} ORDER BY dataset", args):
                 self._lock(row["dataset"])
-        rows = self._all(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {clause} ORDER BY id{self.d.for_update}", args)
-        memories = self.store._fresh([self.d.memory(r) for r in rows])
+        memories = self.store._memories(f"WHERE {clause} ORDER BY id{self.d.for_update}", args, self.conn)
         self._seen("memories", memories)
         return ordered({m.id: m for m in memories}, memory_ids)
 
@@ -309,15 +308,6 @@ class Txn:
         rows = self._all(f"SELECT id, name, aliases FROM entities WHERE {clause}", args)
         return {r["id"]: [r["name"], *self.d.json_out(r["aliases"])] for r in rows}
 
-    def move_entity(self, drop_id: str, keep_id: str) -> None:
-        """Point facts and provenance of ``drop_id`` at ``keep_id``, then delete ``drop_id``."""
-        self._lock_row("entities", keep_id)
-        self._q("UPDATE facts SET source_id = ? WHERE source_id = ?", [keep_id, drop_id])
-        self._q("UPDATE facts SET target_id = ? WHERE target_id = ?", [keep_id, drop_id])
-        self._link("entity", "SELECT ?, memory_id FROM entity_memories WHERE entity_id = ?", [keep_id, drop_id])
-        self._q("DELETE FROM entity_memories WHERE entity_id = ?", [drop_id])
-        self._delete("entities", [drop_id])
-
     # -- facts -----------------------------------------------------------------------------------
     def live_facts_touching(self, dataset: str, source_id: str, target_id: str, relation: str,
                             by_target: bool = False) -> list[FactRow]:
@@ -366,21 +356,7 @@ class Txn:
                 out[row["fact_id"]].append((row["origin"], row["user"]))
         return out
 
-    def reopen_twins(self, entity_id: str) -> None:
-        """Reopen facts touching the entity closed by a fact with the same source, relation and target."""
-        self._q("UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
-                " WHERE (source_id = ? OR target_id = ?) AND superseded_by IN (SELECT g.id FROM facts g"
-                " WHERE g.source_id = facts.source_id AND g.relation = facts.relation"
-                " AND g.target_id = facts.target_id)", [entity_id, entity_id])
-
-    def fold_facts(self, pairs: Sequence[tuple[str, str]]) -> None:
-        """For each (drop, keep): give ``keep`` the provenance of ``drop`` and what ``drop`` superseded; delete ``drop``."""
-        for drop, keep in pairs:
-            self._link("fact", "SELECT ?, memory_id FROM fact_memories WHERE fact_id = ?", [keep, drop])
-            self._q("UPDATE facts SET superseded_by = ? WHERE superseded_by = ?", [keep, drop])
-        self._delete("facts", [drop for drop, _ in pairs])
-
-    # -- the graph rules that are not SQL, over the set-based primitives below -------------------
+    # -- the graph rules that are not SQL --------------------------------------------------------
     def merge_entities(self, keep_id: str, drop_id: str) -> list[str]:
         """Fold ``drop_id`` into ``keep_id``: facts, provenance, name as alias; live facts that
         became exact repeats are merged into the oldest. Returns the merged-away fact ids."""
@@ -389,10 +365,18 @@ class Txn:
             return []
         (keep, *aliases), dropped = names[keep_id], names[drop_id]
         aliases += [n for n in dict.fromkeys(dropped) if n != keep and n not in aliases]
-        self.move_entity(drop_id, keep_id)
+        self._lock_row("entities", keep_id)
+        self._q("UPDATE facts SET source_id = ? WHERE source_id = ?", [keep_id, drop_id])
+        self._q("UPDATE facts SET target_id = ? WHERE target_id = ?", [keep_id, drop_id])
+        self._link("entity", "SELECT ?, memory_id FROM entity_memories WHERE entity_id = ?", [keep_id, drop_id])
+        self._q("DELETE FROM entity_memories WHERE entity_id = ?", [drop_id])
+        self._delete("entities", [drop_id])
         self.update_entity(keep_id, {"aliases": aliases})
         # A fact closed only because its now-identical twin arrived was never contradicted.
-        self.reopen_twins(keep_id)
+        self._q("UPDATE facts SET invalid_at = NULL, expired_at = NULL, superseded_by = NULL"
+                " WHERE (source_id = ? OR target_id = ?) AND superseded_by IN (SELECT g.id FROM facts g"
+                " WHERE g.source_id = facts.source_id AND g.relation = facts.relation"
+                " AND g.target_id = facts.target_id)", [keep_id, keep_id])
         first: dict[tuple[str, str, str], str] = {}
         repeats = []
         # the open facts touching the entity, oldest first
@@ -402,43 +386,60 @@ class Txn:
             keeper = first.setdefault((r["source_id"], r["relation"], r["target_id"]), r["id"])
             if keeper != r["id"]:
                 repeats.append((r["id"], keeper))
-        self.fold_facts(repeats)
+        # each repeat's provenance, and what it superseded, go to its keeper
+        for drop, keeper in repeats:
+            self._link("fact", "SELECT ?, memory_id FROM fact_memories WHERE fact_id = ?", [keeper, drop])
+            self._q("UPDATE facts SET superseded_by = ? WHERE superseded_by = ?", [keeper, drop])
+        self._delete("facts", [drop for drop, _ in repeats])
         return [fact_id for fact_id, _ in repeats]
 
     def unlink_memory(self, memory_id: str) -> tuple[list[str], list[str]]:
         """Drop a memory's provenance links; delete facts and entities nothing else states.
         Facts closed by a deleted fact are decided again without it (``reopen_closed``): the
         knowledge that closed them is gone. Returns (entity_ids, fact_ids) deleted, each sorted."""
-        fact_ids, entity_ids = self.drop_links(memory_id)
-        dead_facts = sorted(self.unstated_facts(fact_ids))
+        self._lock_row("memories", memory_id)
+        fact_ids, entity_ids = ([r["id"] for r in self._all(f"DELETE FROM {kind}_memories WHERE memory_id = ?"
+                                                          f" RETURNING {kind}_id AS id", [memory_id])]
+                                for kind in ("fact", "entity"))
+        dead_facts = sorted(self._ids("SELECT id FROM facts WHERE {ids} AND NOT EXISTS"
+                                      " (SELECT 1 FROM fact_memories m WHERE m.fact_id = facts.id)", "id", fact_ids))
         if dead_facts:
             self.reopen_closed(dead_facts)
             self._delete("facts", dead_facts)
-        return sorted(self.delete_orphans(entity_ids)), dead_facts
+        # the entities no memory names and no fact uses any more
+        dead_entities = self._ids("SELECT id FROM entities e WHERE {ids}"
+                                  " AND NOT EXISTS (SELECT 1 FROM entity_memories m WHERE m.entity_id = e.id)"
+                                  " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.source_id = e.id)"
+                                  " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.target_id = e.id)",
+                                  "id", entity_ids) if entity_ids else []
+        self._delete("entities", dead_entities)
+        return sorted(dead_entities), dead_facts
 
     def reopen_closed(self, dead: Sequence[str]) -> None:
         """The facts the ``dead`` facts closed, re-decided without them: a fact ``O`` closed by
         a dead fact is closed again at the start of the next later fact of its relation (or the
         dead fact's) in the same slot (same source, or same target when the dead fact shared
-        only that),
-        superseded by it; only with no later fact left is it open again. So deleting the
-        middle of Acme (2020) -> Globex (2021) -> Initech (2022) leaves Acme closed at 2022,
-        never a second open value beside Initech."""
+        only that), superseded by it; only with no later fact left is it open again. So
+        deleting the middle of Acme (2020) -> Globex (2021) -> Initech (2022) leaves Acme
+        closed at 2022, never a second open value beside Initech."""
         gone = set(dead)
         closers = {row.id: row for row in self.get_fact_rows(list(dead))}
-        for old in self.facts_closed_by(list(dead)):
+        clause, args = self.d.any_of("superseded_by", dead)
+        for old in self._facts(f"{clause} AND expired_at IS NOT NULL ORDER BY created_at, id", args):
             if old.id in gone:
                 continue
             closer = closers.get(old.superseded_by or "")
             later = None
             if closer is not None and (closer.source_id == old.source_id or closer.target_id == old.target_id):
                 by_source = closer.source_id == old.source_id
-                anchor = old.source_id if by_source else old.target_id
+                anchor, column = (old.source_id, "source_id") if by_source else (old.target_id, "target_id")
                 rank = (old.valid_at, old.created_at, old.id)
-                # the dead fact's relation too: a change statement may close a fact of
-                # another relation of the same family, and its successors share its relation
+                # every fact (open and closed) of the slot, of its relation and the dead fact's:
+                # a change statement may close a fact of another relation of the same family,
+                # and its successors share its relation
                 slot = {f.id: f for relation in dict.fromkeys((old.relation, closer.relation))
-                        for f in self.slot_facts(old.dataset, relation, anchor, by_source)}
+                        for f in self._facts(f"dataset = ? AND relation = ? AND {column} = ?",
+                                             [old.dataset, relation, anchor])}
                 later = min((
                     f for f in slot.values()
                     if f.id not in gone and f.id != old.id
@@ -452,38 +453,6 @@ class Txn:
             else:
                 self.close_fact(old.id, invalid_at=None, expired_at=None, superseded_by=None)
 
-    # -- garbage collection ----------------------------------------------------------------------
-    def drop_links(self, memory_id: str) -> tuple[list[str], list[str]]:
-        self._lock_row("memories", memory_id)
-        fact_ids, entity_ids = ([r["id"] for r in self._all(f"DELETE FROM {kind}_memories WHERE memory_id = ?"
-                                                          f" RETURNING {kind}_id AS id", [memory_id])]
-                                for kind in ("fact", "entity"))
-        return fact_ids, entity_ids
-
-    def unstated_facts(self, fact_ids: Sequence[str]) -> list[str]:
-        return self._ids("SELECT id FROM facts WHERE {ids}"
-                         " AND NOT EXISTS (SELECT 1 FROM fact_memories m WHERE m.fact_id = facts.id)", "id", fact_ids)
-
-    def facts_closed_by(self, fact_ids: Sequence[str]) -> list[FactRow]:
-        clause, args = self.d.any_of("superseded_by", fact_ids)
-        return self._facts(f"{clause} AND expired_at IS NOT NULL ORDER BY created_at, id", args)
-
-    def slot_facts(self, dataset: str, relation: str, entity_id: str, by_source: bool) -> list[FactRow]:
-        """Every fact (open and closed) of ``relation`` whose source (``by_source``) or target is ``entity_id``."""
-        column = "source_id" if by_source else "target_id"
-        return self._facts(f"dataset = ? AND relation = ? AND {column} = ?", [dataset, relation, entity_id])
-
-    def delete_orphans(self, entity_ids: Sequence[str]) -> list[str]:
-        """Delete those of the entities no memory names and no fact uses; their ids."""
-        if not entity_ids:
-            return []
-        dead = self._ids("SELECT id FROM entities e WHERE {ids}"
-                         " AND NOT EXISTS (SELECT 1 FROM entity_memories m WHERE m.entity_id = e.id)"
-                         " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.source_id = e.id)"
-                         " AND NOT EXISTS (SELECT 1 FROM facts f WHERE f.target_id = e.id)", "id", entity_ids)
-        self._delete("entities", dead)
-        return dead
-
     def delete_memory(self, memory_id: str) -> None:
         self.delete_chunks(memory_id)
         self._q("DELETE FROM memories WHERE id = ?", [memory_id])
@@ -495,9 +464,8 @@ def entity_text(name: str, aliases: Sequence[str], description: str) -> str:
 
 
 class MemoryStore(ABC):
-    """Memories: the write transaction every change of the graph goes through, and what each
-    backend writes its own way (inserting memories). The reads and claims are written once
-    (``Store`` in ``sql.py``)."""
+    """Memories: the write transaction every change of the graph goes through. The reads, the
+    inserts and the claims are written once (``Store`` in ``sql.py``)."""
 
     @abstractmethod
     def transaction(self) -> AbstractContextManager[Txn]: ...
@@ -525,15 +493,10 @@ class MemoryStore(ABC):
         sees every committed row. A store that gains nothing from it does nothing."""
         return nullcontext()
 
-    @abstractmethod
-    def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
-        """Insert memories (claimed by ``owner`` when given), in order, in one go: (id, True)
-        for each new one; a memory whose content (dataset, content_hash) is stored already, or
-        came earlier in the list, gives (that memory's id, False)."""
-
 
 class SearchStore(ABC):
-    """The lanes recall searches, and what it records of the search."""
+    """The lanes recall searches (what it records of a search, the access counts, is written
+    once in ``sql.py``)."""
 
     @abstractmethod
     def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
@@ -547,9 +510,6 @@ class SearchStore(ABC):
     def memory_neighbors(self, memory_ids: Sequence[str], window: int) -> list[tuple[str, str, int]]:
         """(memory id, neighbour id, offset) for the memories at most ``window`` positions away
         in the same episode, for each of ``memory_ids``."""
-    @abstractmethod
-    def record_access(self, dataset: str, memory_ids: Sequence[str], entity_ids: Sequence[str],
-                      fact_ids: Sequence[str], at: dt.datetime) -> None: ...
 
 
 class AdminStore(ABC):

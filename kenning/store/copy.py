@@ -20,7 +20,7 @@ import json
 import sqlite3
 from abc import ABC, abstractmethod
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager, nullcontext
+from contextlib import AbstractContextManager, closing, contextmanager, nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -77,6 +77,7 @@ class Side(ABC):
     A backend's side says how it holds a snapshot and writes a batch fast."""
 
     def __init__(self, store: Any) -> None:
+        store.flush_access()  # the access counts a recall buffered are rows to read too
         self.store, self.d = store, store.dialect
         self.mark, self.catalog = self.d.mark, self.d.catalog
         self.collate = self.catalog["collate"]  # how text keys sort bytewise
@@ -165,13 +166,18 @@ class Side(ABC):
         """Insert ``rows`` (in the plain form)."""
 
     @contextmanager
+    def _on(self, conn: Any) -> Iterator[None]:
+        """Reads and writes inside run on ``conn``."""
+        self.conn = conn
+        try:
+            yield
+        finally:
+            self.conn = None
+
+    @contextmanager
     def writing(self) -> Iterator[None]:
-        with self.store._write() as conn:
-            self.conn = conn
-            try:
-                yield
-            finally:
-                self.conn = None
+        with self.store._write() as conn, self._on(conn):
+            yield
 
 
 class SQLiteSide(Side):
@@ -185,14 +191,10 @@ class SQLiteSide(Side):
             return
         conn = sqlite3.connect(Path(path).as_uri() + "?mode=ro", uri=True, check_same_thread=False)
         conn.row_factory = sqlite3.Row
-        try:
+        with closing(conn), self._on(conn):
             conn.execute("BEGIN")
             conn.execute("SELECT count(*) FROM sqlite_master").fetchone()  # the snapshot starts here
-            self.conn = conn
             yield
-        finally:
-            self.conn = None
-            conn.close()
 
     @contextmanager
     def writing(self) -> Iterator[None]:
@@ -235,13 +237,9 @@ class PostgresSide(Side):
     @contextmanager
     def snapshot(self) -> Iterator[None]:
         """Reads see one state of the database (one repeatable-read transaction)."""
-        with self.store._conn() as conn, conn.transaction():
+        with self.store._conn() as conn, conn.transaction(), self._on(conn):
             conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
-            self.conn = conn
-            try:
-                yield
-            finally:
-                self.conn = None
+            yield
 
     @contextmanager
     def writing(self) -> Iterator[None]:

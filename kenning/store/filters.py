@@ -88,9 +88,7 @@ def _condition(path: tuple[str, ...], key: str, op: str, value: Any, now: dt.dat
 
 
 def _scalar(value: Any, key: str) -> Scalar:
-    if isinstance(value, str) or isinstance(value, bool):
-        return value
-    if isinstance(value, (int, float)) and math.isfinite(value):
+    if isinstance(value, (str, bool)) or (isinstance(value, (int, float)) and math.isfinite(value)):
         return value
     if isinstance(value, (list, tuple)):
         raise ValidationError(f"filter {key!r} holds a list: to match one of several values use {{'in': [...]}}")

@@ -1,39 +1,17 @@
-"""Export a store's datasets to a file, and import such a file into any store.
+"""Export a store's datasets to a file, and import such a file into any store; docs/export.md
+gives the format and every rule.
 
-The file is JSON Lines: a header line, one line per row, and an end line::
+The file is JSON Lines: a header line (format, version, datasets, vectors, embedder), one line
+per row (``{"row": {…}, "table": "…"}``) table by table in foreign-key order, each table sorted
+by its primary key, every value in one form whatever the backend (``copy.Side``'s plain form,
+vectors as base64 of little-endian float32), and an end line counting the rows; so export →
+import → export is byte-identical across SQLite and PostgreSQL. API keys are never exported.
 
-    {"datasets":["main"],"embedder":{"dimension":384,"name":"local:…"},"format":"kenning-export",
-     "kenning":"0.1.0","vectors":true,"version":1}
-    {"row":{"id":"…","dataset":"main",…},"table":"memories"}
-    …
-    {"end":{"rows":{"chunks":3,"memories":2,…}}}
-
-Rows come table by table in foreign-key order, each table sorted by its primary key, and every
-value in one form whatever the backend (timestamps as fixed-width RFC 3339 text, JSON columns as
-JSON, vectors as base64 of little-endian float32, keys sorted), so exporting the same contents
-gives the same bytes, and export → import → export is byte-identical across SQLite and
-PostgreSQL. Vectors are included unless asked otherwise: they are derived, but re-embedding a
-store costs model calls, and the header records the embedder that made them. A file without
-vectors, or imported without its vectors, goes into a store with any embedder (the facade then
-embeds what is missing).
-
-What is exported for a set of datasets: the datasets, their memories, chunks, entities, facts,
-both provenance tables, the dataset owners and grants of the auth tables, and the users those
-name (never API keys), plus the rows of any other table with a ``dataset`` column.
-
-Import touches only what its header declares: every row must belong to one of the header's
-datasets (by its ``dataset`` or ``name``, and for the provenance tables by both ends), and a
-reference to another row (a chunk's memory, a fact's entities, a supersession) must not reach
-into another dataset; anything else is a ValidationError and nothing is written. The account
-rows (users with their admin flags, dataset owners, grants) are applied only when asked
-(``accounts=True``); otherwise they are left out and counted in ``TransferResult.ignored``.
-
-Import writes everything in one transaction of the target. A row whose primary key the target
-already holds is skipped when it is identical and refused (ConflictError naming it) when it
-differs, so importing a file twice changes nothing; a dataset the target has already is merged
-into (its record is kept); a clash on another unique key (the same
-content in a dataset under another id, a user name) is a ConflictError too. Bad input (not
-JSON, another format or version, a truncated file) is a ValidationError; nothing is written.
+Import writes in one transaction of the target and touches only what its header declares:
+every row must belong to one of its datasets and refer to no row of another one
+(``ValidationError``, nothing written); account rows are applied only with ``accounts=True``.
+A row whose primary key the target holds is skipped when identical, a ``ConflictError`` when
+it differs (a dataset the target has already is merged into).
 
 This module reads both backends' tables directly, which only code inside ``kenning.store`` may.
 """

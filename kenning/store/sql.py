@@ -3,20 +3,22 @@
 Every statement here is written with ``?`` placeholders; the dialect spells them for its driver
 (``%s`` for psycopg), says how a list of ids is passed (``IN (?, ?)`` or ``= ANY(?)``), how
 times, JSON, vectors and booleans are stored and read back, how a metadata filter condition is
-compiled and how tables are typed. :class:`Store` holds the reads (the write primitives,
-:class:`kenning.store.base.Txn`, run over the same dialect); a backend (``sqlite/store.py``, ``postgres/store.py``) supplies
-its connections (``_read``, ``_write``, ``transaction``), the hooks its indexes need (SQLite's
-full-text rows, PostgreSQL's per-dataset locks) and what only it can do well: inserting
-memories, claiming them, the search lanes, vectors and migrations.
+compiled and how tables are typed. :class:`Store` holds the reads, inserts, claims and access
+counts (the write primitives, :class:`kenning.store.base.Txn`, run over the same dialect); a
+backend (``sqlite/store.py``, ``postgres/store.py``) supplies its connections (``_read``,
+``_write``, ``transaction``), the hooks its indexes and locks need, and what only it can do
+well: the search lanes, vectors and migrations.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
-from contextlib import nullcontext
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
@@ -27,7 +29,8 @@ from ..models import Entity, Fact, Location, Memory, Session, Stats, Usage, stor
 from ..requests import ORDERS  # the orders ``list_memories`` accepts
 from .auth import AuthStore
 from .base import (CHUNK_COLUMNS, ENTITY_COLUMNS, FACT_COLUMNS, MEMORY_COLUMNS, AdminStore, ChunkRow, ClaimFilter,
-                   EntityRow, FactRow, MemoryFilter, MemoryStore, SearchStore, Txn, columns, ordered)
+                   EntityRow, FactRow, MemoryFilter, MemoryStore, SearchStore, Txn, columns, ordered, quoted,
+                   retry_transient)
 from .filters import Condition
 
 if TYPE_CHECKING:
@@ -59,6 +62,8 @@ _NAMED_FACTS = (f"SELECT {', '.join('f.' + c for c in FACT_COLUMNS.split(', '))}
                 " t.name AS target_name FROM facts f JOIN entities s ON s.id = f.source_id JOIN entities t ON t.id = f.target_id")
 _REACH_ID = {"memory": "m.id", "chunk": "r.id", "fact": "p.fact_id", "entity": "p.entity_id"}
 _BATCH = 500
+#: buffered access counts are written after this many recalls, or this many seconds
+_ACCESS_FLUSH_CALLS, _ACCESS_FLUSH_SECONDS = 64, 5.0
 #: the memory columns a ``MemoryFilter`` compares by equality
 _SCOPE_COLUMNS = ("dataset", "kind", "status", "retention", "pinned", "user", "agent", "session")
 R = TypeVar("R", bound="DataclassInstance")
@@ -207,18 +212,19 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
     """A dataset-partitioned memory store, thread-safe: the reads both backends share, over the
     roles each fills (``base.py``). A backend sets ``dialect`` and gives connections (rows
     readable by column name) through ``_read()`` and ``_write()`` (committed when the block
-    ends); ``_fresh`` lets it add what it holds in memory to memories read."""
+    ends)."""
 
     dialect: Dialect
     #: the embedder the vectors come from (once checked), and the store as messages name it
     _dimension: int | None = None
     _shown: str
 
-    def _fresh(self, memories: list[Memory]) -> list[Memory]:
-        return memories
-
-    def flush_access(self) -> None:
-        """Write the access counts held in memory (a store that holds none has nothing to do)."""
+    def __init__(self, lock: Any = None) -> None:
+        #: access counts not yet written, (table, id) -> (count, last access, dataset), guarded
+        #: by ``lock`` (SQLite's one lock: a read and a flush never interleave)
+        self._access: dict[tuple[str, str], tuple[int, dt.datetime, str]] = {}
+        self._access_lock = lock or threading.RLock()
+        self._access_calls, self._access_since = 0, time.monotonic()
 
     def _rows(self, query: str, args: Sequence[Any] = (), conn: Any = None) -> list[Any]:
         """The rows of a read, on ``conn`` (a connection ``_read`` gave) or a connection of its own."""
@@ -251,35 +257,112 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
             args += [target_id, relation, dataset]
         return [self.dialect.fact_row(r) for r in self._rows(f"SELECT * FROM ({query}) u ORDER BY valid_at, id", args, conn)]
 
+    # -- access counts -----------------------------------------------------------------------------
+    def record_access(self, dataset: str, memory_ids: Sequence[str], entity_ids: Sequence[str],
+                      fact_ids: Sequence[str], at: dt.datetime) -> None:
+        """Counted in memory and written every ``_ACCESS_FLUSH_CALLS`` recalls, every
+        ``_ACCESS_FLUSH_SECONDS`` and on close: one write per recall cost 0.8 ms at 100k on
+        SQLite, 1.3 ms on PostgreSQL. Reads of memories in this process add the counts not yet
+        written (``_memories``); listing memories by access, export and copy write them first."""
+        with self._access_lock:
+            for table, ids in (("memories", memory_ids), ("entities", entity_ids), ("facts", fact_ids)):
+                for item_id in ids:
+                    count = self._access.get((table, item_id), (0,))[0]
+                    self._access[(table, item_id)] = (count + 1, at, dataset)
+            self._access_calls += 1
+            if self._access_calls >= _ACCESS_FLUSH_CALLS or time.monotonic() - self._access_since >= _ACCESS_FLUSH_SECONDS:
+                self.flush_access()
+
+    def flush_access(self) -> None:
+        """Write the buffered access counts, committed at once (the counts are exact on return)."""
+        with self._access_lock:
+            pending, self._access = self._access, {}
+            self._access_calls, self._access_since = 0, time.monotonic()
+            if pending:
+                retry_transient(lambda: self._write_access(pending))
+
+    def _write_access(self, pending: dict[tuple[str, str], tuple[int, dt.datetime, str]]) -> None:
+        """One statement per table, its rows in id order: concurrent flushes lock rows in one order."""
+        d = self.dialect
+        with self._write() as conn:
+            self._lock_shared(conn, sorted({dataset for _, _, dataset in pending.values()}))
+            for table in ("memories", "entities", "facts"):
+                rows = sorted((i, n, d.time_in(at)) for (t, i), (n, at, _) in pending.items() if t == table)
+                conn.cursor().executemany(d.sql(
+                    f"UPDATE {table} SET access_count = access_count + ?, last_accessed_at ="
+                    " CASE WHEN last_accessed_at >= ? THEN last_accessed_at ELSE ? END WHERE id = ?"),
+                    [(n, at, at, i) for i, n, at in rows])
+
+    def _lock_shared(self, conn: Any, datasets: list[str]) -> None:
+        """Hold these datasets' writers off until the transaction ends (they may still read)."""
+
     # -- memories --------------------------------------------------------------------------------
+    def _memories(self, where: str, args: Sequence[Any], conn: Any = None) -> list[Memory]:
+        """The memories a read selects, with the access counts not yet written."""
+        memories = [self.dialect.memory(r) for r in self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories {where}", args, conn)]
+        for memory in memories:
+            if (access := self._access.get(("memories", memory.id))) is not None:
+                memory.access_count += access[0]
+                if memory.last_accessed_at is None or access[1] > memory.last_accessed_at:
+                    memory.last_accessed_at = access[1]
+        return memories
+
     def get_memories(self, ids: Sequence[str]) -> list[Memory]:
         if not ids:
             return []
         clause, args = self.dialect.any_of("id", ids)
         with self._read() as conn:
-            memories = self._fresh([self.dialect.memory(r) for r in self._rows(
-                f"SELECT {MEMORY_COLUMNS} FROM memories WHERE {clause}", args, conn)])
-        return ordered({m.id: m for m in memories}, ids)
+            return ordered({m.id: m for m in self._memories(f"WHERE {clause}", args, conn)}, ids)
 
     def memory_by_hash(self, dataset: str, content_hash: str) -> Memory | None:
         with self._read() as conn:
-            rows = self._rows(f"SELECT {MEMORY_COLUMNS} FROM memories WHERE dataset = ? AND content_hash = ?",
-                              [dataset, content_hash], conn)
-            return self._fresh([self.dialect.memory(rows[0])])[0] if rows else None
+            return next(iter(self._memories("WHERE dataset = ? AND content_hash = ?", [dataset, content_hash], conn)), None)
 
     def list_memories(self, flt: MemoryFilter) -> list[Memory]:
         if flt.order_by not in ORDERS:
             raise ValueError(f"cannot order by {flt.order_by!r}")
+        if flt.order_by in ("access_count", "last_accessed_at"):
+            self.flush_access()
         clauses, args = self.dialect.memory_where(flt)
         # NULLs sort as the smallest value
         direction = "DESC" if flt.descending else "ASC"
         nulls = "NULLS LAST" if flt.descending else "NULLS FIRST"
-        query = (f"SELECT {MEMORY_COLUMNS} FROM memories{_and(clauses, ' WHERE ')}"
-                 f' ORDER BY "{flt.order_by}" {direction} {nulls}, id {direction} LIMIT ? OFFSET ?')
         with self._read() as conn:
-            if flt.order_by in ("access_count", "last_accessed_at"):
-                self.flush_access()
-            return self._fresh([self.dialect.memory(r) for r in self._rows(query, [*args, flt.limit, flt.offset], conn)])
+            return self._memories(f"{_and(clauses, 'WHERE ')} ORDER BY \"{flt.order_by}\" {direction} {nulls},"
+                                  f" id {direction} LIMIT ? OFFSET ?", [*args, flt.limit, flt.offset], conn)
+
+    def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
+        """Insert memories (claimed by ``owner`` when given), in order, in one go: (id, True)
+        for each new one; a memory whose content (dataset, content_hash) is stored already, or
+        came earlier in the list, gives (that memory's id, False). Each is one statement
+        (``ON CONFLICT … DO NOTHING``), run in ``_inserting``; the stored ids are read back."""
+        names, d = [n for n in Memory.model_fields if n != "error"], self.dialect
+        datasets = {m.dataset: d.time_in(m.created_at) for m in reversed(memories)}  # each one's first
+        stored: dict[tuple[str, str], str] = {}
+        with self._inserting() as conn:
+            conn.cursor().executemany(d.sql("INSERT INTO datasets (name, created_at) VALUES (?, ?) ON CONFLICT DO NOTHING"),
+                                      sorted(datasets.items()))
+            conn.cursor().executemany(d.sql(
+                f"INSERT INTO memories ({quoted(names)}, claimed_by) VALUES ({', '.join('?' * (len(names) + 1))})"
+                " ON CONFLICT (dataset, content_hash) DO NOTHING"),
+                [[*(d.value(n, v) for n, v in m.model_dump(exclude={"error"}).items()), owner] for m in memories])
+            for dataset in datasets:
+                hashes = list(dict.fromkeys(m.content_hash for m in memories if m.dataset == dataset))
+                for start in range(0, len(hashes), _BATCH):
+                    clause, args = d.any_of("content_hash", hashes[start:start + _BATCH])
+                    stored.update(((dataset, r["content_hash"]), r["id"]) for r in self._rows(
+                        f"SELECT id, content_hash FROM memories WHERE dataset = ? AND {clause}", [dataset, *args], conn))
+        seen: set[tuple[str, str]] = set()
+        out = []
+        for memory in memories:
+            key = (memory.dataset, memory.content_hash)
+            out.append((stored[key], stored[key] == memory.id and key not in seen))
+            seen.add(key)
+        return out
+
+    def _inserting(self) -> AbstractContextManager[Any]:
+        """The connection ``insert_memories`` runs on: one write transaction, unless a backend says otherwise."""
+        return self._write()
 
     def file_memories(self, dataset: str, prefix: str = "", folder: str | None = None) -> list[tuple[str, str, str]]:
         """(source, memory id, content hash) of the memories read from files (``metadata``
@@ -407,13 +490,16 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
         ]
 
     # -- graph reads: entities, facts and chunks, outside a transaction --------------------------
-    def _provenance(self, conn: Any, kind: str, ids: Sequence[str]) -> dict[str, list[str]]:
-        """The memory ids each record (of ``kind`` entity or fact) was stated by, in order."""
+    def _provenance(self, conn: Any, kind: str, ids: Sequence[str], *, of_memories: bool = False) -> dict[str, list[str]]:
+        """The memory ids each record (of ``kind`` entity or fact) was stated by, or with
+        ``of_memories`` the record ids each memory states; each list sorted, every id a key."""
         out: dict[str, list[str]] = {i: [] for i in ids}
-        column = f"{kind}_id"
-        clause, args = self.dialect.any_of(column, ids)
-        for r in self._rows(f"SELECT {column}, memory_id FROM {kind}_memories WHERE {clause} ORDER BY memory_id", args, conn):
-            out[r[column]].append(r["memory_id"])
+        if not out:
+            return out
+        key, value = ("memory_id", f"{kind}_id") if of_memories else (f"{kind}_id", "memory_id")
+        clause, args = self.dialect.any_of(key, list(out))
+        for r in self._rows(f"SELECT {key}, {value} FROM {kind}_memories WHERE {clause} ORDER BY {key}, {value}", args, conn):
+            out[r[key]].append(r[value])
         return out
 
     def _stated(self, kind: str, select: str, column: str, ids: Sequence[str], record: Callable[..., Any]) -> list[Any]:
@@ -446,8 +532,6 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
     # the memories that state each fact (as ``get_facts`` gives them), by fact id, without the
     # facts; recall votes with these and reads the facts of the memories that rank
     def fact_owners(self, ids: Sequence[str]) -> dict[str, list[str]]:
-        if not ids:
-            return {}
         with self._read() as conn:
             return {f: m for f, m in self._provenance(conn, "fact", list(dict.fromkeys(ids))).items() if m}
 
@@ -487,33 +571,22 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
 
     def memory_graph(self, memory_id: str) -> tuple[list[str], list[str]]:
         """Provenance the other way: (entity_ids, fact_ids) a memory states."""
-        query = "SELECT {0}_id AS id FROM {0}_memories WHERE memory_id = ? ORDER BY {0}_id"
         with self._read() as conn:
-            entities, facts = ([r["id"] for r in self._rows(query.format(kind), [memory_id], conn)]
+            entities, facts = (self._provenance(conn, kind, [memory_id], of_memories=True)[memory_id]
                                for kind in ("entity", "fact"))
         return entities, facts
 
     def memory_facts(self, memory_ids: Sequence[str]) -> dict[str, list[str]]:
         """The fact ids each memory states (sorted, as ``memory_graph`` gives them), for many
         memories in one read; every memory asked about is a key."""
-        out: dict[str, list[str]] = {m: [] for m in memory_ids}
-        if not out:
-            return out
-        clause, args = self.dialect.any_of("memory_id", list(out))
-        for r in self._rows(f"SELECT memory_id, fact_id FROM fact_memories WHERE {clause} ORDER BY memory_id, fact_id", args):
-            out[r["memory_id"]].append(r["fact_id"])
-        return out
+        with self._read() as conn:
+            return self._provenance(conn, "fact", memory_ids, of_memories=True)
 
     def entity_rows(self, dataset: str, after_id: str | None, limit: int) -> list[EntityRow]:
         """A page of a dataset's entities (with embeddings), ordered by id."""
         rows = self._rows(f"SELECT {ENTITY_COLUMNS}, {self.dialect.vector_select} AS vector FROM entities"
                           " WHERE dataset = ? AND id > ? ORDER BY id LIMIT ?", [dataset, after_id or "", limit])
-        out = []
-        for r in rows:
-            row = self.dialect.record(EntityRow, r)
-            row.embedding = self.dialect.vector_out(r["vector"])
-            out.append(row)
-        return out
+        return [replace(self.dialect.record(EntityRow, r), embedding=self.dialect.vector_out(r["vector"])) for r in rows]
 
     def set_fact_weight(self, fact_id: str, weight: float) -> None:
         """Set the feedback weight recall multiplies a fact's score by."""

@@ -17,7 +17,6 @@ The SQL it shares with SQLite is in ``kenning/store/sql.py``; its spelling in ``
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import math
 import re
@@ -35,8 +34,7 @@ from psycopg.types.string import StrDumperUnknown
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from ...errors import ConfigurationError, StoreError
-from ...models import Memory
-from ..base import FACT_COLUMNS, FactRow, Scored, Txn, retry_transient
+from ..base import FACT_COLUMNS, FactRow, Scored, Txn
 from ..sql import KIND_TABLE, Store
 from .dialect import POSTGRES, to_vector_text
 from .lexical import bm25
@@ -154,6 +152,7 @@ class PostgresStore(Store):
     dialect = POSTGRES
 
     def __init__(self, url: str, *, pool_size: int = 4, timeout: float = 30.0, hnsw_ef_search: int = 100) -> None:
+        super().__init__()
         self.url, self._shown = url, redact(url)
         self._local = threading.local()
         _probe(url, timeout)
@@ -206,6 +205,9 @@ class PostgresStore(Store):
             yield conn
 
     _read = _conn
+    #: each memory (and dataset row) ``insert_memories`` inserts is its own transaction, all sent
+    #: in one pipeline: concurrent writers never deadlock
+    _inserting = _conn
 
     # -- lifecycle ---------------------------------------------------------------------------
     def _migrate(self) -> None:
@@ -281,7 +283,10 @@ class PostgresStore(Store):
                 conn.execute(statement)
 
     def close(self) -> None:
-        self._pool.close()
+        try:
+            self.flush_access()
+        finally:
+            self._pool.close()
 
     def scrub(self) -> None:
         """Nothing to do from here: deleted rows are invisible at once, and their bytes stay in
@@ -347,38 +352,6 @@ class PostgresStore(Store):
             # The rows are committed and found by an exact scan; the next open builds the index.
             log.warning("index build after a bulk load failed", extra={"error": exc.message})
 
-    # -- memories ----------------------------------------------------------------------------
-    def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
-        if not memories:
-            return []
-        names = [n for n in Memory.model_fields if n != "error"]
-        # Each memory is one statement, its own transaction (the dataset row, then the memory
-        # unless its content is stored already), all sent in one pipeline.
-        insert = sql.SQL(
-            "WITH ds AS (INSERT INTO datasets (name, created_at) VALUES (%s, %s) ON CONFLICT DO NOTHING)"
-            " INSERT INTO memories ({}, claimed_by) VALUES ({}, %s)"
-            " ON CONFLICT (dataset, content_hash) DO NOTHING RETURNING id"
-        ).format(sql.SQL(", ").join(map(sql.Identifier, names)), sql.SQL(", ").join(sql.Placeholder() * len(names)))
-        rows = []
-        for memory in memories:
-            data = memory.model_dump()
-            rows.append([memory.dataset, memory.created_at, *(self.dialect.value(n, data[n]) for n in names), owner])
-        with self._conn() as conn, conn.cursor() as cur:
-            cur.executemany(insert, rows, returning=True)
-            created = []
-            while True:
-                created.append(cur.fetchone() is not None)
-                if not cur.nextset():
-                    break
-            keys = [(m.dataset, m.content_hash) for m, new in zip(memories, created) if not new]
-            stored = {}
-            if keys:
-                stored = {(r["dataset"], r["content_hash"]): r["id"] for r in conn.execute(
-                    "SELECT id, dataset, content_hash FROM memories WHERE (dataset, content_hash) IN"
-                    " (SELECT * FROM unnest(%s::text[], %s::text[]))", ([k[0] for k in keys], [k[1] for k in keys]))}
-        return [(m.id, True) if new else (stored[(m.dataset, m.content_hash)], False)
-                for m, new in zip(memories, created)]
-
     # -- search lanes ------------------------------------------------------------------------
     def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
         terms = [t for t in terms if t and t.strip()][:_MAX_TERMS]
@@ -437,26 +410,13 @@ class PostgresStore(Store):
             ).fetchall()
         return [(r["of_id"], r["id"], r["offset"]) for r in rows]
 
-    def record_access(self, dataset: str, memory_ids: Sequence[str], entity_ids: Sequence[str],
-                      fact_ids: Sequence[str], at: dt.datetime) -> None:
-        # Writers of the dataset hold its advisory lock exclusively and take row locks in any
-        # order; counting accesses under the shared lock never waits on a row a writer holds
-        # while the writer waits for a row locked here (the deadlock forget and recall had).
-        # Recalls share the lock and lock rows in id order, table by table, so they never
-        # deadlock with each other.
-        # One pipeline: the transaction, its lock and its updates go out together, one round trip.
-        def once() -> None:
-            with self._conn() as conn, conn.pipeline(), conn.transaction():
-                conn.execute("SELECT pg_advisory_xact_lock_shared(%s, hashtext(current_schema() || '/' || %s))",
-                             (LOCK_DATASET, dataset))
-                for table, ids in (("memories", memory_ids), ("entities", entity_ids), ("facts", fact_ids)):
-                    if ids:
-                        conn.execute(sql.SQL(
-                            "UPDATE {t} SET access_count = access_count + 1, last_accessed_at = %s"
-                            " WHERE id IN (SELECT id FROM {t} WHERE id = ANY(%s) ORDER BY id FOR NO KEY UPDATE)"
-                        ).format(t=sql.Identifier(table)), (at, sorted(set(ids))))
-
-        retry_transient(once)
+    def _lock_shared(self, conn: _Conn, datasets: list[str]) -> None:
+        """Writers of a dataset hold its advisory lock exclusively and take row locks in any
+        order; counting accesses under the shared lock never waits on a row a writer holds while
+        the writer waits for a row locked here (the deadlock forget and recall had)."""
+        for dataset in datasets:
+            conn.execute("SELECT pg_advisory_xact_lock_shared(%s, hashtext(current_schema() || '/' || %s))",
+                         (LOCK_DATASET, dataset))
 
     def _fit_vectors(self, conn: _Conn, table: str, dimensions: set[int]) -> None:
         typmod, _ = self._vector_columns(conn)[table]

@@ -25,10 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from ..._time import to_text
 from ...errors import StoreError
-from ...models import Memory
-from ..base import FACT_COLUMNS, FactRow, Scored, Txn, entity_text, quoted
+from ..base import FACT_COLUMNS, FactRow, Scored, Txn, entity_text
 from ..sql import KIND_TABLE, Store, row_dict
 from ..vectors import FORMAT, AnnIndex, IndexFiles, build, calibrate
 from .dialect import SQLITE, dataset_token
@@ -46,8 +44,6 @@ _CLOSE_SAVE_ROWS = 2_000
 _ACCEPTED = 8
 #: vectors logged between two maintenance passes at ingest
 _MAINTAIN_ROWS = 1024
-_ACCESS_FLUSH_CALLS = 64
-_ACCESS_FLUSH_SECONDS = 5.0
 #: SQLite's default: a checkpoint once the write-ahead log holds this many pages
 _WAL_PAGES = 1000
 #: a search term in more rows than this is dropped while a rarer term remains
@@ -160,6 +156,7 @@ class SQLiteStore(Store):
             raise StoreError(f"cannot open SQLite database at {path}: {exc}") from exc
         self._db.row_factory = sqlite3.Row
         self._lock = threading.RLock()
+        super().__init__(self._lock)
         #: full-text tables with deleted or changed rows since the last scrub
         self._fts_changed: set[str] = set()
         #: a write group's transaction is open (on the thread holding the lock)
@@ -184,8 +181,6 @@ class SQLiteStore(Store):
         self._anns: dict[tuple[str, str], AnnIndex] = {}
         self._maintained = self._head()  # log position the indexes were last maintained to
         self._files = IndexFiles(path) if path != ":memory:" else None
-        self._access: dict[tuple[str, str], tuple[int, dt.datetime]] = {}
-        self._access_calls, self._access_since = 0, time.monotonic()
         self._checkpointer: threading.Thread | None = None
         self._counts: dict[tuple[str, str], int] = {}  # (table, term) -> rows holding it
         self._shares: dict[tuple[str, str], float] = {}  # (table, dataset) -> its share of fetched rows
@@ -263,26 +258,18 @@ class SQLiteStore(Store):
     def _write(self) -> Iterator[sqlite3.Connection]:
         """One write transaction; inside a write group, a savepoint of the group's."""
         with self._lock:
-            if self._grouped:
-                self._db.execute("SAVEPOINT write")
-                try:
-                    yield self._db
-                except BaseException:
-                    self._db.execute("ROLLBACK TO write")
-                    self._db.execute("RELEASE write")
-                    raise
-                self._db.execute("RELEASE write")
-                return
+            grouped = self._grouped
             try:
-                self._db.execute("BEGIN IMMEDIATE")
+                self._db.execute("SAVEPOINT write" if grouped else "BEGIN IMMEDIATE")
             except sqlite3.OperationalError as exc:
                 raise StoreError(f"database is busy: {exc}") from exc
             try:
                 yield self._db
             except BaseException:
-                self._db.execute("ROLLBACK")
+                for undo in ("ROLLBACK TO write", "RELEASE write") if grouped else ("ROLLBACK",):
+                    self._db.execute(undo)
                 raise
-            self._db.execute("COMMIT")
+            self._db.execute("RELEASE write" if grouped else "COMMIT")
 
     @contextmanager
     def write_group(self) -> Iterator[None]:
@@ -327,40 +314,6 @@ class SQLiteStore(Store):
                 yield SQLiteTxn(self, db)
             if not self._grouped:  # a group maintains the indexes once it has committed
                 self._maintain()
-
-    # -- memories ----------------------------------------------------------------------------
-    def insert_memories(self, memories: Sequence[Memory], owner: str | None = None) -> list[tuple[str, bool]]:
-        """All in one transaction (one commit, not one per memory), in order: a memory whose
-        content is stored already, or came earlier in the list, gives that memory's id."""
-        out: list[tuple[str, bool]] = []
-        with self._write():
-            # the stored contents read at once, a dataset row per dataset, the new rows in one executemany
-            stored: dict[tuple[str, str], str] = {}
-            for dataset in dict.fromkeys(m.dataset for m in memories):
-                hashes = list(dict.fromkeys(m.content_hash for m in memories if m.dataset == dataset))
-                for start in range(0, len(hashes), 500):
-                    part = hashes[start:start + 500]
-                    stored.update(((dataset, r["content_hash"]), r["id"]) for r in self._db.execute(
-                        f"SELECT id, content_hash FROM memories WHERE dataset = ? AND content_hash IN ({_marks(len(part))})",
-                        [dataset, *part]))
-            rows: list[list[Any]] = []
-            datasets: dict[str, dt.datetime] = {}
-            for memory in memories:
-                key = (memory.dataset, memory.content_hash)
-                if key in stored:
-                    out.append((stored[key], False))
-                    continue
-                stored[key] = memory.id
-                data = memory.model_dump(exclude={"error"})
-                rows.append([*(self.dialect.value(n, v) for n, v in data.items()), owner])
-                datasets.setdefault(memory.dataset, memory.created_at)
-                out.append((memory.id, True))
-            self._db.executemany("INSERT OR IGNORE INTO datasets (name, created_at) VALUES (?, ?)",
-                                 [(name, to_text(at)) for name, at in datasets.items()])
-            names = [n for n in Memory.model_fields if n != "error"]
-            self._db.executemany(f"INSERT INTO memories ({quoted(names)}, claimed_by)"
-                                 f" VALUES ({_marks(len(names) + 1)})", rows)
-        return out
 
     # -- search lanes ------------------------------------------------------------------------
     def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
@@ -545,49 +498,21 @@ class SQLiteStore(Store):
             rows = self._db.execute(sql, [window, window, *memory_ids]).fetchall()
         return [(r["of_id"], r["id"], r["offset"]) for r in rows]
 
-    def record_access(self, dataset: str, memory_ids: Sequence[str], entity_ids: Sequence[str],
-                      fact_ids: Sequence[str], at: dt.datetime) -> None:
-        """Counted in memory and written every ``_ACCESS_FLUSH_CALLS`` recalls, every
-        ``_ACCESS_FLUSH_SECONDS`` and on close: one write per recall cost 0.8 ms at 100k. Reads
-        of memories in this process add the counts not yet written."""
-        with self._lock:
-            for table, ids in (("memories", memory_ids), ("entities", entity_ids), ("facts", fact_ids)):
-                for item_id in ids:
-                    count, _ = self._access.get((table, item_id), (0, at))
-                    self._access[(table, item_id)] = (count + 1, at)
-            self._access_calls += 1
-            if self._access_calls >= _ACCESS_FLUSH_CALLS or time.monotonic() - self._access_since >= _ACCESS_FLUSH_SECONDS:
-                self.flush_access()
-
-    def flush_access(self) -> None:
-        """Write the buffered access counts: one statement per table, committed at once (the
-        counts are exact on return). The commit does not copy the write-ahead log into the
-        database file, which for the thousand-odd rows of 64 recalls took ~0.2 s of a recall
-        at 50k (the p99): a thread does that on a connection of its own (a passive
-        checkpoint, blocking no reader or writer); docs/benchmarks.md "Scale"."""
-        with self._lock:
-            pending, self._access = self._access, {}
-            self._access_calls, self._access_since = 0, time.monotonic()
-            if not pending:
-                return
-            by_table: dict[str, list[tuple[int, str | None, str]]] = {}
-            for (table, item_id), (count, at) in pending.items():
-                by_table.setdefault(table, []).append((count, to_text(at), item_id))
-            later = self.path != ":memory:" and not self._grouped
+    def _write_access(self, pending: dict[tuple[str, str], tuple[int, dt.datetime, str]]) -> None:
+        """The commit does not copy the write-ahead log into the database file, which for the
+        thousand-odd rows of 64 recalls took ~0.2 s of a recall at 50k (the p99): a thread does
+        that on a connection of its own (a passive checkpoint, blocking no reader or writer);
+        docs/benchmarks.md "Scale"."""
+        later = self.path != ":memory:" and not self._grouped
+        if later:
+            self._db.execute("PRAGMA wal_autocheckpoint = 0")
+        try:
+            super()._write_access(pending)
+        finally:
             if later:
-                self._db.execute("PRAGMA wal_autocheckpoint = 0")
-            try:
-                with self._write():
-                    for table, rows in by_table.items():
-                        rows.sort(key=lambda row: row[2])
-                        self._db.executemany(
-                            f"UPDATE {table} SET access_count = access_count + ?, last_accessed_at ="
-                            " max(coalesce(last_accessed_at, ''), ?) WHERE id = ?", rows)
-            finally:
-                if later:
-                    self._db.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
-            if later:
-                self._checkpoint_later()
+                self._db.execute(f"PRAGMA wal_autocheckpoint = {_WAL_PAGES}")
+        if later:
+            self._checkpoint_later()
 
     def _checkpoint_later(self) -> None:
         """Copy the write-ahead log into the database file on another thread and connection
@@ -613,16 +538,6 @@ class SQLiteStore(Store):
         if pages >= _WAL_PAGES:
             self._checkpointer = threading.Thread(target=run, name="kenning-checkpoint", daemon=True)
             self._checkpointer.start()
-
-    def _fresh(self, memories: list[Memory]) -> list[Memory]:
-        """The access counts not yet written added."""
-        for memory in memories:
-            if ("memories", memory.id) in self._access:
-                count, at = self._access[("memories", memory.id)]
-                memory.access_count += count
-                if memory.last_accessed_at is None or at > memory.last_accessed_at:
-                    memory.last_accessed_at = at
-        return memories
 
     def set_embeddings(self, kind: str, rows: Sequence[tuple[str, np.ndarray]]) -> None:
         super().set_embeddings(kind, rows)
