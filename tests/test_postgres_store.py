@@ -314,7 +314,9 @@ def test_lexical_statistics_follow_every_write(url: str, clock) -> None:  # noqa
             txn.update_entity(entities["Alice"], {"description": "an engineer who works on compilers"})
             txn.merge_entities(entities["Acme"], entities["Globex"])  # renames, deletes one entity
         assert _lexical_stats(store)[0] == _lexical_stats(store)[1]
-        kn.recall("Alice Acme")  # bumps access counters: no change to the statistics
+        kn.recall("Alice Acme")  # bumps access counters (buffered: written by the flush): no change to the statistics
+        store.flush_access()
+        assert _lexical_stats(store)[0] == _lexical_stats(store)[1]
         kn.delete(first)
         assert _lexical_stats(store)[0] == _lexical_stats(store)[1]
         kn.forget(dataset="other")
