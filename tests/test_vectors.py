@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kenning._native import load_usearch
-from kenning.store.vectors import EXACT_ROWS, MIN_RECALL, AnnIndex, Flat, IndexFiles, build, calibrate, file_digest
+from kenning.store.vectors import EXACT_ROWS, FLAT_ROWS, MIN_RECALL, AnnIndex, Flat, IndexFiles, build, calibrate, file_digest
 
 Index = load_usearch().Index  # onnxruntime (when installed) before usearch: kenning/_native.py
 
@@ -166,7 +166,9 @@ def test_an_index_searched_exactly_past_exact_rows_keeps_no_graph_and_finds_the_
     data = _clustered(EXACT_ROWS + 2000)
     keys = np.arange(len(data), dtype=np.uint64)
     graph, flat = AnnIndex(32, stamp=0, index=build(32, keys, data)), AnnIndex(32, stamp=0, index=build(32, keys, data))
-    flat.calibrate()
+    flat.calibrate(flat_from=FLAT_ROWS)
+    assert isinstance(flat.index, Index) and len(data) < FLAT_ROWS  # a smaller graph is kept
+    flat.calibrate(flat_from=EXACT_ROWS)
     assert flat.breadth == 0 and isinstance(flat.index, Flat) and len(flat) == len(data)
     queries = _unit(data[:60] + np.random.default_rng(5).normal(size=(60, 32)))
     extra = _unit(np.random.default_rng(6).normal(size=(3, 32)))

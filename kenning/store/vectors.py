@@ -29,6 +29,9 @@ log = logging.getLogger(__name__)
 
 #: below this many rows every search is exact
 EXACT_ROWS = 20_000
+#: an index of this many rows that calibration sends to exact search drops its graph for good
+#: (a smaller one may find a breadth again as it grows, and its graph costs little memory)
+FLAT_ROWS = 100_000
 #: the HNSW graph is used only where it finds this share of the exact top 10
 MIN_RECALL = 0.95
 #: calibration queries lie nearer the data than real questions do: the margin keeps the real
@@ -104,10 +107,10 @@ class AnnIndex:
     def __len__(self) -> int:
         return len(self.index)
 
-    def calibrate(self) -> None:
-        """Choose the search breadth; an index past ``EXACT_ROWS`` searched exactly drops its graph."""
+    def calibrate(self, flat_from: int = FLAT_ROWS) -> None:
+        """Choose the search breadth; an index of ``flat_from`` rows searched exactly drops its graph."""
         self.breadth = calibrate(self.index)
-        if not self.breadth and len(self.index) >= EXACT_ROWS and not isinstance(self.index, Flat):
+        if not self.breadth and len(self.index) >= max(flat_from, EXACT_ROWS) and not isinstance(self.index, Flat):
             keys = np.asarray(self.index.keys, np.uint64)
             self.index = Flat(keys, np.asarray(self.index.get(keys, dtype="f16")).reshape(-1, self.dimension))
 
@@ -179,17 +182,10 @@ class Flat:
         return int(np.count_nonzero(self.keys != _DEAD))
 
     def contains(self, ids: np.ndarray) -> np.ndarray:
-        return self._rows(ids) >= 0
-
-    def _rows(self, ids: np.ndarray) -> np.ndarray:
-        """Per id, its live row, or -1 (timsort: keys are added mostly in order, so this is quick)."""
-        order = np.argsort(self.keys, kind="stable")
-        rows = order[np.minimum(np.searchsorted(self.keys, ids, sorter=order), len(self.keys) - 1)]
-        return np.where(self.keys[rows] == ids, rows, -1)
+        return np.isin(ids, self.keys[np.isin(self.keys, ids)])
 
     def remove(self, ids: np.ndarray) -> None:
-        rows = self._rows(ids)
-        self.keys[rows[rows >= 0]] = _DEAD
+        self.keys[np.isin(self.keys, ids)] = _DEAD
 
     def add(self, ids: np.ndarray, vectors: np.ndarray, threads: int = 0) -> None:
         self.keys = np.concatenate([self.keys, ids])
