@@ -102,7 +102,7 @@ def index_recall(kn: Kenning, corpus: Corpus, top_k: int) -> dict[str, Any]:
     at each search breadth, whether or not calibration chose the graph."""
     import numpy as np
 
-    from kenning.store.vectors import from_blob
+    from kenning.store.vectors import Flat, from_blob
 
     store = kn.store
     queries = kn._engine.embedder.embed([q.text for q in corpus.questions])
@@ -129,13 +129,14 @@ def index_recall(kn: Kenning, corpus: Corpus, top_k: int) -> dict[str, Any]:
             worst = np.partition(scores, len(scores) - k)[len(scores) - k] - 2e-3  # f16 storage
             found += sum(scores[by_id[i]] >= worst for i in got)
             base = store._anns[(kind, DATASET)].index
-            for ef in graph if base is not None else ():
+            for ef in graph if not isinstance(base, Flat) else ():  # a flat index has no graph
                 base.expansion_search = ef
                 keys = base.search(q, k, threads=1).keys
                 graph[ef] += sum(scores[by_key[int(key)]] >= worst for key in keys if int(key) in by_key)
         index = store._anns[(kind, DATASET)]
         total = k * len(queries)
-        out[kind] = {"rows": len(rows), "search": f"hnsw ef={index.breadth}" if index.breadth else "exact",
+        out[kind] = {"rows": len(rows), "search": f"hnsw ef={index.breadth}" if index.breadth
+                     else "exact, flat (no graph)" if isinstance(index.index, Flat) else "exact",
                      f"recall@{top_k}": round(found / total, 4),
                      "graph_recall": {ef: round(n / total, 4) for ef, n in graph.items()},
                      "index_ms_p50": round(float(np.median(ms["index"])), 2),

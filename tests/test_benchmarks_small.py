@@ -28,7 +28,7 @@ def _script(*args: str) -> str:
 def test_synthetic_sentences_are_read_by_the_offline_extractor():
     corpus = synth.generate(300, seed=3, questions=20)
     assert len(corpus.memories) == 300 and len(corpus.questions) == 20
-    assert corpus.memories == sorted(corpus.memories, key=lambda m: m.when)
+    assert list(corpus.memories) == sorted(corpus.memories, key=lambda m: m.when)
     extractor = OfflineExtractor()
     when = dt.datetime(2025, 1, 1, tzinfo=dt.UTC)
     read = sum(bool(extractor.extract([m.text], reference_time=when, usage=Usage()).facts) for m in corpus.memories)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from kenning._native import load_usearch
-from kenning.store.vectors import EXACT_ROWS, MIN_RECALL, AnnIndex, IndexFiles, build, calibrate, file_digest
+from kenning.store.vectors import EXACT_ROWS, FLAT_ROWS, MIN_RECALL, AnnIndex, Flat, IndexFiles, build, calibrate, file_digest
 
 Index = load_usearch().Index  # onnxruntime (when installed) before usearch: kenning/_native.py
 
@@ -157,3 +157,55 @@ def test_removed_vectors_are_not_in_the_saved_file(tmp_path):
         assert np.asarray(data[key], np.float16).tobytes() not in raw
     assert stored.size and ann.removed == 0 and len(ann) == 300 - len(gone) + 3
     assert [k for k, _ in ann.search(data[100], 1)] == [100]
+
+
+def test_an_index_searched_exactly_past_exact_rows_keeps_no_graph_and_finds_the_same_rows(tmp_path):
+    """Where calibration says "exact", the graph is dropped for a flat index of the same float16
+    vectors: the same rows and scores as the graph's exact search, through changes, a save (the
+    file mapped) and a reopening, and the file untouched by changes after it."""
+    data = _clustered(EXACT_ROWS + 2000)
+    keys = np.arange(len(data), dtype=np.uint64)
+    graph, flat = AnnIndex(32, stamp=0, index=build(32, keys, data)), AnnIndex(32, stamp=0, index=build(32, keys, data))
+    flat.calibrate(flat_from=FLAT_ROWS)
+    assert isinstance(flat.index, Index) and len(data) < FLAT_ROWS  # a smaller graph is kept
+    flat.calibrate(flat_from=EXACT_ROWS)
+    assert flat.breadth == 0 and isinstance(flat.index, Flat) and len(flat) == len(data)
+    queries = _unit(data[:60] + np.random.default_rng(5).normal(size=(60, 32)))
+    extra = _unit(np.random.default_rng(6).normal(size=(3, 32)))
+
+    def same(a: AnnIndex, b: AnnIndex) -> None:
+        assert len(a) == len(b)
+        for q in queries:
+            assert a.search(q, 10) == b.search(q, 10)
+
+    same(graph, flat)
+    for ann in (graph, flat):
+        ann.remove([5, 7, 10**9])
+        ann.upsert([9], extra[:1])  # a row re-embedded
+        ann.upsert([10**6, 10**6 + 1], extra[1:])
+    same(graph, flat)
+    files = IndexFiles(str(tmp_path / "s.db"))
+    flat.wipe()
+    path = files.save(flat.index, "fact-x-fp-", 4, 0, lambda digest: None)
+    same(graph, flat)  # now mapped from the file
+    assert path.stat().st_size == 32 + (8 + 2 * 32) * len(flat)  # header, keys, float16 vectors: no graph
+    digest = file_digest(path)
+    opened = AnnIndex(32, stamp=4, index=IndexFiles.open(path, 32, digest), path=path)
+    assert isinstance(opened.index, Flat) and opened.mapped and IndexFiles.open(path, 33, digest) is None
+    same(graph, opened)
+    for ann in (graph, opened):
+        ann.remove([10**6, 11])
+        ann.upsert([12, 10**6 + 2], extra[:2])
+    same(graph, opened)
+    assert file_digest(path) == digest and not any(k in (5, 7, 10**6, 11) for k, _ in opened.search(extra[1], 50))
+    path.write_bytes(path.read_bytes()[:-7])
+    assert IndexFiles.open(path, 32, digest) is None
+
+
+def test_a_flat_index_breaks_ties_by_key_and_an_empty_one_finds_nothing():
+    flat = AnnIndex(4, stamp=0, index=Flat(np.zeros(0, np.uint64), np.zeros((0, 4), np.float16)))
+    assert flat.search(np.ones(4, np.float32), 3) == [] and len(flat) == 0
+    flat.upsert([30, 10, 20, 40], np.array([[1, 0, 0, 0]] * 3 + [[0, 1, 0, 0]], np.float32))
+    assert flat.search(np.array([1, 0, 0, 0], np.float32), 2) == [(10, 1.0), (20, 1.0)]
+    flat.remove([10])
+    assert flat.search(np.array([1, 0, 0, 0], np.float32), 3) == [(20, 1.0), (30, 1.0), (40, 0.0)]

@@ -700,7 +700,8 @@ class SQLiteStore(Store):
         covers. A store in memory, or whose directory refuses the file, keeps the index in
         memory; a file at least as new as this index (another process's) is left as it is."""
         if self._files is None:
-            ann.breadth, ann.unsaved = calibrate(ann.index), 0
+            ann.calibrate()
+            ann.unsaved = 0
             return
         prefix = self._prefix(kind, dataset)
         if not len(ann):  # nothing to save, and no file may keep the rows removed
@@ -711,7 +712,7 @@ class SQLiteStore(Store):
         if newest is not None and newest[1] >= ann.stamp and newest[0] != ann.path:
             return
         ann.wipe()  # no removed row's vector goes into the file
-        ann.breadth = calibrate(ann.index)
+        ann.calibrate()
         try:
             ann.path = self._files.save(ann.index, prefix, ann.stamp, ann.breadth,
                                         lambda digest: self._accept(kind, dataset, digest))
