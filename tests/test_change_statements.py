@@ -363,3 +363,17 @@ def test_a_new_employer_said_plainly_also_ends_the_role_at_the_old_one(db_path) 
                           ("2022-07-01T09:00:00Z", ["I work at Globex."])])
         now, ended = _now_and_ended(kn, "Ines")
         assert "engineer" in ended and {"Globex", "Leeds"} <= now and not {"Acme", "engineer"} & now
+
+
+def _first_naming(kn: Kenning, user: str, question: str, values: tuple[str, ...]) -> str:
+    return next(h.text for h in kn.recall(question, user=user).hits if any(v in h.text for v in values))
+
+
+def test_the_question_words_of_a_living_and_of_studying_lead_to_the_current_fact(db_path) -> None:
+    with Kenning(db_path) as kn:
+        tell(kn, "Ines", [("2020-09-01T09:00:00Z", ["I'm Ines, I work as a teacher at Oakwood Primary.",
+                                                    "I study law at King's College London."]),
+                          ("2022-09-01T09:00:00Z", ["I quit teaching and became a software tester at Sky.",
+                                                    "I moved universities, I'm at UCL now."])])
+        assert "tester" in _first_naming(kn, "Ines", "What does Ines do for a living?", ("teacher", "tester"))
+        assert "UCL" in _first_naming(kn, "Ines", "Where does Ines study?", ("UCL", "King's"))
