@@ -304,6 +304,10 @@ def _now_and_ended(kn: Kenning, user: str) -> tuple[set[str], set[str]]:
     ("I have a Pixel 7.", "Got a new phone: an iPhone 15.", "Pixel 7", "iPhone 15"),
     ("I drive a Honda Civic.", "New car: a Kia Niro.", "Honda Civic", "Kia Niro"),
     ("I have a Pixel 7.", "My new phone is a Samsung Galaxy S24.", "Pixel 7", "Samsung Galaxy S24"),
+    ("I drive a Honda Civic.", "I got a new car, a Tesla Model Y.", "Honda Civic", "Tesla Model Y"),
+    # a change said with a trailing "now" the rules read without it
+    ("I have a Pixel 7.", "I changed phones, I have a Pixel 8 now.", "Pixel 7", "Pixel 8"),
+    ("I work at Tesco.", "My new job is at Deloitte.", "Tesco", "Deloitte"),
     # a replacement said with an adverb, naming part of the stored value ("the Dell")
     ("I use a Dell laptop.", "I also replaced the Dell with a MacBook Air.", "Dell laptop", "MacBook Air"),
     # a thing that ends (written off, broke down, died), then a new one in the same sentence

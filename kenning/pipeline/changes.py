@@ -46,6 +46,7 @@ __all__ = [
     "replaces",
     "tidy_value",
     "value_names",
+    "without_now",
 ]
 
 # -- kinds of value: what a change of one value replaces -------------------------------------
@@ -278,6 +279,7 @@ _NOT_A_B = re.compile(r"(?i:not)\s+(?P<old>[^,;]+?)\s*(?:,|;)\s*(?:but\s+)?(?P<m
 #: words that say the value is new ("I now work at B", "I live in Lyon now", "I'm vegan these days")
 _NOW = re.compile(r"\b(?:now|these\s+days|nowadays|instead|anymore|any\s+more|from\s+now\s+on)\b",
                   re.IGNORECASE)
+_NOW_AT_END = re.compile(r"\s*,?\s+(?:now|these\s+days|nowadays)\s*[.!]?$", re.IGNORECASE)
 #: a plan, not a change: "I'm moving to Berlin next month", "I will switch to Android"
 _FUTURE = re.compile(
     r"\b(?:will|shall|won't|(?:am|is|are|['’]m|['’]re|['’]s)\s+(?:not\s+)?(?:going\s+to|gonna)|about\s+to|"
@@ -452,6 +454,12 @@ def read_change(clause: str, said: str | None = None) -> Change | None:
     if _NOW.search(said):
         return Change(text=text, changes=True)
     return None
+
+
+def without_now(text: str) -> str:
+    """A clause without a trailing "now" ("I have a Pixel 8 now"), for the rules that end at
+    the value; the clause itself when it has none."""
+    return _NOW_AT_END.sub("", text) or text
 
 
 # -- closing (inside the write transaction) --------------------------------------------------

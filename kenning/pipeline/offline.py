@@ -478,6 +478,9 @@ _RULES: list[_Rule] = [
     _rule(r"%S%A\s+%X(?:works?|worked|working)\s+as\s+(?:(?:an?|the)\s+)?(?P<role>[A-Za-z][\w-]*"
           r"(?:\s+[A-Za-z][\w-]*){0,3})%E", "@role", "person", "concept"),
     _rule(r"%S%A\s+%B\s+employed\s+(?:by|at)\s+%O%F%E", "works_at", "person", "organization"),
+    # "my new job is at Deloitte": where one works
+    _rule(r"%P\s+(?:(?:new|current)\s+)?(?:job|workplace|employer)\s+(?:is|was)\s+(?:at|with)\s+%N%E", "works_at",
+          "person", "organization"),
     _rule(r"%S%A\s+(?:is|am|are)\s+(?:now\s+)?at\s+%N%E", "works_at", "person", "organization"),
     _rule(r"%S%A\s+%X(?:got|gets|get|landed|lands|took|takes|accepted|accepts|found|started|"
           r"starts|began|was\s+offered|got\s+offered)\s+(?:(?:an?|the|my|his|her|their)\s+)?"
@@ -832,6 +835,19 @@ _NEW_THING = re.compile(r"(?i:(?:(?:i\s+)?(?:got|bought|have|get|getting)\s+(?:a
                         r"new)\s+(?P<kind>[a-z]+)")
 
 
+#: "I got a new car, a Tesla Model Y": the new thing of a kind, named after it
+_NEW_THING_SAID = re.compile(r"(?P<label>(?:(?:I|we)\s+)?(?:just\s+|finally\s+)?(?:got|bought|have)\s+(?:a|an|my|our)\s+"
+                             r"(?:brand[\s-]+)?new\s+(?P<kind>[a-z]+))\s*[,:—–-]\s*(?P<text>(?:an?|the)\s+\S.*)")
+
+
+def _new_thing(sentence: str) -> str:
+    """ "I got a new car, a Tesla Model Y." is "My new car is a Tesla Model Y." (``_NEW_THING``)."""
+    said = _NEW_THING_SAID.fullmatch(sentence) if "new" in sentence else None
+    if said and _changes.category_of(said["kind"]):
+        return f"My new {said['kind']} is {said['text']}"
+    return sentence
+
+
 def _sentences(text: str) -> list[tuple[str | None, str]]:
     """(speaker, sentence) pairs: one speaker per line, sentences split on end punctuation."""
     out: list[tuple[str | None, str]] = []
@@ -848,7 +864,7 @@ def _sentences(text: str) -> list[tuple[str | None, str]]:
                 line = f"My new {new['kind']} is {line}"
         bullet = _BULLET.match(line)
         line = line[bullet.end() :] if bullet else line
-        out.extend((speaker, sentence) for sentence in _split_sentences(line))
+        out.extend((speaker, _new_thing(sentence)) for sentence in _split_sentences(line))
     return out
 
 
@@ -1051,6 +1067,8 @@ class _Reader:
         found = _match(change.text) if change and change.text and change.text != text else None
         rewritten = found is not None  # "I no longer play tennis" read as "I play tennis", ended
         found = found or (_match(text) if text and (change is None or change.text) else None)
+        if found is None and change and change.changes and change.text and (bare := _changes.without_now(text)) != text:
+            found = _match(bare)  # "I have a Pixel 8 now": the rules end at the value
         if found is None and previous and text[:1].islower():
             found = _continue(text, previous)
             if found is not None and found[1].get("o") == text and self.head:
