@@ -306,15 +306,15 @@ def _now_and_ended(kn: Kenning, user: str) -> tuple[set[str], set[str]]:
     ("I have a Pixel 7.", "My new phone is a Samsung Galaxy S24.", "Pixel 7", "Samsung Galaxy S24"),
     ("I drive a Honda Civic.", "I got a new car, a Tesla Model Y.", "Honda Civic", "Tesla Model Y"),
     # a change said with a trailing "now" the rules read without it
-    ("I have a Pixel 7.", "I changed phones, I have a Pixel 8 now.", "Pixel 7", "Pixel 8"),
+    ("I have a Pixel 7.", "I changed phones, I have a Pixel 9 now.", "Pixel 7", "Pixel 9"),
     ("I work at Tesco.", "My new job is at Deloitte.", "Tesco", "Deloitte"),
     # a replacement said with an adverb, naming part of the stored value ("the Dell")
     ("I use a Dell laptop.", "I also replaced the Dell with a MacBook Air.", "Dell laptop", "MacBook Air"),
     # a thing that ends (written off, broke down, died), then a new one in the same sentence
     ("I drive a Skoda Octavia.", "The Skoda got written off in a crash, so I bought a Toyota Corolla.",
      "Skoda Octavia", "Toyota Corolla"),
-    ("I drive a Ford Focus.", "The Focus finally broke down, so I got a Hyundai.", "Ford Focus", "Hyundai"),
-    ("I use a ThinkPad laptop.", "My laptop died, so now I use a Chromebook.", "ThinkPad laptop", "Chromebook"),
+    ("I drive a Peugeot 208.", "The Peugeot broke down on the motorway, so I got a Mazda 3.", "Peugeot 208", "Mazda 3"),
+    ("I use an HP laptop.", "My laptop died, so now I use a Chromebook.", "HP laptop", "Chromebook"),
     # "no longer / not … anymore, just / only Y"
     ("I drink a lot of coffee.", "I don't drink coffee anymore, just green tea.", "coffee", "green tea"),
     ("I eat meat.", "I no longer eat meat, only fish now.", "meat", "fish"),

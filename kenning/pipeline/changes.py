@@ -230,8 +230,8 @@ _LOST = re.compile(
     r"got\s+rid\s+of|gave\s+away|traded\s+in|returned|scrapped)\s+(?P<o>.+)",
     re.DOTALL,
 )
-#: "the Skoda got written off in a crash", "my laptop died last week", "the Focus broke down for
-#: good": a thing named by its owner's words ended, whatever adjunct follows
+#: "the Skoda got written off in a crash", "my laptop died last week", "the Peugeot broke down on
+#: the motorway": a thing named by its owner's words ended, whatever adjunct follows
 _STOLEN = re.compile(
     r"(?:(?i:someone|somebody|a\s+thief|thieves|they)\s+(?:stole|nicked|took)\s+(?P<o>.+)|"
     r"(?P<o2>(?i:my|the|our)\s+[^,;]+?)\s+(?:(?:finally|just|recently|completely)\s+)?(?:(?:(?:was|got|has\s+been|"
@@ -317,7 +317,7 @@ _THEN = re.compile(r"\s*[,;:—–-]?\s*(?:(?:but|and)\s+)?(?:just|only|mostly|n
                    re.IGNORECASE | re.DOTALL)
 _INSTEAD = re.compile(r"(?P<old>[^,;]+?)\s*[,;:—–-]\s*(?:(?:but|and)\s+)?(?:just|only|mostly|now)\s+(?P<new>[^,;]+?)\s*[.!]?",
                       re.IGNORECASE | re.DOTALL)
-#: an adjunct after an ended value: "gave up tennis after my knee injury", "… when my club closed"
+#: an adjunct after an ended value: "gave up tennis after my knee injury", "… because of my back"
 _ADJUNCT = re.compile(r"\s+(?:after|because|due\s+to|following|when|once|as\s+soon\s+as|since)\s+.*$",
                       re.DOTALL)
 _GERUND = re.compile(r"^(?P<v>[a-z]+)ing\b")
@@ -457,7 +457,7 @@ def read_change(clause: str, said: str | None = None) -> Change | None:
 
 
 def without_now(text: str) -> str:
-    """A clause without a trailing "now" ("I have a Pixel 8 now"), for the rules that end at
+    """A clause without a trailing "now" ("I have a Pixel 9 now"), for the rules that end at
     the value; the clause itself when it has none."""
     return _NOW_AT_END.sub("", text) or text
 

@@ -1068,7 +1068,7 @@ class _Reader:
         rewritten = found is not None  # "I no longer play tennis" read as "I play tennis", ended
         found = found or (_match(text) if text and (change is None or change.text) else None)
         if found is None and change and change.changes and change.text and (bare := _changes.without_now(text)) != text:
-            found = _match(bare)  # "I have a Pixel 8 now": the rules end at the value
+            found = _match(bare)  # "I have a Pixel 9 now": the rules end at the value
         if found is None and previous and text[:1].islower():
             found = _continue(text, previous)
             if found is not None and found[1].get("o") == text and self.head:
@@ -1105,7 +1105,7 @@ class _Reader:
             return None
         more = _more_objects(groups) if rule.relation != "@kin" else []
         # "uses Kafka, Redis and Postgres": one fact per object, each said by its own words
-        # ("I use a Pixel 6 and a ThinkPad": "I use a Pixel 6", "I use ThinkPad")
+        # ("I use Vim and Emacs": "I use Vim", "I use Emacs")
         listed = (groups.get("o") or "") if more else ""
         at = said.find(listed) if listed else -1
         for variant in [groups, *({**groups, "o": name, "role": None} for name in more)]:
