@@ -1135,14 +1135,15 @@ class _Reader:
         clause has its own subject and names the fact's value: "I'm a nurse at St Mary's and I
         live in Brighton" describes the home by "I live in Brighton", so a change of employer
         leaves no current fact naming the old one. A clause without the value ("… and left in
-        2021") keeps the sentence."""
+        2021") keeps the sentence, as do plans and events (``_NOT_STATES``), which no change ends."""
         clause = clause.strip()
         if clause == self.sentence.strip() or not _OWN_CLAUSE.match(clause):
             return
         words = f" {normalize_name(clause)} "
         for index in range(before, len(self.facts)):
-            fact = self.facts[index]
-            if fact.sentence == self.sentence and f" {normalize_name(fact.target)} " in words:
+            fact = self.facts[index]  # a plan or an event is never closed by a change: its words stay
+            if fact.sentence == self.sentence and fact.relation not in _NOT_STATES and \
+                    f" {normalize_name(fact.target)} " in words:
                 self.clause_of.setdefault(index, clause)
 
     def described(self) -> None:
