@@ -100,6 +100,32 @@ def test_a_life_of_changes_leaves_only_the_new_values_current(db_path) -> None:
      "espresso"),
     ("I'm based in Berlin.", "Big update: I've relocated to Munich.", "Berlin", "Munich"),
     ("My boss is Karen.", "Karen left; my new boss is Dave.", "Karen", "Dave"),
+    # the everyday loop's third set (lifeloop, 2026-12-04): kinds of sentence
+    # a label that names a new thing of a kind: "Got a new phone: …", "New car: …"
+    ("I have a Pixel 7.", "Got a new phone: an iPhone 15.", "Pixel 7", "iPhone 15"),
+    ("I drive a Honda Civic.", "New car: a Kia Niro.", "Honda Civic", "Kia Niro"),
+    ("I have a Pixel 7.", "My new phone is a Samsung Galaxy S24.", "Pixel 7", "Samsung Galaxy S24"),
+    ("I drive a Honda Civic.", "I got a new car, a Tesla Model Y.", "Honda Civic", "Tesla Model Y"),
+    # a change said with a trailing "now" the rules read without it
+    ("I have a Pixel 7.", "I changed phones, I have a Pixel 9 now.", "Pixel 7", "Pixel 9"),
+    ("I work at Tesco.", "My new job is at Deloitte.", "Tesco", "Deloitte"),
+    # a replacement said with an adverb, naming part of the stored value ("the Dell")
+    ("I use a Dell laptop.", "I also replaced the Dell with a MacBook Air.", "Dell laptop", "MacBook Air"),
+    # a thing that ends (written off, broke down, died), then a new one in the same sentence
+    ("I drive a Skoda Octavia.", "The Skoda got written off in a crash, so I bought a Toyota Corolla.",
+     "Skoda Octavia", "Toyota Corolla"),
+    ("I drive a Peugeot 208.", "The Peugeot broke down on the motorway, so I got a Mazda 3.", "Peugeot 208", "Mazda 3"),
+    ("I use an HP laptop.", "My laptop died, so now I use a Chromebook.", "HP laptop", "Chromebook"),
+    # "no longer / not … anymore, just / only Y"
+    ("I drink a lot of coffee.", "I don't drink coffee anymore, just green tea.", "coffee", "green tea"),
+    ("I eat meat.", "I no longer eat meat, only fish now.", "meat", "fish"),
+    # an adjunct between the two halves of a change
+    ("I play tennis every Sunday.", "I gave up tennis after my knee injury and took up swimming.",
+     "tennis", "swimming"),
+    ("I do pilates twice a week.", "I quit pilates because of my back and started rowing.", "pilates", "rowing"),
+    # moved / changed / switched + a plural slot noun, then the new value
+    ("I study law at King's College London.", "I moved universities, I'm at UCL now.",
+     "King's College London", "UCL"),
 ])
 def test_a_change_statement_ends_the_old_value(db_path, before, change, stale, new) -> None:
     with Kenning(db_path) as kn:
@@ -290,3 +316,59 @@ def test_the_closing_rules_hold_on_both_stores(store_url: str, clock) -> None:  
         assert ended == {"tea": june, "Trek road bike": june, "Pixel 7": june, "Sam": june}
         paris = [f for f in kn.timeline("Lena").facts if f.target == "Paris"]
         assert [(f.invalid_at, f.expired_at is not None) for f in paris] == [(None, True)]
+
+
+# -- the everyday loop, third set (issue 23's scenarios): kinds of sentence, not one user's words ----------
+
+def _now_and_ended(kn: Kenning, user: str) -> tuple[set[str], set[str]]:
+    ended = {f.target for f in kn.timeline(user).facts if f.invalid_at is not None or f.expired_at is not None}
+    return {t for _, _, t in current(kn, user)}, ended
+
+
+def test_a_thing_that_ended_by_its_kind_ends_only_that_kind(db_path) -> None:
+    with Kenning(db_path) as kn:
+        tell(kn, "Ines", [("2022-01-01T09:00:00Z", ["I have an iPhone 13.", "I ride a Brompton bike."]),
+                          ("2023-01-01T09:00:00Z", ["My phone died last week."])])
+        now, ended = _now_and_ended(kn, "Ines")
+        assert "iPhone 13" in ended and "Brompton bike" in now
+
+
+def test_quitting_the_work_ends_the_role_and_the_new_role_is_current(db_path) -> None:
+    with Kenning(db_path) as kn:
+        tell(kn, "Ines", [("2020-09-01T09:00:00Z", ["I work as a teacher at Oakwood Primary."]),
+                          ("2022-09-01T09:00:00Z", ["I quit teaching and became a software tester at Sky."])])
+        now, ended = _now_and_ended(kn, "Ines")
+        assert {"software tester", "Sky"} <= now and not {"teacher", "teaching", "Oakwood Primary"} & now
+        assert "teacher" in ended
+
+
+def test_a_role_said_at_an_employer_ends_with_that_job(db_path) -> None:
+    with Kenning(db_path) as kn:
+        tell(kn, "Ines", [("2021-02-01T09:00:00Z", ["I'm a nurse at St Mary's Hospital and I live in Brighton."]),
+                          ("2022-07-01T09:00:00Z", ["I left St Mary's in June and now work at the Royal Sussex."])])
+        facts = kn.context(user="Ines").facts
+        said = " ".join(f"{f.description} {f.target}" for f in facts)
+        assert "St Mary" not in said, said  # no current fact names the old employer
+        assert "Royal Sussex" in said and "Brighton" in said
+
+
+def test_a_new_employer_said_plainly_also_ends_the_role_at_the_old_one(db_path) -> None:
+    with Kenning(db_path) as kn:
+        tell(kn, "Ines", [("2021-02-01T09:00:00Z", ["I'm an engineer at Acme.", "I live in Leeds."]),
+                          ("2022-07-01T09:00:00Z", ["I work at Globex."])])
+        now, ended = _now_and_ended(kn, "Ines")
+        assert "engineer" in ended and {"Globex", "Leeds"} <= now and not {"Acme", "engineer"} & now
+
+
+def _first_naming(kn: Kenning, user: str, question: str, values: tuple[str, ...]) -> str:
+    return next(h.text for h in kn.recall(question, user=user).hits if any(v in h.text for v in values))
+
+
+def test_the_question_words_of_a_living_and_of_studying_lead_to_the_current_fact(db_path) -> None:
+    with Kenning(db_path) as kn:
+        tell(kn, "Ines", [("2020-09-01T09:00:00Z", ["I'm Ines, I work as a teacher at Oakwood Primary.",
+                                                    "I study law at King's College London."]),
+                          ("2022-09-01T09:00:00Z", ["I quit teaching and became a software tester at Sky.",
+                                                    "I moved universities, I'm at UCL now."])])
+        assert "tester" in _first_naming(kn, "Ines", "What does Ines do for a living?", ("teacher", "tester"))
+        assert "UCL" in _first_naming(kn, "Ines", "Where does Ines study?", ("UCL", "King's"))

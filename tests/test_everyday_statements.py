@@ -315,3 +315,40 @@ def test_a_speakers_sentence_from_its_verb_and_a_place_said_with_now() -> None:
 ])
 def test_joining_is_a_job_unless_the_name_or_the_words_make_it_a_membership(text: str, relation: str) -> None:
     assert {f.relation for f in extract(text, "Ada").facts if f.source == "Ada"} == {relation}
+
+
+# -- the everyday loop, third set: names with a possessive, and each fact described by its own clause -------
+
+def test_a_saints_or_an_institutions_possessive_is_part_of_the_name() -> None:
+    assert ("Nina", "works_at", "St Mary's Hospital") in triples(extract("I'm a nurse at St Mary's Hospital.", "Nina"))
+    assert ("Zara", "studied_at", "King's College London") in triples(
+        extract("I study law at King's College London.", "Zara"))
+    assert ("Nina", "works_at", "St Mary's") in triples(extract("I left St Mary's in June.", "Nina"))
+    # elsewhere a possessive is still the owner's
+    assert ("Jo", "sibling_of", "Alice") in triples(extract("Alice's sister Jo lives in Leeds."))
+
+
+def _said(extraction: Extraction) -> dict[str, str]:
+    return {f.target: f.sentence for f in extraction.facts}
+
+
+def test_each_fact_of_a_sentence_of_several_clauses_keeps_its_own_clause() -> None:
+    said = _said(extract("I'm a nurse at St Mary's Hospital and I live in Brighton.", "Nina"))
+    assert said["Brighton"] == "I live in Brighton."
+    assert "Brighton" not in said["nurse"]
+    said = _said(extract("I use a Samsung Galaxy S21 and a Dell laptop.", "Raj"))
+    assert said == {"Samsung Galaxy S21": "I use a Samsung Galaxy S21", "Dell laptop": "I use a Dell laptop."}
+    said = _said(extract("I live in Pune and work at Infosys as a developer.", "Arjun"))
+    assert said["Pune"] == "I live in Pune" and said["Infosys"] == "I work at Infosys as a developer."
+    # a sentence that states one thing keeps its words whole ("jobs" is what a question asks by)
+    said = _said(extract("I changed jobs, I'm a financial analyst at Barclays now.", "Ben"))
+    assert said["financial analyst"] == "I changed jobs, I'm a financial analyst at Barclays now."
+    # a clause without the value ("… and left in 2021") keeps the sentence
+    said = {(f.target, f.ends): f.sentence for f in extract("Alice joined Acme in 2019 and left in 2021.").facts}
+    assert said[("Acme", True)] == "Alice joined Acme in 2019 and left in 2021."
+
+
+def test_a_doing_started_is_held_by_the_doings_own_relation() -> None:
+    assert ("Grace", "learns", "German") in triples(extract("I dropped French and started learning German.", "Grace"))
+    assert ("Grace", "plays", "piano") in triples(extract("I've started playing the piano.", "Grace"))
+    assert ("Grace", "practices", "running") in triples(extract("I started running in May.", "Grace"))

@@ -4,7 +4,9 @@ flags and the hashing vector of each turn in tests/fixtures/long_turns.json, aga
 snapshot tests/fixtures/long_turns_expected.json written by the code before that work
 (``benchmarks/check_extraction.py`` does the same on the public data sets). Written again on
 2026-12-02 for one deliberate change: time words are cut from a value ("coffee last spring" is
-"coffee")."""
+"coffee"); and on 2026-12-04 (the everyday loop's third set) for three: a fact of a sentence
+of several clauses is described by its own clause, "started learning Japanese" learns Japanese
+(not "practices learning"), "our old Honda" is "Honda"."""
 
 from __future__ import annotations
 

@@ -36,6 +36,7 @@ from .literals import gate
 
 __all__ = [
     "FAMILY",
+    "GERUNDS",
     "Change",
     "category_of",
     "changed_by",
@@ -45,6 +46,7 @@ __all__ = [
     "replaces",
     "tidy_value",
     "value_names",
+    "without_now",
 ]
 
 # -- kinds of value: what a change of one value replaces -------------------------------------
@@ -144,6 +146,11 @@ def one_of_a_kind(relation: str, value: str, sentence: str) -> bool:
             and not _ADDED.search(sentence))
 
 
+#: relations held at one place at a time once a change is stated: a school, a gym (a new value
+#: of no known kind ends the old one; one of a known kind ends only the same kind)
+ONE_PLACE = frozenset({"studied_at", "member_of"})
+
+
 def replaces(relation: str, value: str, old_relation: str, old_value: str, single: bool) -> bool:
     """Whether a new (relation, value) stated as a change ends an open (old_relation, old_value)
     of the same subject: the same single-valued relation with another value, or relations of
@@ -155,6 +162,8 @@ def replaces(relation: str, value: str, old_relation: str, old_value: str, singl
     if old_relation != relation and not ({old_relation, relation} <= FAMILY):
         return False
     kind = category_of(value)
+    if kind is None and old_relation == relation in ONE_PLACE:
+        return True  # "I moved universities, I'm at UCL now": UCL's kind unsaid, the place is one
     return kind is not None and kind == category_of(old_value)
 
 
@@ -168,7 +177,16 @@ def names_value(ended: str, stored: Iterable[str]) -> bool:
         have = normalize_name(name).split()
         if any(have[i : i + len(want)] == want for i in range(len(have) - len(want) + 1)):
             return True
+        if len(want) == 1 and want[0] in KIND_NOUNS and category_of(name) == _KINDS[want[0]]:
+            return True  # "my phone died" ends the iPhone 15: the thing named by its kind
+        if len(want) == 1 and want[0].endswith("ing") and len(stem := want[0][:-3]) >= 4 and \
+                any(word.startswith(stem) for word in have):
+            return True  # "quit teaching" ends "teacher": the work named by its doing
     return False
+
+
+#: the words that name a kind of thing held one at a time, not a thing itself ("my phone")
+KIND_NOUNS = frozenset("phone smartphone car laptop bike bicycle e-bike motorbike motorcycle scooter".split())
 
 
 def value_names(names: dict[str, list[str]], entity_id: str) -> list[str]:
@@ -212,15 +230,20 @@ _LOST = re.compile(
     r"got\s+rid\s+of|gave\s+away|traded\s+in|returned|scrapped)\s+(?P<o>.+)",
     re.DOTALL,
 )
+#: "the Skoda got written off in a crash", "my laptop died last week", "the Peugeot broke down on
+#: the motorway": a thing named by its owner's words ended, whatever adjunct follows
 _STOLEN = re.compile(
     r"(?:(?i:someone|somebody|a\s+thief|thieves|they)\s+(?:stole|nicked|took)\s+(?P<o>.+)|"
-    r"(?P<o2>(?i:my|the|our)\s+.+?)\s+(?:was|got|has\s+been|had\s+been)\s+(?:stolen|nicked|"
-    r"totall?ed|written\s+off|destroyed))",
+    r"(?P<o2>(?i:my|the|our)\s+[^,;]+?)\s+(?:(?:finally|just|recently|completely)\s+)?(?:(?:(?:was|got|has\s+been|"
+    r"had\s+been)\s+(?:stolen|nicked|totall?ed|written\s+off|destroyed|sold|scrapped|wrecked|towed\s+away))|"
+    r"died|broke(?:\s+down)?|gave\s+up\s+the\s+ghost|conked\s+out|packed\s+(?:in|up))"
+    r"(?:\s+(?:in|by|during|after|at|on|last|this|yesterday|for|when|while|beyond|and)\b.*)?)",
     re.DOTALL,
 )
 #: "I replaced yoga with swimming", "I swapped tea for coffee", "I traded my Civic for a Tesla"
 _REPLACED = re.compile(
-    _SUBJ + r"\s+(?:(?:have|has|had)\s+)?(?:replaced|swapped|traded(?:\s+in)?|exchanged|substituted)\s+"
+    _SUBJ + r"\s+(?:(?:have|has|had)\s+)?(?:(?:just|finally|recently|also|eventually)\s+)?"
+    r"(?:replaced|swapped|traded(?:\s+in)?|exchanged|substituted)\s+"
     r"(?P<old>.+?)\s+(?:with|for)\s+(?P<new>.+)",
     re.DOTALL,
 )
@@ -256,6 +279,7 @@ _NOT_A_B = re.compile(r"(?i:not)\s+(?P<old>[^,;]+?)\s*(?:,|;)\s*(?:but\s+)?(?P<m
 #: words that say the value is new ("I now work at B", "I live in Lyon now", "I'm vegan these days")
 _NOW = re.compile(r"\b(?:now|these\s+days|nowadays|instead|anymore|any\s+more|from\s+now\s+on)\b",
                   re.IGNORECASE)
+_NOW_AT_END = re.compile(r"\s*,?\s+(?:now|these\s+days|nowadays)\s*[.!]?$", re.IGNORECASE)
 #: a plan, not a change: "I'm moving to Berlin next month", "I will switch to Android"
 _FUTURE = re.compile(
     r"\b(?:will|shall|won't|(?:am|is|are|['’]m|['’]re|['’]s)\s+(?:not\s+)?(?:going\s+to|gonna)|about\s+to|"
@@ -270,7 +294,8 @@ _FUTURE = re.compile(
 _MARKER = re.compile(
     r"\b(?:no\s+longer|stopped|quit|gave|given|dropped|ditched|cut|anymore|any\s+more|used\s+to|sold|"
     r"lost|crashed|totall?ed|wrecked|rid|traded|returned|scrapped|stole|nicked|took|stolen|written|"
-    r"destroyed|replaced|swapped|exchanged|substituted|switched|changed|moved|went|converted|upgraded|"
+    r"destroyed|died|broke|conked|packed|"
+    r"replaced|swapped|exchanged|substituted|switched|changed|moved|went|converted|upgraded|"
     r"cancell?ed|ended|terminated|transferred|"
     r"downgraded|focus\w*|concentrating|not|rather|instead|now|these\s+days|nowadays)\b",
     re.IGNORECASE,
@@ -280,13 +305,21 @@ _MAY_BE_FUTURE, _MAY_BE_MARKED = gate(_FUTURE), gate(_MARKER)
 _PROGRESSIVE = re.compile(r"\b(?:am|is|are)\s+(?:[a-z]+ly\s+)?[a-z]+ing\b", re.IGNORECASE)
 #: leading and trailing words that are no part of a value ("now a software tester", "tea lately")
 _VALUE_EDGES = re.compile(
-    r"^(?:(?:now|currently|also|fully|completely|strictly|mostly|officially)\s+)+|"
+    r"^(?:(?:now|currently|also|fully|completely|strictly|mostly|officially|old|trusty|beloved)\s+)+|"
     r"(?:\s*,?\s+(?i:now|lately|recently|these\s+days|nowadays|anymore|any\s+more|mostly|instead|"
     r"again|too|for\s+(?:me|us|him|her|them)|at\s+the\s+moment|"
     # a time said in words no date reading takes ("a Mazda last weekend")
     r"(?:last|this|that)\s+(?:weekend|week|month|year|night|morning|afternoon|evening|spring|summer|"
     r"autumn|fall|winter)|yesterday|today|earlier|a\s+(?:while|few\s+\w+)\s+ago))+$"
 )
+#: what follows an ending to say what holds instead: ", just green tea", "; only water now"
+_THEN = re.compile(r"\s*[,;:—–-]?\s*(?:(?:but|and)\s+)?(?:just|only|mostly|now)\s+(?P<new>[^,;]+?)\s*[.!]?",
+                   re.IGNORECASE | re.DOTALL)
+_INSTEAD = re.compile(r"(?P<old>[^,;]+?)\s*[,;:—–-]\s*(?:(?:but|and)\s+)?(?:just|only|mostly|now)\s+(?P<new>[^,;]+?)\s*[.!]?",
+                      re.IGNORECASE | re.DOTALL)
+#: an adjunct after an ended value: "gave up tennis after my knee injury", "… because of my back"
+_ADJUNCT = re.compile(r"\s+(?:after|because|due\s+to|following|when|once|as\s+soon\s+as|since)\s+.*$",
+                      re.DOTALL)
 _GERUND = re.compile(r"^(?P<v>[a-z]+)ing\b")
 _GERUND_OBJECT = re.compile(r"(?P<v>[a-z]+ing)\s+(?P<o>\S.*)", re.DOTALL)
 _GERUND_RELATIONS = {
@@ -294,6 +327,8 @@ _GERUND_RELATIONS = {
     "riding": "rides", "doing": "practices", "practising": "practices", "practicing": "practices",
     "following": "supports", "supporting": "supports", "learning": "learns", "studying": "learns",
 }
+#: the doings whose relation a "started …" / "stopped …" keeps ("started learning German": learns)
+GERUNDS = _GERUND_RELATIONS
 _E_VERBS = frozenset("us liv driv rid mak tak hav danc bak hik cycl skat serv writ shar danc".split())
 
 
@@ -307,7 +342,8 @@ class Change:
     the change names as the one it ends ("from A", "replaced A", "not A"), said with the same
     relation as the new one; ``value``: a bare new or ended value when no rule can read the
     clause ("gave up coffee", "it's green tea now"), with ``subject`` (raw) if the clause names
-    one; ``future``: a plan, its facts are no change yet.
+    one; ``future``: a plan, its facts are no change yet; ``then``: a bare value said to hold
+    instead of the ended one ("I don't drink coffee anymore, just green tea").
     """
 
     text: str
@@ -318,6 +354,7 @@ class Change:
     subject: str | None = None
     future: bool = False
     relation: str | None = None
+    then: str | None = None
 
 
 #: what "it's … now" says when it names a state, not a value ("it's all good now", "it's done")
@@ -373,20 +410,25 @@ def read_change(clause: str, said: str | None = None) -> Change | None:
         return Change(text="", ends=True, value=tidy_value(match["o2"] or match["o"]), subject=match["s"],
                       relation=_HELD_BY[match["what"].casefold()])
     if match := _STOPPED.fullmatch(text):
-        rest = _base_form(match["rest"].strip())
-        value = tidy_value(match["rest"])
+        said, then = match["rest"], None
+        if instead := _INSTEAD.fullmatch(said):  # "no longer drink coffee, only tea now"
+            said, then = instead["old"], tidy_value(instead["new"])
+        rest = _base_form(said.strip())
+        value = tidy_value(_ADJUNCT.sub("", said))
         gerund = _GERUND_OBJECT.match(value)
         if gerund and gerund["v"].casefold() in _GERUND_RELATIONS:  # "stopped eating fish": fish
             value = gerund["o"]
         return Change(text=f"{match['s']} {rest}", ends=True, value=value, subject=match["s"],
-                      relation=_GERUND_RELATIONS.get(gerund["v"].casefold()) if gerund else None)
+                      relation=_GERUND_RELATIONS.get(gerund["v"].casefold()) if gerund else None, then=then)
     if match := _ANYMORE.fullmatch(text):
         verb = "is" if re.match(r"(?i)(?:am|is|are|isn|aren)", match["neg"]) else ""
         if verb == "is" and match["s"].casefold() == "i":
             verb = "am"
         body = f"{match['s']} {verb} {match['rest']}".replace("  ", " ")
-        return Change(text=body + (match["tail"] or ""), ends=True, value=tidy_value(match["rest"]),
-                      subject=match["s"])
+        now = _THEN.fullmatch(match["tail"] or "")  # "… anymore, just green tea": what holds now
+        return Change(text=body + ("" if now else match["tail"] or ""), ends=True,
+                      value=tidy_value(match["rest"]), subject=match["s"],
+                      then=tidy_value(now["new"]) if now else None)
     if match := _POSSESSED_USED_TO.fullmatch(text):
         return Change(text=f"{match['p']} {match['slot']} is {match['o']}", ends=True)
     if match := _USED_TO.fullmatch(text):
@@ -412,6 +454,12 @@ def read_change(clause: str, said: str | None = None) -> Change | None:
     if _NOW.search(said):
         return Change(text=text, changes=True)
     return None
+
+
+def without_now(text: str) -> str:
+    """A clause without a trailing "now" ("I have a Pixel 9 now"), for the rules that end at
+    the value; the clause itself when it has none."""
+    return _NOW_AT_END.sub("", text) or text
 
 
 # -- closing (inside the write transaction) --------------------------------------------------
@@ -471,6 +519,9 @@ def ended_by(txn: Any, dataset: str, source_id: str, target_id: str, relation: s
             out.append(row)
         elif row.source_id == source_id and ended and names_value(ended[0], names.get(row.target_id, [])):
             out.append(row)
+    if relation in _EMPLOYMENT:  # "I left St Mary's": the role said there ends with it
+        out += [r for r in roles_at(txn, dataset, source_id, [names.get(r.target_id, []) for r in out])
+                if r.valid_at < end]
     return out
 
 
@@ -478,7 +529,10 @@ def changed_by(txn: Any, dataset: str, source_id: str, target_id: str, relation:
                single: bool, stated: bool = True, sentence: str = "") -> list[Any]:  # fmt: skip
     """Open facts a new value ends: stated as a change (``stated``), the subject's other value
     of the same single-valued relation or of the same kind in the relation's family; not
-    stated, only the old value of a kind held one at a time (``one_of_a_kind``)."""
+    stated, only the old value of a kind held one at a time (``one_of_a_kind``). A new
+    employer, stated or not, also ends the roles said at the employers it ends (``roles_at``)."""
+    if relation in _EMPLOYMENT and single:
+        return _new_employer(txn, dataset, source_id, target_id, relation, stated)
     if not stated and relation not in _HOLDING:
         return []
     value = (txn.entity_names([target_id]).get(target_id) or [""])[0]
@@ -493,3 +547,28 @@ def changed_by(txn: Any, dataset: str, source_id: str, target_id: str, relation:
         row for row in rows.values()
         if replaces(relation, value, row.relation, (names.get(row.target_id) or [""])[0], single and stated)
     ]
+
+
+def _new_employer(txn: Any, dataset: str, source_id: str, target_id: str, relation: str, stated: bool) -> list[Any]:
+    """A new employer ends the old one of its relation (the contradiction rule, and as a change
+    when ``stated``); either way the roles said at the employer it ends end with it."""
+    rows = _rows(txn, dataset, source_id, target_id, {relation})
+    ending = [r for r in rows.values() if r.source_id == source_id and r.target_id != target_id
+              and r.relation == relation]
+    names = txn.entity_names(sorted({r.target_id for r in ending}))
+    roles = roles_at(txn, dataset, source_id, [names.get(r.target_id, []) for r in ending])
+    return (ending if stated else []) + roles
+
+
+_EMPLOYMENT = frozenset({"works_at", "works_for", "employed_by", "employer"})
+
+
+def roles_at(txn: Any, dataset: str, source_id: str, employers: list[list[str]]) -> list[Any]:
+    """Open roles of a subject said at an employer that ends ("I'm a nurse at St Mary's", then
+    a new job elsewhere): the role was the job there, and its words name the old employer."""
+    wanted = [f" {normalize_name(name)} " for names in employers for name in names[:1] if normalize_name(name)]
+    if not wanted:
+        return []
+    return [row for row in txn.live_facts_touching(dataset, source_id, source_id, "has_role")
+            if row.source_id == source_id and row.relation == "has_role" and row.invalid_at is None
+            and any(name in f" {normalize_name(row.description)} " for name in wanted)]

@@ -221,7 +221,13 @@ USER = "User"
 
 # -- pattern building blocks
 
-_NAME_WORD = r"[A-Z][\w&.\-]*(?:['’](?!s\b)\w[\w&.\-]*)?"
+# a name starts with a capital, or a brand's small letter ("iPhone", "eBay"); a possessive is
+# part of a name only as a saint's ("St Mary's") or before an institution's word ("King's
+# College", "Guy's Hospital"); elsewhere "Alice's" is Alice's
+_NAME_WORD = (
+    r"(?:S(?:t\.?|aint)\s+[A-Z]\w*['’]s\b|(?:[A-Z]|[a-z](?=[A-Z][a-z]))[\w&.\-]*(?:['’](?!s\b)\w[\w&.\-]*|['’]s(?=\s+(?:College|"
+    r"Hospital|School|University|Church|Cathedral|Clinic|Academy|Institute|Hall|Centre|Center)\b))?)"
+)
 _NAME = (
     rf"{_NAME_WORD}(?:\s+(?:(?:of|de|du|da|von|van|der|den|la|le|del|&)\s+)?"
     rf"(?:{_NAME_WORD}|\d[\w.\-]*))*"
@@ -374,10 +380,13 @@ _SLOTS = {
     "solicitor": "has_lawyer", "trainer": "has_trainer", "coach": "has_trainer",
 }  # fmt: skip
 _SLOT_WORDS = "|".join(sorted(_SLOTS, key=len, reverse=True))
+#: the slot words' plurals ("banks", "universities", "physios"), each read back to its slot
+_SLOT_PLURAL = {(w[:-1] + "ies" if w.endswith("y") and w[-2] not in "aeiou" else w + "s"): w for w in _SLOTS}
+_SLOT_PLURALS = "|".join(sorted(_SLOT_PLURAL, key=len, reverse=True))
 #: "I changed banks", "switched gyms": the clause after it names the new one ("I'm with Starling now")
 _SLOT_CHANGE = re.compile(
     r"(?P<s>(?i:i|we|he|she|they)|[A-Z][\w'’.-]*)\s+(?:(?:have|has|had)\s+)?(?:(?:just|finally|recently|also)\s+)?"
-    r"(?:changed|switched|moved|swapped|changing|switching)\s+(?P<slot>" + _SLOT_WORDS + r")s(?:\s+again)?",
+    r"(?:changed|switched|moved|swapped|changing|switching)\s+(?P<slot>" + _SLOT_PLURALS + r")(?:\s+again)?",
     re.IGNORECASE,
 )
 _SLOT_VALUE = re.compile(
@@ -469,6 +478,9 @@ _RULES: list[_Rule] = [
     _rule(r"%S%A\s+%X(?:works?|worked|working)\s+as\s+(?:(?:an?|the)\s+)?(?P<role>[A-Za-z][\w-]*"
           r"(?:\s+[A-Za-z][\w-]*){0,3})%E", "@role", "person", "concept"),
     _rule(r"%S%A\s+%B\s+employed\s+(?:by|at)\s+%O%F%E", "works_at", "person", "organization"),
+    # "my new job is at Deloitte": where one works
+    _rule(r"%P\s+(?:(?:new|current)\s+)?(?:job|workplace|employer)\s+(?:is|was)\s+(?:at|with)\s+%N%E", "works_at",
+          "person", "organization"),
     _rule(r"%S%A\s+(?:is|am|are)\s+(?:now\s+)?at\s+%N%E", "works_at", "person", "organization"),
     _rule(r"%S%A\s+%X(?:got|gets|get|landed|lands|took|takes|accepted|accepts|found|started|"
           r"starts|began|was\s+offered|got\s+offered)\s+(?:(?:an?|the|my|his|her|their)\s+)?"
@@ -608,6 +620,9 @@ _RULES: list[_Rule] = [
     # whom or what one has one of: "my doctor is Dr. Patel", "my new bank is Monzo"
     _rule(r"%P\s+(?:(?:new|current|regular|usual|old|former)\s+)?(?P<slot>(?i:" + _SLOT_WORDS + r"))\s+"
           r"(?:is|was|has\s+been)\s+%N%E", "@slot", "person", "organization?"),
+    # "my new phone is an iPhone 15", "our new car is a Kia": a thing of a kind one holds
+    _rule(r"%P\s+(?:brand[\s-]+)?new\s+(?P<kind>[a-z]+)\s+(?:is|was)\s+(?:an?\s+|the\s+)?%M%E", "@new_kind",
+          "person", "concept"),
     _rule(r"%S%A\s+%X(?:banks?|banked|banking)\s+(?:with|at)\s+%N%E", "banks_with", "person",
           "organization"),
     _rule(r"%S%A\s+(?:%X(?:supports?|supported|supporting|follows?|followed|following)\s+(?P<o>(?:(?i:the)\s+)?"
@@ -733,6 +748,9 @@ _RULES: list[_Rule] = [
     _rule(r"%S%A\s+%X(?:knows|know|knew|known|met|meets|meet)\s+%N%E", "knows", "person",
           "person"),
     # life events, plans told in the present ("is running the marathon in October")
+    # "I started learning German", "began playing the piano": the doing's own relation (learns, plays)
+    _rule(r"%S%A\s+%X(?:started|starts|start|began|begins|begin|begun)\s+(?P<doing>(?i:" + "|".join(_changes.GERUNDS)
+          + r"))\s+%O%E", "@doing", "person", "concept"),
     _rule(r"%S%A\s+%X(?P<verb>started|starts|start|began|begins|begin|finished|finishes|completed|"
           r"completes|passed|passes|won|wins|lost|loses|failed|visited|visits|attended|attends|"
           r"celebrated|celebrates|ran|runs|climbed|organi[sz]ed|hosted|hosts)\s+%O%E", "@event",
@@ -812,6 +830,24 @@ _MORE_OBJECT = re.compile(
 )
 
 
+#: a label that names a new thing of a kind ("Got a new phone: …", "New car: …"): what follows is it
+_NEW_THING = re.compile(r"(?i:(?:(?:i\s+)?(?:got|bought|have|get|getting)\s+(?:a|an|my|our)\s+)?(?:brand[\s-]+)?"
+                        r"new)\s+(?P<kind>[a-z]+)")
+
+
+#: "I got a new car, a Tesla Model Y": the new thing of a kind, named after it
+_NEW_THING_SAID = re.compile(r"(?P<label>(?:(?:I|we)\s+)?(?:just\s+|finally\s+)?(?:got|bought|have)\s+(?:a|an|my|our)\s+"
+                             r"(?:brand[\s-]+)?new\s+(?P<kind>[a-z]+))\s*[,:—–-]\s*(?P<text>(?:an?|the)\s+\S.*)")
+
+
+def _new_thing(sentence: str) -> str:
+    """ "I got a new car, a Tesla Model Y." is "My new car is a Tesla Model Y." (``_NEW_THING``)."""
+    said = _NEW_THING_SAID.fullmatch(sentence) if "new" in sentence else None
+    if said and _changes.category_of(said["kind"]):
+        return f"My new {said['kind']} is {said['text']}"
+    return sentence
+
+
 def _sentences(text: str) -> list[tuple[str | None, str]]:
     """(speaker, sentence) pairs: one speaker per line, sentences split on end punctuation."""
     out: list[tuple[str | None, str]] = []
@@ -823,16 +859,19 @@ def _sentences(text: str) -> list[tuple[str | None, str]]:
         label = _LABEL.fullmatch(line)
         if label and not _is_speaker(label["label"]):
             line = label["text"]  # "Decision: Use X", "Big news: …": the label is not a speaker
+            new = _NEW_THING.fullmatch(label["label"])
+            if new and _changes.category_of(new["kind"]):  # "Got a new phone: an iPhone 15"
+                line = f"My new {new['kind']} is {line}"
         bullet = _BULLET.match(line)
         line = line[bullet.end() :] if bullet else line
-        out.extend((speaker, sentence) for sentence in _split_sentences(line))
+        out.extend((speaker, _new_thing(sentence)) for sentence in _split_sentences(line))
     return out
 
 
 # ", so I bought a Brompton", ", it's green tea now", ", I'm an analyst at Barclays now": a
 # comma before a new subject starts a clause when the text before it has a subject of its own
 _COMMA_CLAUSE = re.compile(
-    r",\s+(?:(?:and\s+)?so\s+|then\s+|since\s+|because\s+)?(?=(?:I|we|he|she|they|it)(?:\s|['’]))|"
+    r",\s+(?:(?:and\s+)?so\s+|then\s+|since\s+|because\s+)?(?:now\s+)?(?=(?:I|we|he|she|they|it)(?:\s|['’]))|"
     r",\s+(?:(?:and\s+)?so|then|since|because)\s+(?=(?:my|our|his|her|their)\s)|"
     r"\s*:\s+(?=(?:I|we|he|she|they)(?:\s|['’]))"  # "big year: I moved …", "… a new job: I'm a lead at Wise"
 )
@@ -844,7 +883,9 @@ _OPENER = re.compile(
 )
 
 
-_OWN_SUBJECT = re.compile(r"\bI\b|\b(?:we|he|she|they)\s+[a-z]")
+#: a first part with a subject of its own: a pronoun, or a verb ("the Skoda got written off, so
+#: I …", "the Civic broke down, so I …"), unlike an opener ("In 2019, I …", "The next day, I …")
+_OWN_SUBJECT = re.compile(r"\bI\b|\b(?:we|he|she|they)\s+[a-z]|\b(?:[a-z]{3,}ed|died|broke|broken|stolen|sold|got)\b")
 
 
 def _clauses(sentence: str) -> list[str]:
@@ -964,6 +1005,8 @@ class _Reader:
         self.sentence_start = 0  # the first fact of the sentence being read
         self.slot: str | None = None  # "I changed banks, …": the relation the sentence's next value holds
         self.sentence = ""  # the sentence being read
+        self.head = ""  # the last clause up to its object: the words of "… and a car"
+        self.clause_of: dict[int, str] = {}  # a fact (by index) of the sentence read -> its own clause
 
     def voice(self, line_speaker: str | None) -> str | None:
         """Who "I" is in a line, and (``self.you``) who "you" is: a "Name:" line is said by Name
@@ -982,7 +1025,7 @@ class _Reader:
         if len(sentence) > _MAX_CLAUSE * 4:
             return
         self.sentence_start, self.sentence = len(self.facts), sentence
-        self.slot = None
+        self.slot, self.head = None, ""
         previous: _Found | None = None  # the last clause that matched, for "... and left"
         undated: list[int] = []  # endings that state no date yet: "left Acme and joined …"
         for clause in _clauses(sentence):
@@ -991,7 +1034,9 @@ class _Reader:
                 self.current_line = line_speaker
                 speaker = self.voice(line_speaker)  # per clause: "my name is Erin and I …"
                 previous = self.read_clause(speaker, sentence, clause, previous) or previous
+                self.narrow(before, clause)
                 self.date_endings(undated, before)
+        self.described()
 
     def date_endings(self, undated: list[int], before: int) -> None:
         """An undated ending takes the first date a later clause of its sentence states: "left
@@ -1006,8 +1051,9 @@ class _Reader:
                     if self.facts[i].ends and self.facts[i].invalid_at is None]
 
     def read_clause(
-        self, speaker: str | None, sentence: str, clause: str, previous: _Found | None
+        self, speaker: str | None, sentence: str, clause: str, previous: _Found | None, raw: str | None = None
     ) -> _Found | None:
+        said = raw or clause  # the clause as written, for the words of its facts (``narrow``)
         dates = find_dates(clause, self.reference_time)
         dates = dates if dates.spans else _bare_day(clause, self.reference_time) or dates
         text = _tidy(dates.strip(clause) if dates.spans else clause)
@@ -1021,8 +1067,14 @@ class _Reader:
         found = _match(change.text) if change and change.text and change.text != text else None
         rewritten = found is not None  # "I no longer play tennis" read as "I play tennis", ended
         found = found or (_match(text) if text and (change is None or change.text) else None)
+        if found is None and change and change.changes and change.text and (bare := _changes.without_now(text)) != text:
+            found = _match(bare)  # "I have a Pixel 9 now": the rules end at the value
         if found is None and previous and text[:1].islower():
             found = _continue(text, previous)
+            if found is not None and found[1].get("o") == text and self.head:
+                said = self.head + said  # "I use a Pixel and a Dell laptop": "I use a Dell laptop"
+            elif found is not None and previous[1].get("s"):
+                said = f"{previous[1]['s']} {said}"  # "I live in Pune and work at X": "I work at X"
         if change and not future and change.value and (found is None or (
                 change.ends and not rewritten and not found[0].ends)):
             self.value_change(change, speaker, sentence, dates)  # "gave up coffee": no verb to read
@@ -1052,22 +1104,64 @@ class _Reader:
         elif rule.when == "dated" and not dates.spans:
             return None
         more = _more_objects(groups) if rule.relation != "@kin" else []
-        # "uses Kafka, Redis and Postgres": one fact per object
+        # "uses Kafka, Redis and Postgres": one fact per object, each said by its own words
+        # ("I use Vim and Emacs": "I use Vim", "I use Emacs")
+        listed = (groups.get("o") or "") if more else ""
+        at = said.find(listed) if listed else -1
         for variant in [groups, *({**groups, "o": name, "role": None} for name in more)]:
+            start = len(self.facts)
             for fact in self.facts_of(rule, variant, speaker):
                 self.add(fact, sentence, valid_at, invalid_at, rule.ends)
+            if at > 0:
+                self.narrow(start, said[:at] + (variant.get("o") or ""))
         self.mark_change(before, change if rewritten or not (change and change.ends) else None, future, sentence)
+        if change and change.then and not future:  # "I don't drink coffee anymore, just green tea"
+            ended = self.facts[-1].relation if len(self.facts) > before else None  # "no longer eat meat, just fish": eats
+            self.value_change(_changes.Change(text="", changes=True, value=change.then, subject=change.subject,
+                                              relation=ended), speaker, sentence, dates)
         tail = _NEXT_CLAUSE.match(groups.get("rest") or "")
         if tail and not more:  # "Alice works at Acme and Bob works at Globex"
+            head, rest = _head(said, tail["clause"])
+            self.narrow(before, head)
             speaker = self.voice(self.current_line)  # "my name is Erin and I …" names "I"
-            return self.read_clause(speaker, sentence, tail["clause"], found) or found
+            return self.read_clause(speaker, sentence, tail["clause"], found, rest) or found
+        self.narrow(before, said)
+        at = said.find(groups.get("o") or "\0")
+        self.head = said[:at] if at > 0 and _OWN_CLAUSE.match(said) else ""
         return found
+
+    def narrow(self, before: int, clause: str) -> None:
+        """A fact of a sentence of several clauses is described by its own clause when that
+        clause has its own subject and names the fact's value: "I'm a nurse at St Mary's and I
+        live in Brighton" describes the home by "I live in Brighton", so a change of employer
+        leaves no current fact naming the old one. A clause without the value ("… and left in
+        2021") keeps the sentence, as do plans and events (``_NOT_STATES``), which no change ends."""
+        clause = clause.strip()
+        if clause == self.sentence.strip() or not _OWN_CLAUSE.match(clause):
+            return
+        words = f" {normalize_name(clause)} "
+        for index in range(before, len(self.facts)):
+            fact = self.facts[index]  # a plan or an event is never closed by a change: its words stay
+            if fact.sentence == self.sentence and fact.relation not in _NOT_STATES and \
+                    f" {normalize_name(fact.target)} " in words:
+                self.clause_of.setdefault(index, clause)
+
+    def described(self) -> None:
+        """Each fact of the sentence read takes its own clause (``narrow``) only where the
+        sentence names another fact's value that clause does not: the words of a sentence that
+        states one thing ("I changed jobs, I'm an analyst at Barclays now") are kept whole."""
+        targets = {f" {normalize_name(f.target)} " for f in self.facts[self.sentence_start :]}
+        for index, clause in self.clause_of.items():
+            words = f" {normalize_name(clause)} "
+            if any(target not in words for target in targets):
+                self.facts[index] = self.facts[index].model_copy(update={"sentence": clause})
+        self.clause_of = {}
 
     def slot_change(self, text: str, speaker: str | None, sentence: str, dates: DateSpan) -> _Found | None:
         """"I changed banks, I'm with Starling now": the first clause names the slot that
         changed, the next its new value, a change of that slot's relation (``_SLOTS``)."""
         if match := _SLOT_CHANGE.fullmatch(text):
-            self.slot = _SLOTS[match["slot"].casefold()]
+            self.slot = _SLOTS[_SLOT_PLURAL[match["slot"].casefold()]]
             return _RULES[-1], {"s": match["s"]}
         match = _SLOT_VALUE.fullmatch(text) if self.slot else None
         subject = self.resolve(match["s"], speaker) if match else None
@@ -1203,6 +1297,11 @@ class _Reader:
                            target_type="person" if held in _PERSON_SLOTS else "organization"), groups
         if relation == "@activity":  # "I knit a lot": practices knitting
             return replace(rule, relation="practices"), {**groups, "o": _gerund(groups.get("act") or "")}
+        if relation == "@doing":  # "started learning German": learns German
+            return replace(rule, relation=_changes.GERUNDS[(groups.get("doing") or "").casefold()]), groups
+        if relation == "@new_kind":  # "my new phone is …": held as its kind is ("owns" a phone)
+            kind = _changes.kind_relation(groups.get("kind") or "", "")
+            return replace(rule, relation=kind if kind == "owns" else "@nothing"), groups
         if relation == "@got":  # "got an iPhone 14" owns it; "got a cold", "got the news": nothing
             owned = _changes.category_of(groups.get("o") or "") in {"phone", "car", "bike", "laptop"}
             return replace(rule, relation="owns" if owned else "@nothing"), groups
@@ -1298,7 +1397,11 @@ class _Reader:
             last = normalize_name(target).rsplit(" ", 1)[-1]
             member = last in _GROUP_WORDS or _changes.category_of(target) == "gym" or _MEMBERSHIP.search(self.sentence)
             return "member_of" if member else "works_at"
-        if relation == "@left":
+        if relation == "@left":  # "quit pilates": the activity ends; "quit teaching": the work, a role
+            if target[:1].islower() and (kind := _changes.kind_relation(target, "")):
+                return kind
+            if re.fullmatch(r"[a-z]{4,}ing", target):
+                return "has_role"
             return "lives_in" if target_type == "place" else "works_at"
         if relation in {"@role", "@left_employer", "@manages"}:
             return "works_at"  # "promoted to CTO at Acme"; "joined Acme and left in 2021"
@@ -1399,6 +1502,19 @@ class _Reader:
             self.last_thing = entity.name
 
 
+#: a clause that can stand for its fact: its own subject and a few words ("I live in Brighton")
+_OWN_CLAUSE = re.compile(r"(?:[A-Z]|I\b)\S*(?:\s+\S+){2,}", re.DOTALL)
+
+
+def _head(clause: str, tail: str) -> tuple[str, str | None]:
+    """A clause cut before the next clause it runs into, and that next clause as written ("I'm
+    a nurse at X and I live in Y" -> "I'm a nurse at X", "I live in Y"); the whole clause and
+    None when the tail is not found."""
+    first = re.escape(tail.split(maxsplit=1)[0]) if tail.strip() else ""
+    cut = re.search(rf",?\s+(?:and|but)\s+(?={first}\b)", clause) if first else None
+    return (clause[: cut.start()], clause[cut.end() :]) if cut else (clause, None)
+
+
 def _match(text: str) -> _Found | None:
     present = _present(text)
     if present is None:
@@ -1469,7 +1585,7 @@ def _kin_facts(named: str | None, possessor: str | None, kin: str) -> list[_Fact
 #: gym is read from the name itself (``_GROUP_WORDS``, the gym kind), never from other words near it
 _MEMBERSHIP = re.compile(r"\bmemberships?\b", re.IGNORECASE)
 _SPECIALIZED = frozenset({"@favourite", "@condition", "@event", "@switched", "@named", "@fan", "@consumes",
-                          "@got", "@slot", "@activity"})
+                          "@got", "@slot", "@activity", "@new_kind", "@doing"})
 #: the slots whose holder is a person ("my doctor is Dr. Patel"); the others' (a bank, a gym) are organizations
 _PERSON_SLOTS = frozenset(relation for relation in _SLOTS.values() if relation.startswith("has_"))
 

@@ -96,7 +96,7 @@ _RELATION_CUES = {
     "lives_in": {"live", "home", "reside", "move", "based", "city"},
     "located_in": {"locat", "where", "headquarter", "based"},
     "ceo_of": {"ceo", "chief", "run", "lead"},
-    "has_role": {"role", "title", "position", "job"},
+    "has_role": {"role", "title", "position", "job", "living", "occupation", "profession"},
     "married_to": {"married", "marri", "spouse", "wife", "husband"},
     "uses": {"use", "built", "stack", "technology", "tool"},
     "likes": {"like", "enjoy", "love", "favorite", "favourite"},
@@ -114,13 +114,14 @@ _RELATION_CUES = {
     "has_diet": {"diet", "eat"},
     "learns": {"learn", "language"},
     "has_pet": {"pet"},
+    "studied_at": {"study", "school", "university", "college", "uni"},
 }
 #: the asked relations that hold one value at a time: a current fact of one of them is *the*
 #: answer ("where does Alice live") and leads; of the others ("what does Alice like") any one
 #: fact is one answer among many, ranked with the passages
 _ONE_VALUE = frozenset({"works_at", "lives_in", "located_in", "ceo_of", "has_role", "married_to", "dating",
                         "engaged_to", "partner_of", "has_doctor", "has_dentist", "banks_with", "supports",
-                        "has_diet"})
+                        "has_diet", "studied_at"})
 #: score multiplier for a fact whose relation the question asks about
 _RELATION_BOOST = 1.5
 #: score multiplier for a hit about an entity the question names
