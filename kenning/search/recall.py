@@ -624,6 +624,9 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     ranked = sorted(pool.values(), key=lambda e: -e.score)[: max(q.top_k * 2, 30)]
     chunks_of = _soon(store, store.get_chunks, list(dict.fromkeys(c for e in ranked for _, c in e.chunk_ids)))
     facts_of = _soon(store, store.get_facts, list(dict.fromkeys(f for e in ranked for _, f in e.fact_ids)))
+    # for ``_settle``: the facts each ranked memory states (those of its hits among them), the named entities
+    stated = _soon(store, store.memory_facts, [e.memory_id for e in ranked])
+    named = _soon(store, store.get_entities, sorted(ctx.named))
     ctx.load_memories(e.memory_id for e in ranked)
     rows = {c.id: c for c in chunks_of()}
     facts = {f.id: f for f in facts_of()}
@@ -642,7 +645,7 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     hits.sort(key=functools.partial(_order, ctx))
     if q.uses("session") and LANE_WEIGHTS["session"] > 0 and chat.gathers(q.text):
         hits = chat.diversify(hits, lambda h: _episode(ctx, h), LANE_WEIGHTS["session"])
-    _settle(ctx, hits[: max(q.top_k * 2, 20)], window)
+    _settle(ctx, hits[: max(q.top_k * 2, 20)], window, stated(), named())
     hits.sort(key=functools.partial(_order, ctx))
     return _dedupe(hits)[: q.top_k]
 
@@ -657,16 +660,17 @@ def _order(ctx: _Context, hit: Hit) -> tuple[float, float, int, str]:
     return -hit.score, -memory.valid_at.timestamp(), memory.position or 0, memory.id
 
 
-def _settle(ctx: _Context, hits: list[Hit], window: Window | None) -> None:
+def _settle(ctx: _Context, hits: list[Hit], window: Window | None, ranked_facts: dict[str, list[str]],
+            named: list[Entity]) -> None:
     """Passages say whether they are current, and the newest evidence leads a present-tense
-    question about a state (``search/recency.py``)."""
+    question about a state (``search/recency.py``); ``ranked_facts`` are the facts each ranked
+    memory states (every hit's first memory among them), ``named`` the entities the question names."""
     firsts = list(dict.fromkeys(h.memory_ids[0] for h in hits if h.memory_ids and h.kind != "fact"))
-    stated = ctx.store.memory_facts(firsts)  # one read, not two per memory
-    named = _soon(ctx.store, ctx.store.get_entities, sorted(ctx.named))
+    stated = {m: ranked_facts[m] for m in firsts}
     facts = {f.id: f for f in ctx.store.get_facts(list(dict.fromkeys(f for ids in stated.values() for f in ids)))}
     facts_of = {m: [_as_believed(facts[f], ctx.q.known_at) for f in ids if f in facts] for m, ids in stated.items()}
     q = ctx.q
-    subjects = {e.name.casefold() for e in named()} | recency.names_in(q.text)
+    subjects = {e.name.casefold() for e in named} | recency.names_in(q.text)
     if not subjects and q.scope is not None and q.scope.user:
         subjects = {q.scope.user.casefold()}
     now_question = q.as_of is None and q.known_at is None and window is None and not ctx.past and recency.asks_now(q.text)
