@@ -645,7 +645,7 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     hits.sort(key=functools.partial(_order, ctx))
     if q.uses("session") and LANE_WEIGHTS["session"] > 0 and chat.gathers(q.text):
         hits = chat.diversify(hits, lambda h: _episode(ctx, h), LANE_WEIGHTS["session"])
-    _settle(ctx, hits[: max(q.top_k * 2, 20)], window, stated(), named(), facts)
+    _settle(ctx, hits[: max(q.top_k * 2, 20)], window, stated(), named())
     hits.sort(key=functools.partial(_order, ctx))
     return _dedupe(hits)[: q.top_k]
 
@@ -661,16 +661,13 @@ def _order(ctx: _Context, hit: Hit) -> tuple[float, float, int, str]:
 
 
 def _settle(ctx: _Context, hits: list[Hit], window: Window | None, ranked_facts: dict[str, list[str]],
-            named: list[Entity], read: dict[str, Fact]) -> None:
+            named: list[Entity]) -> None:
     """Passages say whether they are current, and the newest evidence leads a present-tense
     question about a state (``search/recency.py``); ``ranked_facts`` are the facts each ranked
-    memory states (every hit's first memory among them), ``named`` the entities the question
-    names, ``read`` the facts read already."""
+    memory states (every hit's first memory among them), ``named`` the entities the question names."""
     firsts = list(dict.fromkeys(h.memory_ids[0] for h in hits if h.memory_ids and h.kind != "fact"))
     stated = {m: ranked_facts[m] for m in firsts}
-    wanted = list(dict.fromkeys(f for ids in stated.values() for f in ids))
-    facts = {f: read[f] for f in wanted if f in read}
-    facts.update((f.id, f) for f in ctx.store.get_facts([f for f in wanted if f not in read]))
+    facts = {f.id: f for f in ctx.store.get_facts(list(dict.fromkeys(f for ids in stated.values() for f in ids)))}
     facts_of = {m: [_as_believed(facts[f], ctx.q.known_at) for f in ids if f in facts] for m, ids in stated.items()}
     q = ctx.q
     subjects = {e.name.casefold() for e in named} | recency.names_in(q.text)
