@@ -412,3 +412,30 @@ def test_a_bulk_load_into_a_large_table_keeps_its_index(url: str) -> None:
         with store.bulk_load(10_000):
             assert not _indexed(store)["chunks"]
         assert all(_indexed(store).values())
+
+
+def test_recall_reads_at_once_give_the_answers_of_reads_in_turn(clock, monkeypatch) -> None:
+    """Recall begins the reads that wait for no other at once on the pool's connections; the
+    hits (texts, scores, lanes, explanations) are those of the same reads made one after another
+    (two stores of the same memories: a recall counts its accesses, which later scores see)."""
+    from kenning.store.postgres.store import PostgresStore
+
+    texts = ["Alice works at Acme.", "Bob lives in Paris. Bob works at Globex.", "Carol likes chess.",
+             "Dana works at Acme since 2019.", "Alice moved to Berlin in March 2021.", "Bob moved to Rome."]
+    questions = ["Where does Alice work?", "Who works at Acme?", "What does Carol like?", "Where does Bob live now?"]
+
+    def hits(at_once: bool) -> list[list[tuple]]:
+        clock.set("2024-01-01")
+        with Kenning(pg_url(), clock=clock) as kn:
+            kn.remember(texts)
+            store = _store(kn)
+            assert store.concurrent_reads
+            with store.transaction():
+                assert not store.concurrent_reads  # a transaction's reads stay on its connection
+            if not at_once:
+                monkeypatch.setattr(PostgresStore, "concurrent_reads", False)
+            return [[(h.kind, h.text, h.score, h.lanes, h.explanation) for h in kn.recall(
+                q, search_type=kind, explain=True).hits] for q in questions for kind in ("hybrid", "facts", "graph")]
+
+    at_once = hits(True)
+    assert hits(False) == at_once and all(at_once)

@@ -25,8 +25,10 @@ import datetime as dt
 import functools
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Set as AbstractSet
+from collections.abc import Callable, Iterable, Set as AbstractSet
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from ..lifecycle.decay import decay_multiplier
 from ..models import Entity, Fact, Hit, Memory, Neighbor, Usage
@@ -212,6 +214,25 @@ def _relation_matches(relation: str, asked: set[str]) -> bool:
 
 # -- lanes --------------------------------------------------------------------------------------
 
+_T = TypeVar("_T")
+
+
+@functools.cache
+def _readers() -> ThreadPoolExecutor:
+    return ThreadPoolExecutor(max_workers=4, thread_name_prefix="kenning-recall")
+
+
+def _soon(store: Store, read: Callable[..., _T], *args: Any) -> Callable[[], _T]:
+    """A read of the store (or a function of reads) begun now, its result asked for later: on
+    another thread where the store answers reads on several connections at once (PostgreSQL's
+    pool: the server works on each in a process of its own), else made here and now, so such a
+    store sees its reads in the order they are begun. Reads change nothing: the result is the same."""
+    if getattr(store, "concurrent_reads", False):
+        return _readers().submit(read, *args).result
+    result = read(*args)
+    return lambda: result
+
+
 @dataclass
 class _Lanes:
     """Every lane's candidates, normalised: (kind, id) -> lane -> score in [0, 1]."""
@@ -253,7 +274,8 @@ def _normalise(lane: str, items: list[Scored], limit: int | None = None) -> list
 
 
 def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usage | None,
-             named: set[str], name_words: set[str], asked: set[str], told: AbstractSet[str] = frozenset()) -> _Lanes:
+             entities: Callable[[], tuple[set[str], set[str]]], asked: set[str],
+             told: AbstractSet[str] = frozenset()) -> _Lanes:
     limit = max(q.top_k * 3, 30) * (_SCOPED_FETCH if q.scope else 1)
     terms = terms_of(q.text)
     if len(kept := [t for t in terms if t not in told]) >= 2:
@@ -263,33 +285,45 @@ def _collect(store: Store, embedder: Embedder, q: Query, spec: _Spec, usage: Usa
     terms = with_variants(terms)  # "allergies" also finds "allergic"
     lanes = _Lanes()
     seeds: list[str] = []
-    if q.uses("lexical"):
-        for kind in spec.lexical:
-            items = store.lexical(q.dataset, kind, terms, limit if kind != "entity" or not spec.by_memory else _SEEDS)
-            if kind == "entity":
-                seeds += [s.id for s in items[:_SEEDS]]  # the best entities seed the graph lane
-            if kind != "entity" or not spec.by_memory:  # in memory rankings entities are pointers
-                lanes.add("lexical", items)
-            if kind == "chunk" and spec.neighbors and LANE_WEIGHTS["expansion"] and q.uses("expansion"):
-                found, documents = _expansion(store, q, terms, items, limit)
-                lanes.add("expansion", found, _bridge_scale() if documents and _hops(q.text) else 1.0)
+    # Every read that waits for no other is begun first; the lists are added in one order.
+    lexical = {kind: _soon(store, store.lexical, q.dataset, kind, terms,
+                           limit if kind != "entity" or not spec.by_memory else _SEEDS)
+               for kind in (spec.lexical if q.uses("lexical") else ())}
     # An embedder says what its lane is worth beside the full-text lane when ranking memories
     # (the hashing embedder's bag of words repeats it: 0, so its lane is skipped there unless
     # asked for alone); record searches (facts, entities) keep it to find records by likeness.
     alone = q.lanes is not None and not q.lanes - {"vector"}
     scale = embedder.recall_weight if spec.by_memory and not alone else 1.0
+    vector = []
     if spec.vector and q.uses("vector") and scale > 0:
         vec = embedder.embed_query([q.text[:_MAX_EMBED_CHARS]], usage)[0]
+        vector = [_soon(store, store.vector, q.dataset, kind, vec, limit) for kind in spec.vector]
+    expansion = None
+    if "chunk" in lexical and spec.neighbors and LANE_WEIGHTS["expansion"] and q.uses("expansion"):
+        expansion = _soon(store, _expansion, store, q, terms, lexical["chunk"](), limit)
+    if "entity" in lexical:
+        seeds += [s.id for s in lexical["entity"]()[:_SEEDS]]  # the best entities seed the graph lane
+    found: list[Scored] = []
+    if vector:
         # One vector lane over every kind, ranked by similarity: the scores of one embedder are
         # comparable, so a kind with few records cannot put a weak match at rank 1.
-        found = [hit for kind in spec.vector for hit in store.vector(q.dataset, kind, vec, limit)]
-        found.sort(key=lambda h: -h.score)
+        found = sorted((hit for hits in vector for hit in hits()), key=lambda h: -h.score)
         seeds += [s.id for s in found if s.kind == "entity"][:_SEEDS]
-        if spec.by_memory:
-            found = [s for s in found if s.kind != "entity"]
-        lanes.add("vector", found[:limit], scale, limit)
+    graph = None
     if spec.graph and q.depth > 0 and q.uses("graph"):
-        lanes.add("graph", _graph_lane(store, q, terms, seeds, limit, named, name_words, asked))
+        named, name_words = entities()
+        graph = _graph_lane(store, q, terms, seeds, limit, named, name_words, asked)
+    for kind, items in lexical.items():
+        if kind != "entity" or not spec.by_memory:  # in memory rankings entities are pointers
+            lanes.add("lexical", items())
+        if kind == "chunk" and expansion is not None:
+            more, documents = expansion()
+            lanes.add("expansion", more, _bridge_scale() if documents and _hops(q.text) else 1.0)
+    if vector:
+        lanes.add("vector", [s for s in found if s.kind != "entity"][:limit] if spec.by_memory else found[:limit],
+                  scale, limit)
+    if graph is not None:
+        lanes.add("graph", graph)
     return lanes
 
 
@@ -426,7 +460,7 @@ def search(
 ) -> tuple[list[Hit], list[Memory]]:
     """Rank a query the engine has validated (text, top_k, depth, neighbors)."""
     spec = _LANES[q.search_type]
-    named, name_words = _named_entities(store, q)
+    entities = _soon(store, _named_entities, store, q)
     asked = asked_relations(terms_of(q.text))
     # The words of "a week ago" are left out of the full-text query when the question's window
     # is read against the clock; when nothing ranked was said in that window, the question
@@ -434,7 +468,8 @@ def search(
     # past) and its phrase is most likely the text's own words: asked again with them.
     told = time_words(q.text, now) if spec.by_memory and q.uses("window") else set()
     for drop in ([told, set()] if told else [set()]):
-        lanes = _collect(store, embedder, q, spec, usage, named, name_words, asked, drop)
+        lanes = _collect(store, embedder, q, spec, usage, entities, asked, drop)
+        named = entities()[0]
         ctx = _Context(store, settings, q, now, asked, named, past=bool(_PAST.search(q.text)))
         hits = _by_memory(ctx, lanes, spec) if spec.by_memory else _by_record(ctx, lanes)
         if not drop or _said_in(ctx, hits, query_window(q.text, now)):
@@ -572,8 +607,9 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     # a record's memories are all the ranking needs: chunks and facts are read for the ranked
     # memories only
     chunk_ids = lanes.ids("chunk")
-    owner = store.chunk_owners(chunk_ids)
-    stated_by = store.fact_owners(lanes.ids("fact"))
+    owner_of = _soon(store, store.chunk_owners, chunk_ids)
+    stated_by = _soon(store, store.fact_owners, lanes.ids("fact"))()
+    owner = owner_of()
     pool: dict[str, _Evidence] = {}
     records: list[tuple[str, str, list[str]]] = [*(("chunk", c, [owner[c]]) for c in chunk_ids if c in owner),
                                                  *(("fact", f, stated_by[f]) for f in lanes.ids("fact") if f in stated_by)]
@@ -587,12 +623,17 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     if q.scope is not None:
         pool = {m: pool[m] for m in store.in_scope("memory", list(pool), q.scope)}
     ranked = sorted(pool.values(), key=lambda e: -e.score)[: max(q.top_k * 2, 30)]
-    rows = {c.id: c for c in store.get_chunks(list(dict.fromkeys(c for e in ranked for _, c in e.chunk_ids)))}
-    facts = {f.id: f for f in store.get_facts(list(dict.fromkeys(f for e in ranked for _, f in e.fact_ids)))}
+    chunks_of = _soon(store, store.get_chunks, list(dict.fromkeys(c for e in ranked for _, c in e.chunk_ids)))
+    facts_of = _soon(store, store.get_facts, list(dict.fromkeys(f for e in ranked for _, f in e.fact_ids)))
+    # for ``_settle``: the facts each ranked memory states (those of its hits among them), the named entities
+    stated = _soon(store, store.memory_facts, [e.memory_id for e in ranked])
+    named = _soon(store, store.get_entities, sorted(ctx.named))
+    ctx.load_memories(e.memory_id for e in ranked)
+    rows = {c.id: c for c in chunks_of()}
+    facts = {f.id: f for f in facts_of()}
     for e in ranked:
         e.chunks = [(s, rows[c]) for s, c in e.chunk_ids if c in rows]
         e.facts = [(s, facts[f]) for s, f in e.fact_ids if f in facts]
-    ctx.load_memories(e.memory_id for e in ranked)
     ctx.load_memories(m for e in ranked for _, f in e.facts for m in f.memory_ids[:_MAX_PROVENANCE])
     window = query_window(q.text, ctx.now) if q.uses("window") else None
     hits = [h for e in ranked if (h := _evidence_hit(ctx, e, window)) is not None]
@@ -605,7 +646,7 @@ def _by_memory(ctx: _Context, lanes: _Lanes, spec: _Spec) -> list[Hit]:
     hits.sort(key=functools.partial(_order, ctx))
     if q.uses("session") and LANE_WEIGHTS["session"] > 0 and chat.gathers(q.text):
         hits = chat.diversify(hits, lambda h: _episode(ctx, h), LANE_WEIGHTS["session"])
-    _settle(ctx, hits[: max(q.top_k * 2, 20)], window)
+    _settle(ctx, hits[: max(q.top_k * 2, 20)], window, stated(), named())
     hits.sort(key=functools.partial(_order, ctx))
     return _dedupe(hits)[: q.top_k]
 
@@ -620,15 +661,17 @@ def _order(ctx: _Context, hit: Hit) -> tuple[float, float, int, str]:
     return -hit.score, -memory.valid_at.timestamp(), memory.position or 0, memory.id
 
 
-def _settle(ctx: _Context, hits: list[Hit], window: Window | None) -> None:
+def _settle(ctx: _Context, hits: list[Hit], window: Window | None, ranked_facts: dict[str, list[str]],
+            named: list[Entity]) -> None:
     """Passages say whether they are current, and the newest evidence leads a present-tense
-    question about a state (``search/recency.py``)."""
+    question about a state (``search/recency.py``); ``ranked_facts`` are the facts each ranked
+    memory states (every hit's first memory among them), ``named`` the entities the question names."""
     firsts = list(dict.fromkeys(h.memory_ids[0] for h in hits if h.memory_ids and h.kind != "fact"))
-    stated = ctx.store.memory_facts(firsts)  # one read, not two per memory
+    stated = {m: ranked_facts[m] for m in firsts}
     facts = {f.id: f for f in ctx.store.get_facts(list(dict.fromkeys(f for ids in stated.values() for f in ids)))}
     facts_of = {m: [_as_believed(facts[f], ctx.q.known_at) for f in ids if f in facts] for m, ids in stated.items()}
     q = ctx.q
-    subjects = {e.name.casefold() for e in ctx.store.get_entities(sorted(ctx.named))} | recency.names_in(q.text)
+    subjects = {e.name.casefold() for e in named} | recency.names_in(q.text)
     if not subjects and q.scope is not None and q.scope.user:
         subjects = {q.scope.user.casefold()}
     now_question = q.as_of is None and q.known_at is None and window is None and not ctx.past and recency.asks_now(q.text)
@@ -658,7 +701,7 @@ def _neighbor_bonus(ctx: _Context, pool: dict[str, _Evidence], top_k: int) -> No
     fused = {e.memory_id: e.fused for e in pool.values()}
     best: dict[str, float] = defaultdict(float)
     shares = {1: LANE_WEIGHTS["neighbor"], 2: LANE_WEIGHTS["neighbor2"]}
-    pairs = ctx.store.memory_neighbors(list(pool), 2 if shares[2] else 1)  # one read for both passes
+    pairs_of = _soon(ctx.store, ctx.store.memory_neighbors, list(pool), 2 if shares[2] else 1)  # both passes
     first = {e.memory_id for e in strongest}
     reply = LANE_WEIGHTS["reply"] if ctx.q.uses("reply") else shares[1]
     asks: set[str] = set()
@@ -666,6 +709,7 @@ def _neighbor_bonus(ctx: _Context, pool: dict[str, _Evidence], top_k: int) -> No
         ctx.load_memories(first)
         asks = {m for m in first if (memory := ctx.memories.get(m)) is not None and memory.role is None
                 and "?" in memory.content}
+    pairs = pairs_of()
     for of_id, neighbor_id, offset in pairs:
         if of_id in first:
             share = reply if offset == 1 and of_id in asks else shares[abs(offset)]

@@ -353,6 +353,12 @@ class PostgresStore(Store):
             log.warning("index build after a bulk load failed", extra={"error": exc.message})
 
     # -- search lanes ------------------------------------------------------------------------
+    @property
+    def concurrent_reads(self) -> bool:
+        """Recall may read on several pooled connections at once (not inside a transaction,
+        whose reads must see its writes)."""
+        return getattr(self._local, "txn", None) is None
+
     def lexical(self, dataset: str, kind: str, terms: Sequence[str], limit: int) -> list[Scored]:
         terms = [t for t in terms if t and t.strip()][:_MAX_TERMS]
         if not terms or limit <= 0:
