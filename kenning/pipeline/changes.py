@@ -322,13 +322,12 @@ _ADJUNCT = re.compile(r"\s+(?:after|because|due\s+to|following|when|once|as\s+so
                       re.DOTALL)
 _GERUND = re.compile(r"^(?P<v>[a-z]+)ing\b")
 _GERUND_OBJECT = re.compile(r"(?P<v>[a-z]+ing)\s+(?P<o>\S.*)", re.DOTALL)
-_GERUND_RELATIONS = {
+#: the relation each doing is held by ("stopped eating fish": eats; "started learning German": learns)
+GERUNDS = {
     "eating": "eats", "drinking": "drinks", "playing": "plays", "using": "uses", "driving": "drives",
     "riding": "rides", "doing": "practices", "practising": "practices", "practicing": "practices",
     "following": "supports", "supporting": "supports", "learning": "learns", "studying": "learns",
 }
-#: the doings whose relation a "started …" / "stopped …" keeps ("started learning German": learns)
-GERUNDS = _GERUND_RELATIONS
 _E_VERBS = frozenset("us liv driv rid mak tak hav danc bak hik cycl skat serv writ shar danc".split())
 
 
@@ -416,10 +415,10 @@ def read_change(clause: str, said: str | None = None) -> Change | None:
         rest = _base_form(said.strip())
         value = tidy_value(_ADJUNCT.sub("", said))
         gerund = _GERUND_OBJECT.match(value)
-        if gerund and gerund["v"].casefold() in _GERUND_RELATIONS:  # "stopped eating fish": fish
+        if gerund and gerund["v"].casefold() in GERUNDS:  # "stopped eating fish": fish
             value = gerund["o"]
         return Change(text=f"{match['s']} {rest}", ends=True, value=value, subject=match["s"],
-                      relation=_GERUND_RELATIONS.get(gerund["v"].casefold()) if gerund else None, then=then)
+                      relation=GERUNDS.get(gerund["v"].casefold()) if gerund else None, then=then)
     if match := _ANYMORE.fullmatch(text):
         verb = "is" if re.match(r"(?i)(?:am|is|are|isn|aren)", match["neg"]) else ""
         if verb == "is" and match["s"].casefold() == "i":
