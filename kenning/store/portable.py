@@ -363,10 +363,8 @@ def _check_scope(side: Side, datasets: list[str], tables: dict[str, list[dict[st
     another dataset (in the file or in the store); every table is one an export writes."""
     declared = set(datasets)
     exported = set(_tables(side)) | set(ACCOUNTS)
-    where: dict[str, dict[Any, Any]] = {"memories": {}, "entities": {}, "facts": {}}  # id -> dataset, of the file's rows
-    for table in where:
-        for row in tables.get(table, []):
-            where[table][row.get("id")] = row.get("dataset")
+    # id -> dataset of the file's rows
+    where = {t: {row.get("id"): row.get("dataset") for row in tables.get(t, [])} for t in ("memories", "entities", "facts")}
 
     def dataset_of(table: str, row_id: Any) -> Any:
         if row_id in where[table]:
