@@ -265,10 +265,7 @@ class PostgresSide(Side):
 def driver_errors(integrity: bool = False) -> tuple[type[Exception], ...]:
     """What the database drivers raise (with ``integrity``: for a broken constraint), with the
     errors of bad values a copy or an import can meet."""
-    if integrity:
-        errors: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
-    else:
-        errors = (KeyError, TypeError, ValueError, sqlite3.Error)
+    errors = (sqlite3.IntegrityError,) if integrity else (KeyError, TypeError, ValueError, sqlite3.Error)
     try:
         import psycopg
     except ImportError:
