@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import closing, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -521,11 +521,8 @@ class SQLiteStore(Store):
 
         def run() -> None:
             try:
-                conn = sqlite3.connect(self.path, timeout=1.0, isolation_level=None, check_same_thread=False)
-                try:
+                with closing(sqlite3.connect(self.path, timeout=1.0, isolation_level=None, check_same_thread=False)) as conn:
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                finally:
-                    conn.close()
             except sqlite3.Error as exc:  # busy or gone: the next commit's checkpoint does it
                 log.debug("access-count checkpoint skipped: %s", exc)
 
