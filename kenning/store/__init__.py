@@ -19,8 +19,7 @@ def default_path() -> str:
 
 def open_store(url: str | None, *, pool_size: int = 4, hnsw_ef_search: int = 100) -> Store:
     """The store at ``url``; ``pool_size`` and ``hnsw_ef_search`` concern PostgreSQL only."""
-    if url is None or url == "":
-        url = default_path()
+    url = url or default_path()
     if url.startswith(("postgresql://", "postgres://", "postgresql+psycopg://")):
         from .._extras import require
 

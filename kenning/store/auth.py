@@ -1,6 +1,5 @@
 """``AuthStore``: users, API keys (stored only as hashes), dataset owners and per-dataset
-grants, in the same database as the memories. Written once over the store's SQL dialect
-(``kenning.store.sql``): each backend mixes it in with its two connection hooks.
+grants, in the same database as the memories, written once for both backends.
 
 The tables are created on first use by their own idempotent migration, recorded in ``meta``
 under ``auth_schema``, so stores that never serve HTTP carry no auth tables and the core

@@ -1,11 +1,8 @@
-"""The store interface: a few role interfaces (memories, graph, search, admin; auth in
-``auth.py``) composed into :class:`Store`. Both implementations (SQLite, PostgreSQL) run the
-SQL written once in ``sql.py`` (reads) and here (:class:`Txn`) over their dialect; nothing
-outside ``kenning.store`` knows which one it talks to.
-
-Reads are plain methods. Writes go through :meth:`Store.transaction`, which yields a
-:class:`Txn` of small primitives; :func:`kenning.pipeline.commit.apply_plan` drives them, so the
-rules about what a write means are written once for every backend.
+"""The store interface: the role interfaces (memories, search, admin; auth in ``auth.py``)
+that :class:`Store` (``sql.py``) composes, the row and filter records, and :class:`Txn`, the
+write transaction's primitives, which :func:`kenning.pipeline.commit.apply_plan` drives: the
+rules about what a write means are written once for both backends, whose dialects spell the
+SQL. Nothing outside ``kenning.store`` knows which backend it talks to.
 """
 
 from __future__ import annotations
@@ -188,10 +185,8 @@ CHUNK_COLUMNS: str = ", ".join(columns(ChunkRow))
 
 
 class Txn:
-    """What a write transaction offers: its primitives on ``conn``, written once over the
-    store's dialect (``kenning.store.sql``). A backend's subclass fills the hooks: ``_lock`` /
-    ``_lock_row`` / ``_seen`` (serialize writers of a dataset), ``_index`` / ``_reindex_entity``
-    / ``_delete_rows`` (keep a full-text index in step)."""
+    """What a write transaction offers: its primitives on ``conn``, over the store's dialect. A
+    backend's subclass fills the hooks below (locks, and keeping a full-text index in step)."""
 
     def __init__(self, store: Store, conn: Any) -> None:
         self.store, self.conn, self.d = store, conn, store.dialect
@@ -464,8 +459,8 @@ def entity_text(name: str, aliases: Sequence[str], description: str) -> str:
 
 
 class MemoryStore(ABC):
-    """Memories: the write transaction every change of the graph goes through. The reads, the
-    inserts and the claims are written once (``Store`` in ``sql.py``)."""
+    """Memories: the write transaction every change of the graph goes through (the reads, the
+    inserts and the claims are ``Store``'s, in ``sql.py``)."""
 
     @abstractmethod
     def transaction(self) -> AbstractContextManager[Txn]: ...

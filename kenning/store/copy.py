@@ -265,10 +265,7 @@ class PostgresSide(Side):
 def driver_errors(integrity: bool = False) -> tuple[type[Exception], ...]:
     """What the database drivers raise (with ``integrity``: for a broken constraint), with the
     errors of bad values a copy or an import can meet."""
-    if integrity:
-        errors: tuple[type[Exception], ...] = (sqlite3.IntegrityError,)
-    else:
-        errors = (KeyError, TypeError, ValueError, sqlite3.Error)
+    errors = (sqlite3.IntegrityError,) if integrity else (KeyError, TypeError, ValueError, sqlite3.Error)
     try:
         import psycopg
     except ImportError:
@@ -299,23 +296,18 @@ def in_order(side: Side, tables: list[str]) -> list[str]:
     return done
 
 
-def _prepare(src: Side, dst: Side) -> list[str]:
-    if any(dst.count(t) for t in _CORE if t in dst.tables()):
-        raise ConflictError("the target store is not empty; migrate copies into an empty store")
-    tables = src.tables()
-    if missing := dst.lacks(tables):
-        raise StoreError(f"the target store has no table {', '.join(missing)}; upgrade kenning there first")
-    for table in tables:
-        dst.check_columns(table, src.columns(table))
-    return in_order(src, tables)
-
-
 def copy_store(
     source: Store, target: Store, *, batch: int = 1000, progress: Callable[[str, int], None] | None = None
 ) -> CopyReport:
     """Copy everything in ``source`` into the empty ``target`` and compare counts."""
     src, dst = side_of(source), side_of(target)
-    tables = _prepare(src, dst)
+    if any(dst.count(t) for t in _CORE if t in dst.tables()):
+        raise ConflictError("the target store is not empty; migrate copies into an empty store")
+    tables = in_order(src, src.tables())
+    if missing := dst.lacks(tables):
+        raise StoreError(f"the target store has no table {', '.join(missing)}; upgrade kenning there first")
+    for table in tables:
+        dst.check_columns(table, src.columns(table))
     report = CopyReport(embedder=src.embedder())
     stored = dst.embedder()
     if report.embedder and stored and stored != report.embedder:

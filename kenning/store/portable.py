@@ -23,7 +23,6 @@ import json
 import os
 import re
 from collections.abc import Callable, Iterable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -35,7 +34,7 @@ from ..models import TransferResult
 from .base import Store, quoted
 from .copy import KINDS, Side, driver_errors, in_order, side_of
 
-__all__ = ["FORMAT", "VERSION", "export_file", "export_graph", "export_store", "import_file"]
+__all__ = ["FORMAT", "VERSION", "export_file", "import_file"]
 
 FORMAT, VERSION = "kenning-export", 1
 Progress = Callable[[int], None] | None
@@ -125,7 +124,7 @@ def _chosen(side: Side, datasets: Iterable[str] | None) -> list[str]:
     return chosen
 
 
-def _rows(side: Side, table: str, datasets: list[str], batch: int) -> Iterator[list[dict[str, Any]]]:
+def _rows(side: Side, table: str, datasets: list[str], batch: int = 1000) -> Iterator[list[dict[str, Any]]]:
     marks = ", ".join([side.mark] * len(datasets))
     where = _scope(side, table).replace("{ds}", marks)  # type: ignore[union-attr]
     order = ", ".join(f'"{c}"{side.collate}' for c in side.primary_key(table)) or "1"
@@ -143,17 +142,24 @@ def _file_rows(side: Side, table: str, batch: int, where: str, args: list[Any]) 
 # -- export ----------------------------------------------------------------------------------
 def export_file(store: Store, path: str | Path, *, datasets: Iterable[str] | None = None,
                 format: str = "jsonl", vectors: bool = True, progress: Progress = None) -> TransferResult:
-    """Write ``path`` (through ``path.part``, renamed over it once complete): ``"jsonl"`` with
-    :func:`export_store`, ``"graphml"`` or ``"json"`` with :func:`export_graph`."""
+    """Write the rows of ``datasets`` (all of them by default), all read in one snapshot of the
+    store, to ``path`` (through ``path.part``, renamed over it once complete): ``"jsonl"`` every
+    row as JSON Lines; ``"graphml"`` or ``"json"`` entities as nodes and facts as edges (closed
+    ones too, with both timelines), as GraphML or a JSON node-link graph (``{"nodes": […],
+    "edges": […]}``)."""
     _check_path(path)
+    if format != "jsonl" and format not in _GRAPH_FORMATS:
+        raise ValidationError(f"format must be one of {', '.join(_GRAPH_FORMATS)}, not {format!r}")
     target = Path(path)
     part = target.with_name(target.name + ".part")
+    side = side_of(store)
     try:
-        with part.open("w", encoding="utf-8", newline="\n") as out:
+        with part.open("w", encoding="utf-8", newline="\n") as out, side.snapshot():
+            chosen = _chosen(side, datasets)
             if format == "jsonl":
-                report = export_store(store, out, datasets=datasets, vectors=vectors, progress=progress)
+                report = _export_rows(side, out, chosen, vectors, progress)
             else:
-                report = export_graph(store, out, datasets=datasets, format=format, progress=progress)
+                report = _export_graph(side, out, chosen, _GRAPH_FORMATS[format], progress)
         part.replace(target)
     except OSError as exc:
         raise ValidationError(f"cannot write {target}: {exc.strerror or exc}") from exc
@@ -162,26 +168,15 @@ def export_file(store: Store, path: str | Path, *, datasets: Iterable[str] | Non
     return report
 
 
-def export_store(store: Store, out: IO[str], *, datasets: Iterable[str] | None = None,
-                 vectors: bool = True, batch: int = 1000, progress: Progress = None) -> TransferResult:
-    """Write the rows of ``datasets`` (all of them by default) to ``out`` as JSON Lines, all
-    read in one snapshot of the store."""
-    side = side_of(store)
-    with side.snapshot():
-        return _export(side, out, datasets, vectors, batch, progress)
-
-
-def _export(side: Side, out: IO[str], datasets: Iterable[str] | None, vectors: bool, batch: int,
-            progress: Progress) -> TransferResult:
+def _export_rows(side: Side, out: IO[str], chosen: list[str], vectors: bool, progress: Progress) -> TransferResult:
     from .. import __version__
 
-    chosen = _chosen(side, datasets)
     embedder = side.embedder()
     report = TransferResult(datasets=chosen, vectors=vectors, embedder=embedder)
     out.write(_line({"format": FORMAT, "version": VERSION, "kenning": __version__, "datasets": chosen,
                      "vectors": vectors, "embedder": embedder and {"name": embedder[0], "dimension": embedder[1]}}))
     for table in _tables(side) if chosen else []:
-        for rows in _rows(side, table, chosen, batch):
+        for rows in _rows(side, table, chosen):
             for row in rows:
                 if not vectors and "embedding" in row:
                     row["embedding"] = None
@@ -193,19 +188,12 @@ def _export(side: Side, out: IO[str], datasets: Iterable[str] | None, vectors: b
     return report
 
 
-def export_graph(store: Store, out: IO[str], *, datasets: Iterable[str] | None = None,
-                 format: str = "graphml", progress: Progress = None) -> TransferResult:
-    """Entities as nodes and facts as edges (closed ones too, with both timelines), as GraphML
-    or as a JSON node-link graph (``{"nodes": […], "edges": […]}``)."""
-    if format not in _GRAPH_FORMATS:
-        raise ValidationError(f"format must be one of {', '.join(_GRAPH_FORMATS)}, not {format!r}")
-    side = side_of(store)
-    with side.snapshot():
-        chosen = _chosen(side, datasets)
-        nodes, edges = ([{k: v for k, v in r.items() if k != "embedding"}
-                         for rows in _rows(side, table, chosen, 1000) for r in rows] if chosen else []
-                        for table in ("entities", "facts"))
-    _GRAPH_FORMATS[format](out, nodes, edges)
+def _export_graph(side: Side, out: IO[str], chosen: list[str], write: Callable[..., None],
+                  progress: Progress) -> TransferResult:
+    nodes, edges = ([{k: v for k, v in r.items() if k != "embedding"}
+                     for rows in _rows(side, table, chosen) for r in rows] if chosen else []
+                    for table in ("entities", "facts"))
+    write(out, nodes, edges)
     if progress:
         progress(len(nodes) + len(edges))
     return TransferResult(datasets=chosen, vectors=False, embedder=side.embedder(),
@@ -254,13 +242,8 @@ _GRAPH_FORMATS = {"graphml": _graphml, "json": _json_graph}
 
 
 # -- import ----------------------------------------------------------------------------------
-@dataclass
-class _File:
-    header: dict[str, Any]
-    tables: dict[str, list[dict[str, Any]]]
-
-
-def _parse(lines: Iterable[str], name: str) -> _File:
+def _parse(lines: Iterable[str], name: str) -> tuple[dict[str, Any], dict[str, list[dict[str, Any]]]]:
+    """(the header, each table's rows) of an export file's lines."""
     header: dict[str, Any] | None = None
     tables: dict[str, list[dict[str, Any]]] = {}
     end: dict[str, Any] | None = None
@@ -287,7 +270,7 @@ def _parse(lines: Iterable[str], name: str) -> _File:
     counts = {t: len(r) for t, r in tables.items()}
     if end is None or not isinstance(end, dict) or end.get("rows") != counts:
         raise ValidationError(f"{name} is truncated or altered: its end line does not match its rows")
-    return _File(header, tables)
+    return header, tables
 
 
 def _check_header(item: dict[str, Any], where: str) -> dict[str, Any]:
@@ -316,12 +299,11 @@ def import_file(store: Store, path: str | Path, *, vectors: bool = True, account
     path = Path(path)
     try:
         with path.open(encoding="utf-8") as handle:
-            parsed = _parse(handle, path.name)
+            header, tables = _parse(handle, path.name)
     except OSError as exc:
         raise ValidationError(f"cannot read {path}: {exc.strerror or exc}") from exc
     except UnicodeDecodeError as exc:
         raise ValidationError(f"{path.name} is not UTF-8 text, so not a kenning export") from exc
-    header = parsed.header
     embedder = header.get("embedder")
     embedder = (embedder["name"], int(embedder["dimension"])) if embedder else None
     side = side_of(store)
@@ -330,16 +312,16 @@ def import_file(store: Store, path: str | Path, *, vectors: bool = True, account
     report = TransferResult(datasets=header["datasets"], vectors=vectors, embedder=embedder, accounts=accounts)
     if not accounts:
         for table in ACCOUNTS:
-            if table in parsed.tables:
-                report.ignored[table] = len(parsed.tables.pop(table))
-    _check_tables(side, parsed)
-    _check_scope(side, parsed)
+            if table in tables:
+                report.ignored[table] = len(tables.pop(table))
+    _check_tables(side, tables)
+    _check_scope(side, header["datasets"], tables)
     users_before = ({r[0] for r in side.select('SELECT "id" FROM "auth_users"')}
-                    if "auth_users" in parsed.tables else set())
+                    if "auth_users" in tables else set())
     try:
         with side.writing():
-            for table in in_order(side, list(parsed.tables)):
-                _write(side, table, parsed.tables[table], report, batch, progress)
+            for table in in_order(side, list(tables)):
+                _write(side, table, tables[table], report, batch, progress)
     except driver_errors(integrity=True) as exc:
         raise ConflictError(f"the import clashes with the store and was rolled back: {exc}") from exc
     except driver_errors() as exc:
@@ -348,7 +330,7 @@ def import_file(store: Store, path: str | Path, *, vectors: bool = True, account
         raise StoreError(f"the import failed and was rolled back: {type(exc).__name__}: {exc}") from exc
     if embedder and report.vectors and side.embedder() is None:
         store.set_embedder(*embedder)
-    created = [u for u in parsed.tables.get("auth_users", []) if u.get("id") not in users_before]
+    created = [u for u in tables.get("auth_users", []) if u.get("id") not in users_before]
     report.users = sorted(u["name"] for u in created)
     report.admins = sorted(u["name"] for u in created if u.get("admin"))
     return report
@@ -368,23 +350,21 @@ def _check_embedder(side: Side, embedder: tuple[str, int] | None, vectors: bool)
             " without the file's vectors (kenning import --no-vectors) to embed the rows here")
 
 
-def _check_tables(side: Side, parsed: _File) -> None:
-    lacking = side.lacks(parsed.tables)
-    for table in sorted(parsed.tables):
+def _check_tables(side: Side, tables: dict[str, list[dict[str, Any]]]) -> None:
+    lacking = side.lacks(tables)
+    for table in sorted(tables):
         if table in NEVER or table in lacking:
             raise ValidationError(f"the file has rows for table {table!r}, which this store cannot take")
-        side.check_columns(table, {c for row in parsed.tables[table] for c in row})
+        side.check_columns(table, {c for row in tables[table] for c in row})
 
 
-def _check_scope(side: Side, parsed: _File) -> None:
-    """Every row belongs to a dataset the header declares and refers to no row of another
-    dataset (in the file or in the store); every table is one an export writes."""
-    declared = set(parsed.header["datasets"])
+def _check_scope(side: Side, datasets: list[str], tables: dict[str, list[dict[str, Any]]]) -> None:
+    """Every row belongs to one of the ``datasets`` the header declares and refers to no row of
+    another dataset (in the file or in the store); every table is one an export writes."""
+    declared = set(datasets)
     exported = set(_tables(side)) | set(ACCOUNTS)
-    where: dict[str, dict[Any, Any]] = {"memories": {}, "entities": {}, "facts": {}}  # id -> dataset, of the file's rows
-    for table in where:
-        for row in parsed.tables.get(table, []):
-            where[table][row.get("id")] = row.get("dataset")
+    # id -> dataset of the file's rows
+    where = {t: {row.get("id"): row.get("dataset") for row in tables.get(t, [])} for t in ("memories", "entities", "facts")}
 
     def dataset_of(table: str, row_id: Any) -> Any:
         if row_id in where[table]:
@@ -394,9 +374,9 @@ def _check_scope(side: Side, parsed: _File) -> None:
         found = side.select(f'SELECT "dataset" FROM "{table}" WHERE "id" = {side.mark}', [row_id])
         return found[0][0] if found else None  # a dangling reference names nothing to touch
 
-    owners = {r.get("owner_id") for t in ("auth_datasets", "datasets") for r in parsed.tables.get(t, [])}
-    grantees = {r.get("user_id") for r in parsed.tables.get("auth_grants", [])}
-    for table, rows in parsed.tables.items():
+    owners = {r.get("owner_id") for t in ("auth_datasets", "datasets") for r in tables.get(t, [])}
+    grantees = {r.get("user_id") for r in tables.get("auth_grants", [])}
+    for table, rows in tables.items():
         if table not in exported:
             raise ValidationError(f"the file has rows for table {table!r}, which an export never holds")
         for row in rows:

@@ -210,9 +210,7 @@ class Dialect:
 
 class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
     """A dataset-partitioned memory store, thread-safe: the reads both backends share, over the
-    roles each fills (``base.py``). A backend sets ``dialect`` and gives connections (rows
-    readable by column name) through ``_read()`` and ``_write()`` (committed when the block
-    ends)."""
+    roles each fills (``base.py``) and the connections it gives (as ``AuthStore`` says)."""
 
     dialect: Dialect
     #: the embedder the vectors come from (once checked), and the store as messages name it
@@ -520,7 +518,7 @@ class Store(AuthStore, MemoryStore, SearchStore, AdminStore):
         return self._stated("fact", _NAMED_FACTS, "f.id", ids, self._stored_fact)
 
     def _stored_fact(self, row: Mapping[str, Any], memory_ids: list[str]) -> Fact:
-        """``Dialect.fact`` without validating again what was validated when written (``models.stored``)."""
+        """A fact row with its ends' names as a Fact, not validated again (``models.stored``)."""
         data = row_dict(row)
         for name in _FACT_TIMES:
             data[name] = self.dialect.time_out(data[name])

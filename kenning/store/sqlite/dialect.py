@@ -21,12 +21,8 @@ __all__ = ["SQLITE", "dataset_token"]
 _ISO_DATE = "[0-9][0-9][0-9][0-9]-[0-9][0-9]-[0-9][0-9]*"
 
 
-def _path(cond: Condition) -> str:
-    return "$" + "".join('."' + part + '"' for part in cond.path)
-
-
 def _condition(cond: Condition, column: str) -> tuple[str, list[Any]]:
-    path = _path(cond)
+    path = "$" + "".join('."' + part + '"' for part in cond.path)
     value, kind = f"json_extract({column}, ?)", f"json_type({column}, ?)"
     if cond.op in ("eq", "in"):
         values = cond.value if cond.op == "in" else (cond.value,)

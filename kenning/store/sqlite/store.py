@@ -19,7 +19,7 @@ import sqlite3
 import threading
 import time
 from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, nullcontext
+from contextlib import closing, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
@@ -240,9 +240,7 @@ class SQLiteStore(Store):
         of another embedder and temporary files of killed saves are deleted too."""
         if self._files is None:
             return
-        if self._fingerprint is None:
-            self._fingerprint = self._read_fingerprint()
-        self._files.sweep(self._fingerprint)
+        self._files.sweep(self._fingerprinted())
         if self._fingerprint is None:
             return
         pairs = {tuple(r) for r in self._db.execute("SELECT DISTINCT kind, dataset FROM vector_log")}
@@ -523,11 +521,8 @@ class SQLiteStore(Store):
 
         def run() -> None:
             try:
-                conn = sqlite3.connect(self.path, timeout=1.0, isolation_level=None, check_same_thread=False)
-                try:
+                with closing(sqlite3.connect(self.path, timeout=1.0, isolation_level=None, check_same_thread=False)) as conn:
                     conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                finally:
-                    conn.close()
             except sqlite3.Error as exc:  # busy or gone: the next commit's checkpoint does it
                 log.debug("access-count checkpoint skipped: %s", exc)
 
@@ -551,22 +546,23 @@ class SQLiteStore(Store):
             self._anns.clear()
             self._fingerprint = None
 
-    def _read_fingerprint(self) -> str | None:
-        rows = dict(self._db.execute(
-            "SELECT key, value FROM meta WHERE key IN ('embedder', 'embedder_dimension', 'store_id')"
-        ).fetchall())
-        if "embedder_dimension" not in rows:
-            return None
-        self._dimension = int(rows["embedder_dimension"])
-        text = "|".join([rows.get("store_id", ""), rows.get("embedder", ""), rows["embedder_dimension"], FORMAT])
-        return hashlib.sha1(text.encode()).hexdigest()[:12]
+    def _fingerprinted(self) -> str | None:
+        """What the index files are tied to (the store, the embedder, the file format), read once
+        an embedder is recorded; None before."""
+        if self._fingerprint is None:
+            rows = dict(self._db.execute(
+                "SELECT key, value FROM meta WHERE key IN ('embedder', 'embedder_dimension', 'store_id')"
+            ).fetchall())
+            if "embedder_dimension" in rows:
+                self._dimension = int(rows["embedder_dimension"])
+                text = "|".join([rows.get("store_id", ""), rows.get("embedder", ""), rows["embedder_dimension"], FORMAT])
+                self._fingerprint = hashlib.sha1(text.encode()).hexdigest()[:12]
+        return self._fingerprint
 
     def _ann(self, kind: str, dataset: str) -> AnnIndex | None:
         """The index of one kind in one dataset, opened or built and caught up with the log."""
-        if self._fingerprint is None:
-            self._fingerprint = self._read_fingerprint()
-            if self._fingerprint is None:
-                return None
+        if self._fingerprinted() is None:
+            return None
         with self._snapshot():  # the trim mark and the log rows read together
             head = self._head()
             index = self._anns.get((kind, dataset))
