@@ -25,7 +25,7 @@ def _ids(kn: Kenning, *names: str) -> list[str]:
 
 
 @pytest.mark.parametrize("limit", [1, 3, 12, 100])
-def test_the_neighbours_are_the_first_of_all_the_entities_facts(tmp_path, limit: int) -> None:  # noqa: ANN001
+def test_the_neighbours_are_the_first_of_all_the_entities_facts(tmp_path, limit: int) -> None:
     with _store(str(tmp_path / "g.db")) as kn:
         ids = _ids(kn, "acme corp", "person1 quist", "paris")
         marks = ",".join("?" * len(ids))
@@ -38,7 +38,7 @@ def test_the_neighbours_are_the_first_of_all_the_entities_facts(tmp_path, limit:
         assert kn.store.neighbors("main", [], limit) == []
 
 
-def test_a_hub_is_read_through_its_index_in_order_never_sorted(tmp_path) -> None:  # noqa: ANN001
+def test_a_hub_is_read_through_its_index_in_order_never_sorted(tmp_path) -> None:
     """Sorting a hub's facts meant reading each of them first: 20,000 facts of an organisation
     at 1M memories, about 100 ms of a recall."""
     with _store(str(tmp_path / "g.db")) as kn:
