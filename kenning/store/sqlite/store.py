@@ -467,20 +467,17 @@ class SQLiteStore(Store):
         return [Scored(kind, ids[key], score) for key, score in found if key in ids]
 
     def neighbors(self, dataset: str, entity_ids: Sequence[str], limit: int) -> list[FactRow]:
-        if not entity_ids:
-            return []
-        marks = _marks(len(entity_ids))
+        # The first ``limit`` facts of all the entities are among each entity's first ``limit``,
+        # read in that order from an index (schema.py): a hub's thousands of facts are not read.
+        first = " UNION ALL ".join(
+            f"SELECT * FROM (SELECT rowid, expired_at IS NULL, valid_at FROM facts INDEXED BY facts_{end}_time WHERE"
+            f" {end}_id = ? AND dataset = ? ORDER BY expired_at IS NULL DESC, valid_at DESC, rowid DESC LIMIT ?)"
+            for end in ("source", "target"))
         with self._lock:
-            # Sorted by rowid and time alone, then ``limit`` rows read: a hub entity's thousand
-            # facts are not each copied, vector and all, into the sorter (3.8 -> 1.0 ms for a
-            # 1,077-fact hub at 100k, timed by hand).
-            rows = self._db.execute(
-                f"SELECT {FACT_COLUMNS} FROM facts WHERE rowid IN (SELECT rowid FROM facts WHERE dataset = ?"
-                f" AND (source_id IN ({marks}) OR target_id IN ({marks}))"
-                " ORDER BY expired_at IS NOT NULL, valid_at DESC, rowid DESC LIMIT ?)"
-                " ORDER BY expired_at IS NOT NULL, valid_at DESC, rowid DESC",
-                [dataset, *entity_ids, *entity_ids, limit],
-            ).fetchall()
+            keys = {key for e in entity_ids for key in self._db.execute(first, (e, dataset, limit) * 2)}
+            rowids = [key[0] for key in sorted(keys, key=lambda key: (key[1], key[2], key[0]), reverse=True)[:limit]]
+            rows = self._db.execute(f"SELECT {FACT_COLUMNS} FROM facts WHERE rowid IN ({_marks(len(rowids))})"
+                                    " ORDER BY expired_at IS NOT NULL, valid_at DESC, rowid DESC", rowids).fetchall()
         return [self.dialect.fact_row(r) for r in map(row_dict, rows)]
 
     def memory_neighbors(self, memory_ids: Sequence[str], window: int) -> list[tuple[str, str, int]]:
