@@ -22,6 +22,14 @@ make recall measurable at scale without it:
 "ingest" row is the copy's rate, not ``remember``'s. ``--dir`` keeps both stores (the SQLite file and the
 server's data directory) there; a store that already holds the dataset is not ingested again,
 and its ingest row reports no rate.
+
+``--more N`` then times ``remember`` of N new memories (the corpus of another seed, in lists of
+``--batch``) into each store as it is, after recall: the ingest rate at the store's size. It
+prints memories/s, this process's CPU per memory and, for the server this script started, the
+server's CPU per memory (its processes' CPU time, from ``/proc``). It writes to the stores, so
+time it on a copy (``cp -a`` of the directory while no server runs on it):
+
+    python benchmarks/bench_backends.py --facts 100000 --dir /tmp/copy-of-b100k --backends postgresql --more 2000
 """
 
 from __future__ import annotations
@@ -101,6 +109,47 @@ def ingest(kn: Kenning, corpus: Corpus, batch: int) -> dict[str, Any]:
             "memories_per_s": round(stats.memories / seconds, 1)}
 
 
+def server_cpu(pgdata: str | None) -> float | None:
+    """CPU seconds the server of ``pgdata`` has used: the postmaster, the backends it has reaped
+    and those still running (Linux ``/proc``); None when unknown."""
+    try:
+        postmaster = int(Path(pgdata or "", "postmaster.pid").read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+    ticks = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        pid, ppid = int(stat.parent.name), int(fields[1])
+        if pid == postmaster:
+            ticks += sum(int(f) for f in fields[11:15])  # utime, stime and the reaped children's
+        elif ppid == postmaster:
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
+
+
+def more(kn: Kenning, args: argparse.Namespace, pgdata: str | None) -> dict[str, Any]:
+    """``remember`` of ``--more`` new memories into the store as it is."""
+    corpus = generate(args.more, seed=args.seed + 1, questions=1)
+    before = kn.stats(DATASET).memories
+    cpu, server, load = time.process_time(), server_cpu(pgdata), os.getloadavg()[0]
+    started, rates = time.perf_counter(), []
+    for texts in batches(corpus, args.batch):
+        start = time.perf_counter()
+        kn.remember(texts, dataset=DATASET)
+        rates.append(round(len(texts) / (time.perf_counter() - start), 1))
+    seconds, cpu = time.perf_counter() - started, time.process_time() - cpu
+    after = server_cpu(pgdata)
+    added = kn.stats(DATASET).memories - before
+    return {"stored_before": before, "memories": args.more, "new": added, "seconds": round(seconds, 1),
+            "memories_per_s": round(args.more / seconds, 1), "per_list": rates,
+            "client_cpu_ms": round(cpu * 1000 / args.more, 2),
+            "server_cpu_ms": None if server is None or after is None else round((after - server) * 1000 / args.more, 2),
+            "load_avg_1m": [round(load, 2), round(os.getloadavg()[0], 2)]}
+
+
 def recall(kn: Kenning, corpus: Corpus, top_k: int) -> dict[str, Any]:
     kn.recall(corpus.questions[0].text, dataset=DATASET)  # warm caches (SQLite's vector index)
     times, found = [], 0
@@ -125,7 +174,8 @@ def holds_data(url: str) -> bool:
         store.close()
 
 
-def run_backend(url: str, corpus: Corpus, args: argparse.Namespace, copy_from: str | None = None) -> dict[str, Any]:
+def run_backend(url: str, corpus: Corpus, args: argparse.Namespace, copy_from: str | None = None,
+                pgdata: str | None = None) -> dict[str, Any]:
     done = None
     if holds_data(url):
         with Kenning(url) as kn:
@@ -140,6 +190,10 @@ def run_backend(url: str, corpus: Corpus, args: argparse.Namespace, copy_from: s
     with Kenning(url) as kn:  # reopened: recall starts from what is stored
         result["recall"] = recall(kn, corpus, args.top_k)
     print(f"  {url.split(':')[0]}: recall {json.dumps(result['recall'])}", file=sys.stderr)
+    if args.more:
+        with Kenning(url) as kn:
+            result["more"] = more(kn, args, pgdata)
+        print(f"  {url.split(':')[0]}: more {json.dumps(result['more'])}", file=sys.stderr)
     return result
 
 
@@ -151,14 +205,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
         if args.dir:
             os.makedirs(home, exist_ok=True)
         sqlite_url = f"sqlite:///{home}/bench.db"
-        out["backends"]["sqlite"] = run_backend(sqlite_url, corpus, args)
+        if "sqlite" in args.backends:
+            out["backends"]["sqlite"] = run_backend(sqlite_url, corpus, args)
         server = None
+        if "postgresql" not in args.backends:
+            return out
         if args.pg:
             url = args.pg
         else:
             server, url = start_postgres(home, keep=bool(args.dir))
         try:
-            out["backends"]["postgresql"] = run_backend(url, corpus, args, sqlite_url if args.pg_copy else None)
+            out["backends"]["postgresql"] = run_backend(url, corpus, args, sqlite_url if args.pg_copy else None,
+                                                        None if args.pg else os.path.join(home, "pgdata"))
         finally:
             if server is not None:
                 server.cleanup()
@@ -176,6 +234,14 @@ def report(result: dict[str, Any]) -> None:
                      q["p50"], q["p95"], q["answer_in_top_k"]])
     print_table(["backend", "memories", "facts", "entities", "ingest s", "memories/s",
                  "recall p50 ms", "recall p95 ms", "answer in top k"], rows)
+    timed = [(name, r["more"]) for name, r in result["backends"].items() if "more" in r]
+    if timed:
+        print()
+        print_table(["backend", "stored before", "more memories", "memories/s", "client CPU ms a memory",
+                     "server CPU ms a memory", "per list /s", "load"],
+                    [[name, m["stored_before"], m["memories"], m["memories_per_s"], m["client_cpu_ms"],
+                      m["server_cpu_ms"] if m["server_cpu_ms"] is not None else "-", m["per_list"],
+                      m["load_avg_1m"]] for name, m in timed])
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -189,6 +255,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--dir", default=None, help="keep the stores here, and reuse those that hold the data")
     parser.add_argument("--pg-copy", action="store_true",
                         help="fill PostgreSQL by copying the SQLite store, not by remember()")
+    parser.add_argument("--backends", default="sqlite,postgresql", help="which stores to run, comma-separated")
+    parser.add_argument("--more", type=int, default=0,
+                        help="then time remember() of this many new memories into each store (writes to it)")
     parser.add_argument("--json", action="store_true", help="print the result as JSON")
     args = parser.parse_args(argv)
     result = run(args)

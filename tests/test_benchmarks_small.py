@@ -121,6 +121,24 @@ def test_bench_backends_copies_into_postgresql_and_reuses_both_stores(tmp_path):
 
 
 @pytest.mark.postgres
+def test_bench_backends_times_more_memories_into_the_stores_as_they_are(tmp_path):
+    from tests.pg import pg_url
+
+    args = (str(BENCHMARKS / "bench_backends.py"), "--facts", "60", "--batch", "30", "--queries", "5", "--json",
+            "--pg", pg_url(), "--dir", str(tmp_path))
+    _run(*args)
+    result = json.loads(_run(*args, "--more", "40"))["backends"]
+    added = set()
+    for backend in result.values():
+        more = backend["more"]
+        assert more["stored_before"] == backend["ingest"]["memories"] and more["memories"] == 40
+        assert more["memories_per_s"] > 0 and more["client_cpu_ms"] > 0 and len(more["per_list"]) == 2
+        assert more["server_cpu_ms"] is None  # a server this script did not start
+        added.add(more["new"])
+    assert len(added) == 1 and 0 < added.pop() <= 40  # the same new memories in both stores
+
+
+@pytest.mark.postgres
 def test_pg_insert_cost_leaves_the_store_as_it_was():
     from kenning import Kenning
     from tests.pg import pg_url
