@@ -110,6 +110,8 @@ FAMILY = frozenset(
 
 #: activities one "does" ("I do yoga"), for the offline extractor
 ACTIVITIES = frozenset(word for word, kind in _KINDS.items() if kind in {"sport", "craft"} and len(word) > 3)
+#: languages one learns ("I'm taking Greek classes"), for the offline extractor
+LANGUAGES = frozenset(word for word, kind in _KINDS.items() if kind == "language")
 
 
 def category_of(name: str) -> str | None:
@@ -159,8 +161,8 @@ def replaces(relation: str, value: str, old_relation: str, old_value: str, singl
         return False
     if old_relation == relation and single:
         return True
-    if old_relation != relation and not ({old_relation, relation} <= FAMILY):
-        return False
+    if old_relation != relation and (not ({old_relation, relation} <= FAMILY) or ONE_PLACE & {old_relation, relation}):
+        return False  # a new gym ends the old gym, not the sport its name says ("The Climbing Hangar")
     kind = category_of(value)
     if kind is None and old_relation == relation in ONE_PLACE:
         return True  # "I moved universities, I'm at UCL now": UCL's kind unsaid, the place is one
@@ -199,7 +201,7 @@ _SUBJ = r"(?P<s>(?i:i|we|he|she|they)|[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,
 #: "I no longer play tennis", "I've stopped playing tennis", "I quit smoking", "I gave up coffee"
 _STOPPED = re.compile(
     _SUBJ + r"\s+(?:(?:has|have|had)\s+)?(?:(?:just|finally|recently|also)\s+)?"
-    r"(?P<m>no\s+longer|stopped|quit|gave\s+up|given\s+up|dropped|ditched|cut\s+out)\s+(?P<rest>.+)",
+    r"(?P<m>no\s+longer|stopped|quit|(?:gave|given)\s+up(?:\s+on)?|dropped|ditched|cut\s+out|paused|put\s+aside)\s+(?P<rest>.+)",
     re.DOTALL,
 )
 #: "I don't play tennis anymore", "I'm not vegetarian any more"
@@ -223,7 +225,15 @@ _CANCELLED = re.compile(
     r"(?P<o>.+?)\s+(?P<what>membership|subscription)(?:\s+(?:at|with|to)\s+(?P<o2>.+?))?",
     re.DOTALL,
 )
-_HELD_BY = {"membership": "member_of", "subscription": "uses"}
+#: "I let my Gym Group membership lapse", "let the subscription run out"
+_LAPSED = re.compile(
+    _SUBJ + r"\s+(?:(?:has|have|had)\s+)?(?:(?:just|finally|recently|also|eventually)\s+)?let\s+(?:my|our|his|her|their|the)\s+"
+    r"(?:(?P<o>.+?)\s+)?(?P<what>membership|subscription)(?:\s+(?:at|with|to)\s+(?P<o2>.+?))?\s+"
+    r"(?:lapse|expire|run\s+out|go)(?:\s+(?:at|with)\s+(?P<o3>.+?))?",
+    re.DOTALL,
+)
+#: what a membership, a subscription or an account is held by ("moved my account from HSBC to Monzo")
+_HELD_BY = {"membership": "member_of", "subscription": "uses", "account": "banks_with"}
 #: "I sold the Civic", "I lost my phone", "someone stole the Trek", "my bike was stolen"
 _LOST = re.compile(
     _SUBJ + r"\s+(?:(?:has|have|had)\s+)?(?:(?:just|finally|recently|also|eventually)\s+)?(?:sold|lost|crashed|totall?ed|wrecked|"
@@ -250,7 +260,8 @@ _REPLACED = re.compile(
 #: "I switched from tea to coffee" (the offline rules read some of these themselves)
 _FROM_TO = re.compile(
     _SUBJ + r"\s+(?:(?:have|has|had)\s+)?(?:(?:just|recently|finally)\s+)?"
-    r"(?:switched|changed|moved|went|converted|upgraded|downgraded)\s+from\s+(?P<old>.+?)\s+to\s+"
+    r"(?:switched|changed|moved|went|converted|upgraded|downgraded|transferred)"
+    r"(?:\s+(?:my|our|his|her|their)\s+(?:[a-z]+\s+)?(?P<what>account|membership|subscription))?\s+from\s+(?P<old>.+?)\s+to\s+"
     r"(?P<new>.+)",
     re.DOTALL,
 )
@@ -294,9 +305,9 @@ _FUTURE = re.compile(
 _MARKER = re.compile(
     r"\b(?:no\s+longer|stopped|quit|gave|given|dropped|ditched|cut|anymore|any\s+more|used\s+to|sold|"
     r"lost|crashed|totall?ed|wrecked|rid|traded|returned|scrapped|stole|nicked|took|stolen|written|"
-    r"destroyed|died|broke|conked|packed|"
+    r"destroyed|died|broke|conked|packed|paused|aside|"
     r"replaced|swapped|exchanged|substituted|switched|changed|moved|went|converted|upgraded|"
-    r"cancell?ed|ended|terminated|transferred|"
+    r"cancell?ed|ended|terminated|transferred|let|"
     r"downgraded|focus\w*|concentrating|not|rather|instead|now|these\s+days|nowadays)\b",
     re.IGNORECASE,
 )
@@ -307,7 +318,7 @@ _PROGRESSIVE = re.compile(r"\b(?:am|is|are)\s+(?:[a-z]+ly\s+)?[a-z]+ing\b", re.I
 _VALUE_EDGES = re.compile(
     r"^(?:(?:now|currently|also|fully|completely|strictly|mostly|officially|old|trusty|beloved)\s+)+|"
     r"(?:\s*,?\s+(?i:now|lately|recently|these\s+days|nowadays|anymore|any\s+more|mostly|instead|"
-    r"again|too|for\s+(?:me|us|him|her|them)|at\s+the\s+moment|"
+    r"again|too|for\s+(?:me|us|him|her|them)|at\s+the\s+moment|completely|entirely|altogether|for\s+good|though|"
     # a time said in words no date reading takes ("a Mazda last weekend")
     r"(?:last|this|that)\s+(?:weekend|week|month|year|night|morning|afternoon|evening|spring|summer|"
     r"autumn|fall|winter)|yesterday|today|earlier|a\s+(?:while|few\s+\w+)\s+ago))+$"
@@ -405,6 +416,11 @@ def read_change(clause: str, said: str | None = None) -> Change | None:
     said = said or text
     if not text or not _MAY_BE_MARKED(said) or not _MARKER.search(said):
         return None  # most clauses state no change: one search is all they pay
+    if match := _LAPSED.fullmatch(text):
+        value = match["o3"] or match["o2"] or match["o"]
+        if value:
+            return Change(text="", ends=True, value=tidy_value(value), subject=match["s"],
+                          relation=_HELD_BY[match["what"].casefold()])
     if match := _CANCELLED.fullmatch(text):
         return Change(text="", ends=True, value=tidy_value(match["o2"] or match["o"]), subject=match["s"],
                       relation=_HELD_BY[match["what"].casefold()])
@@ -437,7 +453,7 @@ def read_change(clause: str, said: str | None = None) -> Change | None:
                       value=tidy_value(match["new"]), subject=match["s"])
     if match := _FROM_TO.fullmatch(text):
         return Change(text=text, changes=True, old=tidy_value(match["old"]), value=tidy_value(match["new"]),
-                      subject=match["s"])
+                      subject=match["s"], relation=_HELD_BY.get((match["what"] or "").casefold()))
     if match := _SWITCHED_TO.fullmatch(text):
         return Change(text=text, changes=True, value=tidy_value(match["new"]), subject=match["s"])
     if match := _LOST.fullmatch(text):
