@@ -104,7 +104,7 @@ _KIND_RELATION = {
 #: change is stated (a change of phone closes the old phone, not the bike)
 FAMILY = frozenset(
     "likes prefers drinks eats loves enjoys owns uses drives rides practices plays has_hobby "
-    "has_diet avoids learns studied_at member_of supports".split()
+    "has_diet avoids learns studied_at member_of supports has_pet".split()
 )
 
 
@@ -244,12 +244,16 @@ _LOST = re.compile(
 #: the motorway": a thing named by its owner's words ended, whatever adjunct follows
 _STOLEN = re.compile(
     r"(?:(?i:someone|somebody|a\s+thief|thieves|they)\s+(?:stole|nicked|took)\s+(?P<o>.+)|"
-    r"(?P<o2>(?i:my|the|our)\s+[^,;]+?)\s+(?:(?:finally|just|recently|completely)\s+)?(?:(?:(?:was|got|has\s+been|"
+    r"(?P<o2>(?i:my|the|our)\s+[^,;]+?|[A-Z][\w'’-]+)\s+(?:(?:finally|just|recently|completely)\s+)?(?:(?:(?:was|got|has\s+been|"
     r"had\s+been)\s+(?:stolen|nicked|totall?ed|written\s+off|destroyed|sold|scrapped|wrecked|towed\s+away))|"
-    r"died|broke(?:\s+down)?|gave\s+up\s+the\s+ghost|conked\s+out|packed\s+(?:in|up))"
+    r"died|passed\s+away|broke(?:\s+down)?|gave\s+up\s+the\s+ghost|conked\s+out|packed\s+(?:in|up))"
     r"(?:\s+(?:in|by|during|after|at|on|last|this|yesterday|for|when|while|beyond|and)\b.*)?)",
     re.DOTALL,
 )
+#: "padel is over for me", "no more skiing", "I cancelled Megatlon": an ending said of the value itself
+_OVER = re.compile(r"(?:[^,;:]*[,;:]\s*)?(?:(?i:so|and|but)\s+)?(?:(?i:no\s+more)\s+(?P<o>[^,;]+?)|(?P<o2>[^,;]+?)\s+(?:is|was)\s+over"
+                   r"(?:\s+for\s+(?:me|us))?|(?P<s>(?i:i|we))\s+(?:(?:have|has)\s+)?(?:just\s+)?cancell?ed\s+(?P<o3>[A-Z][^,;]*?))"
+                   r"(?:\s+(?:for\s+me|now|too|then))?\s*[.!]?", re.DOTALL)
 #: "I replaced yoga with swimming", "I swapped tea for coffee", "I traded my Civic for a Tesla"
 _REPLACED = re.compile(
     _SUBJ + r"\s+(?:(?:have|has|had)\s+)?(?:(?:just|finally|recently|also|eventually)\s+)?"
@@ -305,7 +309,7 @@ _FUTURE = re.compile(
 _MARKER = re.compile(
     r"\b(?:no\s+longer|stopped|quit|gave|given|dropped|ditched|cut|anymore|any\s+more|used\s+to|sold|"
     r"lost|crashed|totall?ed|wrecked|rid|traded|returned|scrapped|stole|nicked|took|stolen|written|"
-    r"destroyed|died|broke|conked|packed|paused|aside|"
+    r"destroyed|died|passed|broke|conked|packed|paused|aside|more|over|"
     r"replaced|swapped|exchanged|substituted|switched|changed|moved|went|converted|upgraded|"
     r"cancell?ed|ended|terminated|transferred|let|"
     r"downgraded|focus\w*|concentrating|not|rather|instead|now|these\s+days|nowadays)\b",
@@ -319,6 +323,7 @@ _VALUE_EDGES = re.compile(
     r"^(?:(?:now|currently|also|fully|completely|strictly|mostly|officially|old|trusty|beloved)\s+)+|"
     r"(?:\s*,?\s+(?i:now|lately|recently|these\s+days|nowadays|anymore|any\s+more|mostly|instead|"
     r"again|too|for\s+(?:me|us|him|her|them)|at\s+the\s+moment|completely|entirely|altogether|for\s+good|though|"
+    r"for\s+now|almost|nearly|once|twice|(?:two|three|four|five|\d+)\s+times|"
     # a time said in words no date reading takes ("a Mazda last weekend")
     r"(?:last|this|that)\s+(?:weekend|week|month|year|night|morning|afternoon|evening|spring|summer|"
     r"autumn|fall|winter)|yesterday|today|earlier|a\s+(?:while|few\s+\w+)\s+ago))+$"
@@ -458,6 +463,8 @@ def read_change(clause: str, said: str | None = None) -> Change | None:
         return Change(text=text, changes=True, value=tidy_value(match["new"]), subject=match["s"])
     if match := _LOST.fullmatch(text):
         return Change(text=text, ends=True, value=tidy_value(match["o"]), subject=match["s"], relation="owns")
+    if (match := _OVER.fullmatch(text)) and len(value := tidy_value(match["o"] or match["o2"] or match["o3"]).split()) <= 3:
+        return Change(text="", ends=True, value=" ".join(value), subject=match["s"] or "I")
     if match := _STOLEN.fullmatch(text):
         return Change(text="", ends=True, value=tidy_value(match["o"] or match["o2"]), subject="I", relation="owns")
     if match := _FOCUS.fullmatch(text):

@@ -412,7 +412,7 @@ _ACTIVITY_TAIL = (
     r"marathons|trails|routes))\b)"
 )
 _USE_VERBS = (
-    r"(?:%X(?:uses?|using|used|adopted|adopts?|chose|chooses|picked|selected|relies\s+on|rely\s+on|"
+    r"(?:%X(?:uses?|using|used|adopted|adopts?|chose|chooses|picked(?!\s+up)|selected|relies\s+on|rely\s+on|"
     r"relied\s+on|depends?\s+on|runs?\s+on|ran\s+on|went\s+with|go\s+with|standardi[sz]ed\s+on)"
     r"|(?:decided|chose|plans?|planned|started|want|wants|agreed)\s+to\s+(?:use|adopt))"
 )
@@ -445,7 +445,7 @@ _RULES: list[_Rule] = [
           r"|no\s+longer\s+works?\s+(?:at|for))\s+%O%E", "@left", "person", "organization",
           ends=True),
     _rule(r"%S%A\s+(?:no\s+longer\s+(?:lives?|resides?)\s+in|%X(?:moved|moves)\s+(?:out\s+of|"
-          r"away\s+from))\s+%O%E", "@location", "person", "place", ends=True),
+          r"away\s+from))\s+%O(?!\s+to\s)%E", "@location", "person", "place", ends=True),
     _rule(r"%S%A\s+%X(?:divorced|divorces)\s+%N%E", "married_to", "person", "person", ends=True),
     _rule(r"%S%A\s+(?:%X(?:stopped|stop)\s+using|no\s+longer\s+uses?|%X(?:dropped|abandoned)|"
           r"%X(?:moved|migrated|switched)\s+away\s+from)\s+%O%E", "uses", "organization?",
@@ -627,6 +627,11 @@ _RULES: list[_Rule] = [
     _rule(r"(?P<o>" + _NAME + r")\s+(?:is|was|are)\s+%P\s+(?:all-time\s+|absolute\s+)?"
           r"(?:favou?rite|fave)\s+(?P<cat>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)%E", "@favourite", "person",
           "concept"),
+    _rule(r"(?:[\w'’]+\s+){1,3}?(?:has|have|had|got|put|puts)\s+(?P<s>(?i:me))\s+on\s+an?\s+(?:strict\s+)?(?P<o>"
+          r"[A-Za-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+diet%E", "has_diet", "person", "concept"),
+    _rule(r"(?:[\w'’]+\s+){1,3}?(?:has|have|had|got)\s+(?P<s>(?i:me))\s+doing\s+%O%E", "practices", "person", "concept"),
+    _rule(r"(?:[\w'’]+\s+){1,3}?(?:made|make|makes|named|appointed|promoted)\s+(?P<s>(?i:me))\s+(?:(?:an?|the|our)\s+)?%R%E",
+          "@role", "person", "concept"),
     # whom or what one has one of: "my doctor is Dr. Patel", "my new bank is Monzo"
     _rule(r"%P\s+(?:(?:new|current|regular|usual|old|former)\s+)?(?P<slot>(?i:" + _SLOT_WORDS + r"))\s+"
           r"(?:is|was|has\s+been)\s+%N%E", "@slot", "person", "organization?"),
@@ -635,7 +640,8 @@ _RULES: list[_Rule] = [
           "person", "concept"),
     _rule(r"%S%A\s+%X(?:banks?|banked|banking)\s+(?:with|at)\s+%N%E", "banks_with", "person",
           "organization"),
-    _rule(r"%S%A\s+(?:%X(?:supports?|supported|supporting|follows?|followed|following)\s+(?P<o>(?:(?i:the)\s+)?"
+    _rule(r"%S%A\s+(?:%X(?:supports?|supported|supporting|follows?|followed|following|(?:cheers?|cheered|cheering|"
+          r"roots?|rooted|rooting)\s+for)\s+(?P<o>(?:(?i:the)\s+)?"
           + _NAME + r")|%B\s+(?:an?\s+)?(?:(?:big|huge|lifelong|die-hard|diehard|loyal)\s+)?(?P<o2>" + _NAME
           + r")\s+supporter)%E", "supports", "person", "organization"),
     # "I'm in Newport now", "we're now in Seattle": where one lives, said as a change
@@ -683,10 +689,12 @@ _RULES: list[_Rule] = [
           r"\s+in\s+%O%E",
           "@location", "organization", "place"),
     _rule(r"%S%A\s+%B\s+based\s+(?:in|out\s+of)\s+%O%E", "@location", "person", "place"),
+    _rule(r"%S%A\s+%X(?:share|shares|shared|rent|rents|rented|own|owns|bought|has|have)\s+(?:a|an|the|our|my)\s+"
+          r"(?:[a-z]+\s+)?(?:flat|house|apartment|place|home|condo|studio)\s+in\s+%O%E", "@location", "person", "place"),
     _rule(r"%S%A\s+%B\s+(?:(?:now|officially|finally)\s+)?(?:an?\s+)?(?P<o>" + _NAME + r")\s+(?:resident|local)%E",
           "@location", "person", "place"),
     _rule(r"%S%A\s+%X(?:moved|moves|move|moving|relocated|relocates|relocate|relocating)"
-          r"(?:\s+from\s+(?P<prev>" + _NAME + r"))?\s+to\s+%O%E", "@location", "person", "place"),
+          r"(?:\s+(?:from|out\s+of)\s+(?P<prev>" + _NAME + r"))?\s+to\s+%O%E", "@location", "person", "place"),
     # tools and technology
     _rule(r"%S%A\s+%X(?:switched|switches|switch|migrated|migrates|migrate|moved|move)"
           r"\s+from\s+(?P<prev>" + _NAME + r")\s+to\s+%O%E", "uses", "organization?", "technology"),
@@ -817,7 +825,7 @@ _FILLER = re.compile(
     r"(?:(?i:then|also|and|but|so|now|recently|later|finally|meanwhile|currently|however|hi|hello|"
     r"hey|yes|yeah|ok|okay|sure|thanks|oh|wow|guess\s+what|"
     r"actually|well|oh|btw|by\s+the\s+way|fun\s+fact|anyway|plus|nowadays|lately|eventually|"
-    r"in\s+fact|back\s+then|at\s+the\s+time|these\s+days)\b|[A-Z][a-z]+ly\b(?=\s*,|\s+(?:I|we|he|she|they)\s))[\s,:]*"
+    r"in\s+fact|back\s+then|at\s+the\s+time|these\s+days)\b|[A-Z][a-z]+ly\b(?=\s*,|\s+(?:I|we|he|she|they|[A-Z][a-z]+)\s))[\s,:]*"
 )
 _EDGE_PUNCTUATION = re.compile(r"^[\s,;:.!?\-–—()\[\]\"'“”]+|[\s,;:.!?\-–—(\[\"'“”]+$")
 _EMPTY_BRACKETS = re.compile(r"\(\s*\)|\[\s*\]")
@@ -901,9 +909,17 @@ _OPENER = re.compile(
 _OWN_SUBJECT = re.compile(r"\bI\b|\b(?:we|he|she|they)\s+[a-z]|\b(?:[a-z]{3,}ed|died|broke|broken|stolen|sold|got)\b")
 
 
+#: "… and I …" after a part of three words or more: a clause of its own ("Elena and I" is a subject)
+_AND_I = re.compile(r",?\s+and\s+(?=I(?:\s|['’]))")
+
+
 def _clauses(sentence: str) -> list[str]:
     out: list[str] = []
-    for clause in _CLAUSE_BREAK.split(sentence):
+    parts = []
+    for part in _CLAUSE_BREAK.split(sentence):
+        pieces = _AND_I.split(part)
+        parts += pieces if len(pieces) > 1 and len(pieces[0].split()) >= 3 else [part]
+    for clause in parts:
         pieces = _COMMA_CLAUSE.split(clause)
         if len(pieces) > 1 and (not _OPENER.match(pieces[0]) or _OWN_SUBJECT.search(pieces[0])):
             out.extend(pieces)
@@ -1076,6 +1092,7 @@ class _Reader:
         dates = find_dates(clause, self.reference_time)
         dates = dates if dates.spans else _bare_day(clause, self.reference_time) or dates
         text = _tidy(dates.strip(clause) if dates.spans else clause)
+        text = _KIND_APPOSITION.sub(lambda m: "a ", _PLACE_OPENER.sub("", text))
         text = _uncleft(self.apposition(text, speaker, sentence))
         text = _elided(text, clause, sentence) if speaker is not None else text
         if previous and previous[0] is _RULES[-1] and list(previous[1]) == ["s"] and text[:1].islower() \
@@ -1561,6 +1578,14 @@ _PRONOUN_CLAUSE = re.compile(r"(?P<s>I|we|We|he|He|she|She|they|They)\s+[a-z]")
 _OWN_PRONOUN = re.compile(r"(?:i|we|he|she|they|you|it|there)\s", re.IGNORECASE)
 #: the relations a slot holds: a value of one ended in a sentence, the next value said is the new one
 _SLOT_RELATIONS = frozenset({*_SLOTS.values(), "works_at"})
+
+
+#: "bought a car, a Cupra Born", "got a cargo bike, an Urban Arrow": the thing is the name, not its kind
+_KIND_APPOSITION = re.compile(r"\b(?P<det>a|an|the|my|our)\s+(?:new\s+)?(?:[a-z]+\s+)?(?:car|phone|laptop|bike|bicycle|"
+                              r"motorbike|scooter|van)\s*,\s*(?:(?:a|an|the)\s+)?(?=[A-Z])")
+#: "At the new branch I am store manager": a place or time said before the subject
+_PLACE_OPENER = re.compile(r"^(?:at|in|on|from|after|since|during|for)\s+(?:the|my|our|this|that|a|an)\s+"
+                           r"(?:[\w'’-]+\s+){0,3}?(?=(?:I|we|he|she|they)\s)", re.IGNORECASE)
 
 
 def _uncleft(text: str) -> str:
