@@ -251,8 +251,8 @@ _STOLEN = re.compile(
     re.DOTALL,
 )
 #: "padel is over for me", "no more skiing", "I cancelled Megatlon": an ending said of the value itself
-_OVER = re.compile(r"(?:[^,;:]*[,;:]\s*)?(?:(?i:so|and|but)\s+)?(?:(?i:no\s+more)\s+(?P<o>[^,;]+?)|(?P<o2>[^,;]+?)\s+(?:is|was)\s+over"
-                   r"(?:\s+for\s+(?:me|us))?|(?P<s>(?i:i|we))\s+(?:(?:have|has)\s+)?(?:just\s+)?cancell?ed\s+(?P<o3>[A-Z][^,;]*?))"
+_OVER = re.compile(r"(?:[^,;:]*[,;:]\s*)?(?:(?i:so|and|but)\s+)?(?:(?i:no\s+more)\s+(?P<o>[^,;]+?)|"
+                   r"(?P<o2>[^,;]+?)\s+(?:is|was)\s+over(?:\s+for\s+(?:me|us))?|(?P<s>(?i:i|we))\s+(?:(?:have|has)\s+)?(?:just\s+)?cancell?ed\s+(?P<o3>[A-Z][^,;]*?))"
                    r"(?:\s+(?:for\s+me|now|too|then))?\s*[.!]?", re.DOTALL)
 #: "I replaced yoga with swimming", "I swapped tea for coffee", "I traded my Civic for a Tesla"
 _REPLACED = re.compile(
