@@ -560,13 +560,16 @@ class Session(_Model):
 class Context(_Model):
     """The block an agent puts in its prompt: ``text``, rendered within ``max_tokens``, and the
     parts it shows. ``facts`` are current at ``as_of`` unless listed in ``history`` (closed:
-    never presented as current); ``messages`` are the session's latest turns, oldest first."""
+    never presented as current); ``plans`` are current intentions ("plans to move to Toronto"),
+    kept apart from the facts so the planned value never reads as the current one;
+    ``messages`` are the session's latest turns, oldest first."""
 
     text: str
     tokens: int = 0
     max_tokens: int
     as_of: dt.datetime
     facts: list[Fact] = Field(default_factory=list)
+    plans: list[Fact] = Field(default_factory=list)
     history: list[Fact] = Field(default_factory=list)
     entities: list[Entity] = Field(default_factory=list)
     messages: list[Memory] = Field(default_factory=list)

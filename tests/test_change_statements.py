@@ -126,6 +126,33 @@ def test_a_life_of_changes_leaves_only_the_new_values_current(db_path) -> None:
     # moved / changed / switched + a plural slot noun, then the new value
     ("I study law at King's College London.", "I moved universities, I'm at UCL now.",
      "King's College London", "UCL"),
+    # wave 10 (life3, tuned on set C; set D held out): kinds of sentence
+    # a clause with only its subject: the next clause goes on with it
+    ("I live in Oslo.", "We packed up and relocated to Bergen over Christmas.", "Oslo", "Bergen"),
+    ("I have an Acer Swift 3.", "I gave up and replaced the Acer with a Framework Laptop.", "Acer Swift 3",
+     "Framework Laptop"),
+    # a job ended by notice, then where one has been since
+    ("I work at Snohetta.", "I handed in my notice at Snohetta, and since May I've been with Statkraft.",
+     "Snohetta", "Statkraft"),
+    # a membership let lapse, and the next one signed up for
+    ("I'm a member of The Gym Group.", "I let my Gym Group membership lapse and signed up at David Lloyd.",
+     "Gym Group", "David Lloyd"),
+    # an account moved from one bank to another
+    ("I bank with HSBC.", "I moved my current account from HSBC to Nationwide.", "HSBC", "Nationwide"),
+    # a diet taken up ("went vegan"), a drink said with "only"
+    ("I'm vegetarian.", "I went vegan in January.", "vegetarian", "vegan"),
+    ("I drink black coffee every morning.", "I've cut out coffee completely, I only drink rooibos now.",
+     "black coffee", "rooibos"),
+    # "X is what I'm learning now"; a language "done" or "taken" is learned
+    ("I'm learning Italian.", "I've given up on Italian; Japanese is what I'm learning now.", "Italian", "Japanese"),
+    ("I'm trying to learn Gaelic.", "I dropped the Gaelic though; I've been doing Welsh instead.", "Gaelic", "Welsh"),
+    # the laptop one is "on"; a slot named in one sentence, filled in the next
+    ("I have a Lenovo ThinkPad.", "The ThinkPad died last week, so I'm on a Surface Laptop now.",
+     "Lenovo ThinkPad", "Surface Laptop"),
+    ("My dentist is Dr. Mwangi.", "After that awful filling I changed dentists. I go to Dr. Achieng at Nyali Dental now.",
+     "Dr. Mwangi", "Dr. Achieng"),
+    # a resident of a place lives there
+    ("I live in Glasgow.", "I'm officially an Edinburgh resident.", "Glasgow", "Edinburgh"),
 ])
 def test_a_change_statement_ends_the_old_value(db_path, before, change, stale, new) -> None:
     with Kenning(db_path) as kn:
@@ -179,6 +206,14 @@ def test_a_correction_of_an_unknown_value_states_the_right_one(db_path) -> None:
         tell(kn, "Lena", [("2024-06-01T09:00:00Z", ["Correction: I live in Porto, not Lisbon."])])
         assert current(kn, "Lena") == {("Lena", "lives_in", "Porto")}
     no_empty_intervals(db_path)
+
+
+def test_a_new_gym_ends_the_old_gym_not_the_sport_its_name_says(db_path) -> None:
+    with Kenning(db_path) as kn:
+        tell(kn, "Lena", [("2023-01-01T09:00:00Z", ["I'm a member of PureGym.", "I do bouldering twice a week."]),
+                          ("2024-06-01T09:00:00Z", ["I cancelled my PureGym membership and joined The Climbing Hangar."])])
+        targets = {t for _, _, t in current(kn, "Lena")}
+        assert {"Climbing Hangar", "bouldering"} <= targets and "PureGym" not in targets, targets
 
 
 def test_a_plan_closes_nothing_today(db_path) -> None:

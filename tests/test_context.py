@@ -56,6 +56,15 @@ def test_current_facts_carry_their_dates_and_closed_ones_are_history() -> None:
     assert ctx.tokens == count_tokens(ctx.text) and ctx.omitted == 0
 
 
+def test_a_plan_holds_as_a_plan_not_as_the_state_it_names() -> None:
+    # "I'm thinking of moving to Toronto": the plan is current, Toronto is not where Alice lives
+    plan = _fact("f6", "Alice plans Toronto", "2024-03-01")
+    ctx = render_context(as_of=NOW, max_tokens=1500, facts=[PARIS, plan])
+    assert [f.id for f in ctx.facts] == ["f2"] and [f.id for f in ctx.plans] == ["f6"]
+    facts, plans = ctx.text.split("# Plans")
+    assert "Toronto" not in facts and "- “Alice plans Toronto” (since 2024-03-01)" in plans
+
+
 def test_a_fact_closed_by_kenning_is_not_current_even_without_an_end_date() -> None:
     retracted = _fact("f5", "Alice likes tea", "2023-01-01", expired="2024-03-01")
     assert not fact_is_current(retracted, NOW)

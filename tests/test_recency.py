@@ -82,6 +82,33 @@ def test_a_passage_that_only_adds_supersedes_nothing(bare: Kenning) -> None:
     assert _first(hits, "tennis").current
 
 
+def test_a_plan_neither_leads_nor_sets_the_present_aside(bare: Kenning) -> None:
+    _said(bare, "Kofi", "k1", "2021-01-01T10:00:00Z", "I live in Accra with my brother.")
+    _said(bare, "Kofi", "k2", "2022-06-01T10:00:00Z", "I'm thinking of moving to Toronto next year, nothing decided.")
+    hits = bare.recall("Where does Kofi live?", user="Kofi").hits
+    first = _first(hits, "Accra", "Toronto")
+    assert "Accra" in first.text and first.current
+
+
+def test_a_bank_is_one_value_at_a_time(bare: Kenning) -> None:
+    _said(bare, "Tariq", "t1", "2021-03-01T10:00:00Z", "My bank is HSBC, the branch on the high street.")
+    _said(bare, "Tariq", "t2", "2022-03-01T10:00:00Z", "I moved my account over to Nationwide.")
+    hits = bare.recall("Which bank is Tariq with?", user="Tariq").hits
+    assert "Nationwide" in _first(hits, "HSBC", "Nationwide").text
+    assert {"bank", "dentist", "pet", "language"} <= set().union(*(topics_of(w) for w in
+                                                                   ("bank", "dentist", "dog", "language")))
+
+
+def test_a_passage_is_about_whom_its_facts_are_about(kn: Kenning) -> None:
+    # "New car: a Hyundai Kona" says no "I"; the fact its memory states is Oscar's
+    kn.remember([{"role": "user", "content": "I'm Oscar and I drive a Ford Focus.", "created_at": "2020-08-01T10:00:00Z"},
+                 {"role": "assistant", "content": "Reliable car.", "created_at": "2020-08-01T10:00:00Z"}],
+                user="Oscar", session="o1")
+    _said(kn, "Oscar", "o2", "2022-08-01T10:00:00Z", "The Focus finally broke down for good.", "New car: a Hyundai Kona.")
+    hits = kn.recall("What car does Oscar drive?", user="Oscar").hits
+    assert "Kona" in _first(hits, "Focus", "Kona").text
+
+
 def test_a_passage_whose_fact_a_later_memory_closed_is_not_current(kn: Kenning, clock) -> None:  # noqa: ANN001
     clock.set("2025-01-01")
     kn.remember("Alice works at Acme.", valid_at="2023-01-01")

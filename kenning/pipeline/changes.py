@@ -104,12 +104,14 @@ _KIND_RELATION = {
 #: change is stated (a change of phone closes the old phone, not the bike)
 FAMILY = frozenset(
     "likes prefers drinks eats loves enjoys owns uses drives rides practices plays has_hobby "
-    "has_diet avoids learns studied_at member_of supports".split()
+    "has_diet avoids learns studied_at member_of supports has_pet".split()
 )
 
 
 #: activities one "does" ("I do yoga"), for the offline extractor
 ACTIVITIES = frozenset(word for word, kind in _KINDS.items() if kind in {"sport", "craft"} and len(word) > 3)
+#: languages one learns ("I'm taking Greek classes"), for the offline extractor
+LANGUAGES = frozenset(word for word, kind in _KINDS.items() if kind == "language")
 
 
 def category_of(name: str) -> str | None:
@@ -159,8 +161,8 @@ def replaces(relation: str, value: str, old_relation: str, old_value: str, singl
         return False
     if old_relation == relation and single:
         return True
-    if old_relation != relation and not ({old_relation, relation} <= FAMILY):
-        return False
+    if old_relation != relation and (not ({old_relation, relation} <= FAMILY) or ONE_PLACE & {old_relation, relation}):
+        return False  # a new gym ends the old gym, not the sport its name says ("The Climbing Hangar")
     kind = category_of(value)
     if kind is None and old_relation == relation in ONE_PLACE:
         return True  # "I moved universities, I'm at UCL now": UCL's kind unsaid, the place is one
@@ -199,7 +201,7 @@ _SUBJ = r"(?P<s>(?i:i|we|he|she|they)|[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,
 #: "I no longer play tennis", "I've stopped playing tennis", "I quit smoking", "I gave up coffee"
 _STOPPED = re.compile(
     _SUBJ + r"\s+(?:(?:has|have|had)\s+)?(?:(?:just|finally|recently|also)\s+)?"
-    r"(?P<m>no\s+longer|stopped|quit|gave\s+up|given\s+up|dropped|ditched|cut\s+out)\s+(?P<rest>.+)",
+    r"(?P<m>no\s+longer|stopped|quit|(?:gave|given)\s+up(?:\s+on)?|dropped|ditched|cut\s+out|paused|put\s+aside)\s+(?P<rest>.+)",
     re.DOTALL,
 )
 #: "I don't play tennis anymore", "I'm not vegetarian any more"
@@ -223,7 +225,15 @@ _CANCELLED = re.compile(
     r"(?P<o>.+?)\s+(?P<what>membership|subscription)(?:\s+(?:at|with|to)\s+(?P<o2>.+?))?",
     re.DOTALL,
 )
-_HELD_BY = {"membership": "member_of", "subscription": "uses"}
+#: "I let my Gym Group membership lapse", "let the subscription run out"
+_LAPSED = re.compile(
+    _SUBJ + r"\s+(?:(?:has|have|had)\s+)?(?:(?:just|finally|recently|also|eventually)\s+)?let\s+(?:my|our|his|her|their|the)\s+"
+    r"(?:(?P<o>.+?)\s+)?(?P<what>membership|subscription)(?:\s+(?:at|with|to)\s+(?P<o2>.+?))?\s+"
+    r"(?:lapse|expire|run\s+out|go)(?:\s+(?:at|with)\s+(?P<o3>.+?))?",
+    re.DOTALL,
+)
+#: what a membership, a subscription or an account is held by ("moved my account from HSBC to Monzo")
+_HELD_BY = {"membership": "member_of", "subscription": "uses", "account": "banks_with"}
 #: "I sold the Civic", "I lost my phone", "someone stole the Trek", "my bike was stolen"
 _LOST = re.compile(
     _SUBJ + r"\s+(?:(?:has|have|had)\s+)?(?:(?:just|finally|recently|also|eventually)\s+)?(?:sold|lost|crashed|totall?ed|wrecked|"
@@ -234,12 +244,16 @@ _LOST = re.compile(
 #: the motorway": a thing named by its owner's words ended, whatever adjunct follows
 _STOLEN = re.compile(
     r"(?:(?i:someone|somebody|a\s+thief|thieves|they)\s+(?:stole|nicked|took)\s+(?P<o>.+)|"
-    r"(?P<o2>(?i:my|the|our)\s+[^,;]+?)\s+(?:(?:finally|just|recently|completely)\s+)?(?:(?:(?:was|got|has\s+been|"
+    r"(?P<o2>(?i:my|the|our)\s+[^,;]+?|[A-Z][\w'’-]+)\s+(?:(?:finally|just|recently|completely)\s+)?(?:(?:(?:was|got|has\s+been|"
     r"had\s+been)\s+(?:stolen|nicked|totall?ed|written\s+off|destroyed|sold|scrapped|wrecked|towed\s+away))|"
-    r"died|broke(?:\s+down)?|gave\s+up\s+the\s+ghost|conked\s+out|packed\s+(?:in|up))"
+    r"died|passed\s+away|broke(?:\s+down)?|gave\s+up\s+the\s+ghost|conked\s+out|packed\s+(?:in|up))"
     r"(?:\s+(?:in|by|during|after|at|on|last|this|yesterday|for|when|while|beyond|and)\b.*)?)",
     re.DOTALL,
 )
+#: "padel is over for me", "no more skiing", "I cancelled Megatlon": an ending said of the value itself
+_OVER = re.compile(r"(?:[^,;:]*[,;:]\s*)?(?:(?i:so|and|but)\s+)?(?:(?i:no\s+more)\s+(?P<o>[^,;]+?)|"
+                   r"(?P<o2>[^,;]+?)\s+(?:is|was)\s+over(?:\s+for\s+(?:me|us))?|(?P<s>(?i:i|we))\s+(?:(?:have|has)\s+)?(?:just\s+)?cancell?ed\s+(?P<o3>[A-Z][^,;]*?))"
+                   r"(?:\s+(?:for\s+me|now|too|then))?\s*[.!]?", re.DOTALL)
 #: "I replaced yoga with swimming", "I swapped tea for coffee", "I traded my Civic for a Tesla"
 _REPLACED = re.compile(
     _SUBJ + r"\s+(?:(?:have|has|had)\s+)?(?:(?:just|finally|recently|also|eventually)\s+)?"
@@ -250,7 +264,8 @@ _REPLACED = re.compile(
 #: "I switched from tea to coffee" (the offline rules read some of these themselves)
 _FROM_TO = re.compile(
     _SUBJ + r"\s+(?:(?:have|has|had)\s+)?(?:(?:just|recently|finally)\s+)?"
-    r"(?:switched|changed|moved|went|converted|upgraded|downgraded)\s+from\s+(?P<old>.+?)\s+to\s+"
+    r"(?:switched|changed|moved|went|converted|upgraded|downgraded|transferred)"
+    r"(?:\s+(?:my|our|his|her|their)\s+(?:[a-z]+\s+)?(?P<what>account|membership|subscription))?\s+from\s+(?P<old>.+?)\s+to\s+"
     r"(?P<new>.+)",
     re.DOTALL,
 )
@@ -294,9 +309,9 @@ _FUTURE = re.compile(
 _MARKER = re.compile(
     r"\b(?:no\s+longer|stopped|quit|gave|given|dropped|ditched|cut|anymore|any\s+more|used\s+to|sold|"
     r"lost|crashed|totall?ed|wrecked|rid|traded|returned|scrapped|stole|nicked|took|stolen|written|"
-    r"destroyed|died|broke|conked|packed|"
+    r"destroyed|died|passed|broke|conked|packed|paused|aside|more|over|"
     r"replaced|swapped|exchanged|substituted|switched|changed|moved|went|converted|upgraded|"
-    r"cancell?ed|ended|terminated|transferred|"
+    r"cancell?ed|ended|terminated|transferred|let|"
     r"downgraded|focus\w*|concentrating|not|rather|instead|now|these\s+days|nowadays)\b",
     re.IGNORECASE,
 )
@@ -307,7 +322,8 @@ _PROGRESSIVE = re.compile(r"\b(?:am|is|are)\s+(?:[a-z]+ly\s+)?[a-z]+ing\b", re.I
 _VALUE_EDGES = re.compile(
     r"^(?:(?:now|currently|also|fully|completely|strictly|mostly|officially|old|trusty|beloved)\s+)+|"
     r"(?:\s*,?\s+(?i:now|lately|recently|these\s+days|nowadays|anymore|any\s+more|mostly|instead|"
-    r"again|too|for\s+(?:me|us|him|her|them)|at\s+the\s+moment|"
+    r"again|too|for\s+(?:me|us|him|her|them)|at\s+the\s+moment|completely|entirely|altogether|for\s+good|though|"
+    r"for\s+now|almost|nearly|once|twice|(?:two|three|four|five|\d+)\s+times|"
     # a time said in words no date reading takes ("a Mazda last weekend")
     r"(?:last|this|that)\s+(?:weekend|week|month|year|night|morning|afternoon|evening|spring|summer|"
     r"autumn|fall|winter)|yesterday|today|earlier|a\s+(?:while|few\s+\w+)\s+ago))+$"
@@ -405,6 +421,11 @@ def read_change(clause: str, said: str | None = None) -> Change | None:
     said = said or text
     if not text or not _MAY_BE_MARKED(said) or not _MARKER.search(said):
         return None  # most clauses state no change: one search is all they pay
+    if match := _LAPSED.fullmatch(text):
+        value = match["o3"] or match["o2"] or match["o"]
+        if value:
+            return Change(text="", ends=True, value=tidy_value(value), subject=match["s"],
+                          relation=_HELD_BY[match["what"].casefold()])
     if match := _CANCELLED.fullmatch(text):
         return Change(text="", ends=True, value=tidy_value(match["o2"] or match["o"]), subject=match["s"],
                       relation=_HELD_BY[match["what"].casefold()])
@@ -437,11 +458,13 @@ def read_change(clause: str, said: str | None = None) -> Change | None:
                       value=tidy_value(match["new"]), subject=match["s"])
     if match := _FROM_TO.fullmatch(text):
         return Change(text=text, changes=True, old=tidy_value(match["old"]), value=tidy_value(match["new"]),
-                      subject=match["s"])
+                      subject=match["s"], relation=_HELD_BY.get((match["what"] or "").casefold()))
     if match := _SWITCHED_TO.fullmatch(text):
         return Change(text=text, changes=True, value=tidy_value(match["new"]), subject=match["s"])
     if match := _LOST.fullmatch(text):
         return Change(text=text, ends=True, value=tidy_value(match["o"]), subject=match["s"], relation="owns")
+    if (match := _OVER.fullmatch(text)) and len(value := tidy_value(match["o"] or match["o2"] or match["o3"]).split()) <= 3:
+        return Change(text="", ends=True, value=" ".join(value), subject=match["s"] or "I")
     if match := _STOLEN.fullmatch(text):
         return Change(text="", ends=True, value=tidy_value(match["o"] or match["o2"]), subject="I", relation="owns")
     if match := _FOCUS.fullmatch(text):

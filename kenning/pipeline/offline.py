@@ -161,6 +161,8 @@ _DIETS = (
     r"vegan|vegetarian|pescatarian|pescetarian|keto|paleo|gluten-free|dairy-free|halal|kosher|"
     r"teetotal|sober|lactose-free|sugar-free|plant-based|low-carb|raw\s+vegan|flexitarian"
 )
+#: languages by their names ("Greek", "Welsh"): what "doing" or "taking" one means learning it
+_LANGUAGES = "|".join(sorted((word.capitalize() for word in _changes.LANGUAGES), key=len, reverse=True))
 _TECHNOLOGIES = frozenset(
     "python java javascript typescript rust golang ruby php kotlin swift scala c++ c# haskell "
     "elixir erlang clojure perl sql postgresql postgres mysql mariadb sqlite redis mongodb "
@@ -245,7 +247,7 @@ _SUBJECT = rf"(?P<s>{_PRONOUN}|(?:(?i:the)\s+)?{_NAME}|{_DET}{_LOWER}(?:\s+{_LOW
 _ADVERBS = (
     r"(?:\s+(?:now|still|currently|also|recently|just|actually|officially|finally|already|"
     r"then|later|eventually|soon|previously|once|first|originally|initially|really|truly|"
-    r"absolutely|genuinely|totally|definitely|usually|often|sometimes|mostly|sort\s+of|kind\s+of))*"
+    r"absolutely|genuinely|totally|definitely|usually|often|sometimes|mostly|mainly|only|sort\s+of|kind\s+of))*"
 )
 _AUX = (
     r"(?:(?:has|have|had|will|is|am|are|was|were)\s+(?:been\s+)?"
@@ -266,7 +268,7 @@ _END = r"(?P<rest>[\s,;:(\[—–-].*)?"
 _PRONOUN_OR_NAME = rf"{_PRONOUN}|{_NAME}"
 # what a plan does: concrete verbs only ("I'll make sure" and "I'll reach out" plan nothing)
 _PLAN_VERBS = (
-    r"visit|travel|go|fly|move|relocate|run|attend|take|buy|learn|start|open|climb|hike|join|"
+    r"visit|travel|go|fly|move|relocate|run|attend|take|buy|get|learn|start|open|climb|hike|join|"
     r"study|write|build|launch|finish|adopt|watch|apply|retire|compete|enter|participate|host|"
     r"throw|organi[sz]e|celebrate|marry|sell|perform|play|publish|release|record|hold|spend|"
     r"volunteer|train|teach|tour|sail|cycle|drive|walk|swim|ski|explore|renovate"
@@ -385,14 +387,17 @@ _SLOT_PLURAL = {(w[:-1] + "ies" if w.endswith("y") and w[-2] not in "aeiou" else
 _SLOT_PLURALS = "|".join(sorted(_SLOT_PLURAL, key=len, reverse=True))
 #: "I changed banks", "switched gyms": the clause after it names the new one ("I'm with Starling now")
 _SLOT_CHANGE = re.compile(
+    # an adjunct may come first: "after that awful filling I changed dentists"
+    r"(?:(?:after|following|because\s+of|since|when)\s+(?:[\w'’-]+\s+){1,5}?(?=(?i:i|we|he|she|they)\s))?"
     r"(?P<s>(?i:i|we|he|she|they)|[A-Z][\w'’.-]*)\s+(?:(?:have|has|had)\s+)?(?:(?:just|finally|recently|also)\s+)?"
     r"(?:changed|switched|moved|swapped|changing|switching)\s+(?P<slot>" + _SLOT_PLURALS + r")(?:\s+again)?",
     re.IGNORECASE,
 )
 _SLOT_VALUE = re.compile(
-    r"(?P<s>(?i:i|we|he|she|they)|[A-Z][\w'’.-]*)\s+(?:(?:is|am|are)\s+(?:now\s+)?(?:with|at|registered\s+(?:with|at)|"
-    r"signed\s+up\s+(?:with|at))|(?:now\s+)?(?:go|goes)\s+to|(?:joined|chose|picked|went\s+with|registered\s+with|"
-    r"signed\s+up\s+(?:with|at)))\s+(?P<o>(?:(?i:the)\s+)?" + _NAME + r")(?:\s*,?\s+(?:now|these\s+days|instead))?",
+    r"(?P<s>(?i:i|we|he|she|they)|[A-Z][\w'’.-]*)\s+(?:(?:is|am|are|(?:has|have)\s+been)\s+(?:now\s+)?(?:with|at|"
+    r"registered\s+(?:with|at)|signed\s+up\s+(?:with|at))|(?:now\s+)?(?:go|goes)\s+to|(?:(?:has|have)\s+)?(?:joined|chose|"
+    r"picked|went\s+with|registered\s+with|signed\s+up\s+(?:with|at)|started\s+(?:at|with)|moved\s+to|switched\s+to))\s+"
+    r"(?P<o>(?:(?i:the)\s+)?" + _NAME + r")(?:\s+(?:at|in)\s+[A-Z][^,;]*?)?(?:\s*,?\s+(?:now|these\s+days|instead))?",
 )
 #: activities said with their verb alone ("I knit", "she runs twice a week") -> "knitting"
 _ACTIVITY_VERBS = (
@@ -407,7 +412,7 @@ _ACTIVITY_TAIL = (
     r"marathons|trails|routes))\b)"
 )
 _USE_VERBS = (
-    r"(?:%X(?:uses?|using|used|adopted|adopts?|chose|chooses|picked|selected|relies\s+on|rely\s+on|"
+    r"(?:%X(?:uses?|using|used|adopted|adopts?|chose|chooses|picked(?!\s+up)|selected|relies\s+on|rely\s+on|"
     r"relied\s+on|depends?\s+on|runs?\s+on|ran\s+on|went\s+with|go\s+with|standardi[sz]ed\s+on)"
     r"|(?:decided|chose|plans?|planned|started|want|wants|agreed)\s+to\s+(?:use|adopt))"
 )
@@ -433,12 +438,14 @@ _RULES: list[_Rule] = [
           "person", ends=True),
     _rule(r"%S%A\s+%X(?:broke|broken|split)\s+up\s+with\s+%N%E", "dating", "person", "person",
           ends=True),
-    _rule(r"%S%A\s+(?:%X(?:left|leaves|leave|quit|quits)|(?:resigned|retired|was\s+fired|was\s+"
+    _rule(r"%S%A\s+(?:%X(?:left|leaves|leave|quit|quits)|%X(?:handed|put|turned|gave|given)\s+in\s+(?:my|his|her|their)"
+          r"\s+notice\s+(?:at|to)|%X(?:gave|given|handed)\s+(?:my|his|her|their)\s+notice\s+(?:at|to)|"
+          r"(?:resigned|retired|was\s+fired|was\s+"
           r"laid\s+off|got\s+fired|got\s+laid\s+off)\s+from|(?:stopped|quit)\s+working\s+(?:at|for)"
           r"|no\s+longer\s+works?\s+(?:at|for))\s+%O%E", "@left", "person", "organization",
           ends=True),
     _rule(r"%S%A\s+(?:no\s+longer\s+(?:lives?|resides?)\s+in|%X(?:moved|moves)\s+(?:out\s+of|"
-          r"away\s+from))\s+%O%E", "@location", "person", "place", ends=True),
+          r"away\s+from))\s+%O(?!\s+to\s)%E", "@location", "person", "place", ends=True),
     _rule(r"%S%A\s+%X(?:divorced|divorces)\s+%N%E", "married_to", "person", "person", ends=True),
     _rule(r"%S%A\s+(?:%X(?:stopped|stop)\s+using|no\s+longer\s+uses?|%X(?:dropped|abandoned)|"
           r"%X(?:moved|migrated|switched)\s+away\s+from)\s+%O%E", "uses", "organization?",
@@ -481,7 +488,7 @@ _RULES: list[_Rule] = [
     # "my new job is at Deloitte": where one works
     _rule(r"%P\s+(?:(?:new|current)\s+)?(?:job|workplace|employer)\s+(?:is|was)\s+(?:at|with)\s+%N%E", "works_at",
           "person", "organization"),
-    _rule(r"%S%A\s+(?:is|am|are)\s+(?:now\s+)?at\s+%N%E", "works_at", "person", "organization"),
+    _rule(r"%S%A\s+(?:is|am|are|(?:has|have)\s+been)\s+(?:now\s+)?at\s+%N%E", "works_at", "person", "organization"),
     _rule(r"%S%A\s+%X(?:got|gets|get|landed|lands|took|takes|accepted|accepts|found|started|"
           r"starts|began|was\s+offered|got\s+offered)\s+(?:(?:an?|the|my|his|her|their)\s+)?"
           r"(?:(?:new|first|full-time|part-time|permanent|summer|dream)\s+)*(?:job|position|role|"
@@ -529,8 +536,8 @@ _RULES: list[_Rule] = [
     _rule(r"(?P<s>" + _PRONOUN_OR_NAME + r")\s+and\s+(?P<o>" + _PRONOUN_OR_NAME + r")\s+%X(?:tied|tie|"
           r"ties)\s+the\s+knot%E", "married_to", "person", "person"),
     _rule(r"%S%A\s+%X(?:tied|tie|ties)\s+the\s+knot\s+with\s+%N%E", "married_to", "person", "person"),
-    _rule(r"%S%A\s+%X(?:has|have|had)\s+(?:an?|one|two|three|four|five)\s+(?:(?:older|younger|big|"
-          r"little|twin|step)\s+)?%K(?:s)?\s*[,:]?\s+(?:(?:called|named)\s+)?(?P<o>" + _NAME + r")%E",
+    _rule(r"%S%A\s+%X(?:has|have|had|got)\s+(?:an?|one|two|three|four|five)\s+(?:(?:older|younger|big|"
+          r"little|twin|step|new)\s+)?%K(?:s)?\s*[,:]?\s+(?:(?:called|named)\s+)?(?P<o>" + _NAME + r")%E",
           "@has_kin", "person", "person"),
     _rule(r"%S%A\s+%X(?:is\s+|are\s+|am\s+|was\s+)?(?:dating|seeing|going\s+out\s+with|in\s+a\s+"
           r"relationship\s+with|together\s+with)\s+%N%E", "dating", "person", "person"),
@@ -566,7 +573,8 @@ _RULES: list[_Rule] = [
           r"diagnosed\s+with|%X(?:lives?|living|lived)\s+with|%X(?:is\s+|am\s+|are\s+)?"
           r"(?:recovering|recovered)\s+from|%X(?:has|have|had|got|caught)\s+(?=(?i:" + _CONDITIONS +
           r")\b))\s*%O%E", "has_condition", "person", "concept"),
-    _rule(r"%S%A\s+(?:%X(?:been\s+)?(?:a\s+)?(?:(?:strict|strictly|fully|completely|totally|entirely|"
+    _rule(r"%S%A\s+(?:%X(?:(?:went|gone|going|turned|became|become|doing|do|does)\s+)?(?:been\s+)?(?:a\s+)?"
+          r"(?:(?:strict|strictly|fully|completely|totally|entirely|"
           r"mostly|full|now)\s+)*(?P<o>(?i:" + _DIETS + r"))|%B\s+on\s+an?\s+"
           r"(?P<o2>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+diet|%X(?:keeps?|kept|eats?|ate)\s+"
           r"(?P<o3>kosher|halal))%E", "has_diet", "person", "concept"),
@@ -605,8 +613,10 @@ _RULES: list[_Rule] = [
           "person", "concept"),
     _rule(r"%S%A\s+%X(?:goes|go|went|going|gone)\s+(?P<o>[a-z]+ing)%E", "practices", "person",
           "concept"),
-    _rule(r"%S%A\s+%X(?:learns|learn|learned|learnt|learning|studies|study|studied|studying)\s+%O%E",
-          "learns", "person", "concept"),
+    _rule(r"%S%A\s+%X(?:(?:trying|starting|beginning|attempting|started|began|tried)\s+to\s+)?(?:learns|learn|"
+          r"learned|learnt|learning|studies|study|studied|studying)\s+%O%E", "learns", "person", "concept"),
+    _rule(r"%S%A\s+%X(?:doing|does|do|did|taking|takes|take|took)\s+(?P<o>(?:" + _LANGUAGES + r"))"
+          r"(?:\s+(?:classes|lessons|courses?|evening\s+classes|on\s+an\s+app))?%E", "learns", "person", "concept"),
     _rule(r"%S%A\s+%X(?:collects|collect|collected|collecting)\s+%O%E", "collects", "person",
           "concept"),
     _rule(r"%S%A\s+(?:has|have|had)\s+been\s+(?!(?:working|living|staying|waiting|thinking|feeling|"
@@ -617,15 +627,21 @@ _RULES: list[_Rule] = [
     _rule(r"(?P<o>" + _NAME + r")\s+(?:is|was|are)\s+%P\s+(?:all-time\s+|absolute\s+)?"
           r"(?:favou?rite|fave)\s+(?P<cat>[a-z][\w-]*(?:\s+[a-z][\w-]*)?)%E", "@favourite", "person",
           "concept"),
+    _rule(r"(?:[\w'’]+\s+){1,3}?(?:has|have|had|got|put|puts)\s+(?P<s>(?i:me))\s+on\s+an?\s+(?:strict\s+)?(?P<o>"
+          r"[A-Za-z][\w-]*(?:\s+[a-z][\w-]*)?)\s+diet%E", "has_diet", "person", "concept"),
+    _rule(r"(?:[\w'’]+\s+){1,3}?(?:has|have|had|got)\s+(?P<s>(?i:me))\s+doing\s+%O%E", "practices", "person", "concept"),
+    _rule(r"(?:[\w'’]+\s+){1,3}?(?:made|make|makes|named|appointed|promoted)\s+(?P<s>(?i:me))\s+(?:(?:an?|the|our)\s+)?%R%E",
+          "@role", "person", "concept"),
     # whom or what one has one of: "my doctor is Dr. Patel", "my new bank is Monzo"
     _rule(r"%P\s+(?:(?:new|current|regular|usual|old|former)\s+)?(?P<slot>(?i:" + _SLOT_WORDS + r"))\s+"
           r"(?:is|was|has\s+been)\s+%N%E", "@slot", "person", "organization?"),
     # "my new phone is an iPhone 15", "our new car is a Kia": a thing of a kind one holds
-    _rule(r"%P\s+(?:brand[\s-]+)?new\s+(?P<kind>[a-z]+)\s+(?:is|was)\s+(?:an?\s+|the\s+)?%M%E", "@new_kind",
+    _rule(r"%P\s+(?:(?:brand[\s-]+)?new\s+|current\s+)?(?P<kind>[a-z]+)\s+(?:is|was)\s+(?:an?\s+|the\s+)?%M%E", "@new_kind",
           "person", "concept"),
     _rule(r"%S%A\s+%X(?:banks?|banked|banking)\s+(?:with|at)\s+%N%E", "banks_with", "person",
           "organization"),
-    _rule(r"%S%A\s+(?:%X(?:supports?|supported|supporting|follows?|followed|following)\s+(?P<o>(?:(?i:the)\s+)?"
+    _rule(r"%S%A\s+(?:%X(?:supports?|supported|supporting|follows?|followed|following|(?:cheers?|cheered|cheering|"
+          r"roots?|rooted|rooting)\s+for)\s+(?P<o>(?:(?i:the)\s+)?"
           + _NAME + r")|%B\s+(?:an?\s+)?(?:(?:big|huge|lifelong|die-hard|diehard|loyal)\s+)?(?P<o2>" + _NAME
           + r")\s+supporter)%E", "supports", "person", "organization"),
     # "I'm in Newport now", "we're now in Seattle": where one lives, said as a change
@@ -673,8 +689,12 @@ _RULES: list[_Rule] = [
           r"\s+in\s+%O%E",
           "@location", "organization", "place"),
     _rule(r"%S%A\s+%B\s+based\s+(?:in|out\s+of)\s+%O%E", "@location", "person", "place"),
+    _rule(r"%S%A\s+%X(?:share|shares|shared|rent|rents|rented|own|owns|bought|has|have)\s+(?:a|an|the|our|my)\s+"
+          r"(?:[a-z]+\s+)?(?:flat|house|apartment|place|home|condo|studio)\s+in\s+%O%E", "@location", "person", "place"),
+    _rule(r"%S%A\s+%B\s+(?:(?:now|officially|finally)\s+)?(?:an?\s+)?(?P<o>" + _NAME + r")\s+(?:resident|local)%E",
+          "@location", "person", "place"),
     _rule(r"%S%A\s+%X(?:moved|moves|move|moving|relocated|relocates|relocate|relocating)"
-          r"(?:\s+from\s+(?P<prev>" + _NAME + r"))?\s+to\s+%O%E", "@location", "person", "place"),
+          r"(?:\s+(?:from|out\s+of)\s+(?P<prev>" + _NAME + r"))?\s+to\s+%O%E", "@location", "person", "place"),
     # tools and technology
     _rule(r"%S%A\s+%X(?:switched|switches|switch|migrated|migrates|migrate|moved|move)"
           r"\s+from\s+(?P<prev>" + _NAME + r")\s+to\s+%O%E", "uses", "organization?", "technology"),
@@ -738,6 +758,7 @@ _RULES: list[_Rule] = [
     # "I got an iPhone 14": a thing of a kind one holds (phone, car, bike, laptop)
     _rule(r"%S%A\s+%X(?:got|gets|get|getting|picked\s+up|upgraded\s+to)\s+(?:(?:a|an|the|my|our)\s+)?"
           r"(?:new\s+)?%M%E", "@got", "person", "concept"),
+    _rule(r"%S%A\s+(?:is|am|are)\s+(?:now\s+)?on\s+(?:an?|the|my)\s+(?:new\s+)?%M%E", "@got", "person", "concept"),
     # "I do yoga twice a week": a known activity, done regularly
     _rule(r"%S%A\s+%X(?:do|does|did|doing)\s+(?P<o>(?:[a-z][\w-]*\s+){0,2}?%V)%E",
           "practices", "person", "concept"),
@@ -804,7 +825,7 @@ _FILLER = re.compile(
     r"(?:(?i:then|also|and|but|so|now|recently|later|finally|meanwhile|currently|however|hi|hello|"
     r"hey|yes|yeah|ok|okay|sure|thanks|oh|wow|guess\s+what|"
     r"actually|well|oh|btw|by\s+the\s+way|fun\s+fact|anyway|plus|nowadays|lately|eventually|"
-    r"in\s+fact|back\s+then|at\s+the\s+time|these\s+days)\b|[A-Z][a-z]+ly\b(?=\s*,|\s+(?:I|we|he|she|they)\s))[\s,:]*"
+    r"in\s+fact|back\s+then|at\s+the\s+time|these\s+days)\b|[A-Z][a-z]+ly\b(?=\s*,|\s+(?:I|we|he|she|they|[A-Z][a-z]+)\s))[\s,:]*"
 )
 _EDGE_PUNCTUATION = re.compile(r"^[\s,;:.!?\-–—()\[\]\"'“”]+|[\s,;:.!?\-–—(\[\"'“”]+$")
 _EMPTY_BRACKETS = re.compile(r"\(\s*\)|\[\s*\]")
@@ -888,9 +909,17 @@ _OPENER = re.compile(
 _OWN_SUBJECT = re.compile(r"\bI\b|\b(?:we|he|she|they)\s+[a-z]|\b(?:[a-z]{3,}ed|died|broke|broken|stolen|sold|got)\b")
 
 
+#: "… and I …" after a part of three words or more: a clause of its own ("Elena and I" is a subject)
+_AND_I = re.compile(r",?\s+and\s+(?=I(?:\s|['’]))")
+
+
 def _clauses(sentence: str) -> list[str]:
     out: list[str] = []
-    for clause in _CLAUSE_BREAK.split(sentence):
+    parts = []
+    for part in _CLAUSE_BREAK.split(sentence):
+        pieces = _AND_I.split(part)
+        parts += pieces if len(pieces) > 1 and len(pieces[0].split()) >= 3 else [part]
+    for clause in parts:
         pieces = _COMMA_CLAUSE.split(clause)
         if len(pieces) > 1 and (not _OPENER.match(pieces[0]) or _OWN_SUBJECT.search(pieces[0])):
             out.extend(pieces)
@@ -1004,6 +1033,7 @@ class _Reader:
         self.voices = {name for name in (speaker, addressee) if name}  # speakers are people
         self.sentence_start = 0  # the first fact of the sentence being read
         self.slot: str | None = None  # "I changed banks, …": the relation the sentence's next value holds
+        self.carried: str | None = None  # a slot a sentence named and did not fill: the next sentence may
         self.sentence = ""  # the sentence being read
         self.head = ""  # the last clause up to its object: the words of "… and a car"
         self.clause_of: dict[int, str] = {}  # a fact (by index) of the sentence read -> its own clause
@@ -1025,7 +1055,8 @@ class _Reader:
         if len(sentence) > _MAX_CLAUSE * 4:
             return
         self.sentence_start, self.sentence = len(self.facts), sentence
-        self.slot, self.head = None, ""
+        carried, self.carried = self.carried, None  # "I changed dentists. I go to Dr. Achieng now."
+        self.slot, self.head = carried, ""
         previous: _Found | None = None  # the last clause that matched, for "... and left"
         undated: list[int] = []  # endings that state no date yet: "left Acme and joined …"
         for clause in _clauses(sentence):
@@ -1036,6 +1067,10 @@ class _Reader:
                 previous = self.read_clause(speaker, sentence, clause, previous) or previous
                 self.narrow(before, clause)
                 self.date_endings(undated, before)
+                if any(f.ends and f.relation in _SLOT_RELATIONS for f in self.facts[before:]):
+                    self.slot = next(f.relation for f in self.facts[before:] if f.ends)  # "I left Acme, since May I've been at X"
+        if self.slot is not None and self.slot != carried:
+            self.carried = self.slot
         self.described()
 
     def date_endings(self, undated: list[int], before: int) -> None:
@@ -1057,8 +1092,12 @@ class _Reader:
         dates = find_dates(clause, self.reference_time)
         dates = dates if dates.spans else _bare_day(clause, self.reference_time) or dates
         text = _tidy(dates.strip(clause) if dates.spans else clause)
-        text = self.apposition(text, speaker, sentence)
+        text = _KIND_APPOSITION.sub(lambda m: "a ", _PLACE_OPENER.sub("", text))
+        text = _uncleft(self.apposition(text, speaker, sentence))
         text = _elided(text, clause, sentence) if speaker is not None else text
+        if previous and previous[0] is _RULES[-1] and list(previous[1]) == ["s"] and text[:1].islower() \
+                and not _OWN_PRONOUN.match(text):
+            text = f"{previous[1]['s']} {text}"  # "I gave up and replaced the Acer …": the subject goes on
         slot = self.slot_change(text, speaker, sentence, dates)
         if slot is not None:
             return slot
@@ -1080,8 +1119,9 @@ class _Reader:
             self.value_change(change, speaker, sentence, dates)  # "gave up coffee": no verb to read
             if found is None and change.subject:  # "... and bought a Tesla" continues its subject
                 return _RULES[-1], {"s": change.subject}
-        if found is None:
-            return None
+        if found is None:  # "We packed up and relocated …": the next clause continues "we"
+            subject = _PRONOUN_CLAUSE.match(text)
+            return (_RULES[-1], {"s": subject["s"]}) if subject else None
         before = len(self.facts)
         rule, groups = found
         valid_at, invalid_at = dates.valid_at, dates.invalid_at
@@ -1527,6 +1567,30 @@ def _match(text: str) -> _Found | None:
         if match:
             return rule, match.groupdict()
     return None
+
+
+#: "Japanese is what I'm learning now": the clause said the plain way ("I am learning Japanese now")
+_CLEFT = re.compile(r"(?P<o>[^,;]+?)\s+is\s+what\s+(?P<s>I|we|he|she|they)\s+(?P<v>(?:am|is|are|(?:have|has)\s+been)\s+"
+                    r"[a-z]+ing|[a-z]+)(?P<tail>\s+(?:now|these\s+days|nowadays))?\s*[.!]?")
+#: a clause that matched no rule but has its own subject: "We packed up and relocated to Bergen"
+#: continues "we" in the clause that follows
+_PRONOUN_CLAUSE = re.compile(r"(?P<s>I|we|We|he|He|she|She|they|They)\s+[a-z]")
+_OWN_PRONOUN = re.compile(r"(?:i|we|he|she|they|you|it|there)\s", re.IGNORECASE)
+#: the relations a slot holds: a value of one ended in a sentence, the next value said is the new one
+_SLOT_RELATIONS = frozenset({*_SLOTS.values(), "works_at"})
+
+
+#: "bought a car, a Cupra Born", "got a cargo bike, an Urban Arrow": the thing is the name, not its kind
+_KIND_APPOSITION = re.compile(r"\b(?P<det>a|an|the|my|our)\s+(?:new\s+)?(?:[a-z]+\s+)?(?:car|phone|laptop|bike|bicycle|"
+                              r"motorbike|scooter|van)\s*,\s*(?:(?:a|an|the)\s+)?(?=[A-Z])")
+#: "At the new branch I am store manager": a place or time said before the subject
+_PLACE_OPENER = re.compile(r"^(?:at|in|on|from|after|since|during|for)\s+(?:the|my|our|this|that|a|an)\s+"
+                           r"(?:[\w'’-]+\s+){0,3}?(?=(?:I|we|he|she|they)\s)", re.IGNORECASE)
+
+
+def _uncleft(text: str) -> str:
+    match = _CLEFT.fullmatch(text)
+    return f"{match['s']} {match['v']} {match['o']}{match['tail'] or ''}" if match else text
 
 
 #: a first person's sentence that starts at its verb ("Switched from the iPhone to a Pixel",

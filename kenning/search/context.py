@@ -9,13 +9,17 @@ and facts that begin later, go under a separate heading with their periods, neve
 Sections, in the order they are written::
 
     # Facts valid now (since when)
+    # Plans: intended, not yet true
     # Entities
     # History: facts not valid now (their periods)
     # Recent messages
     # Relevant memories
 
-Within the budget the parts are taken by priority: current facts, then the latest messages,
-then the recalled evidence, then the entities, then history; a part that does not fit is left
+A plan ("I'm thinking of moving to Toronto") holds now as a plan, not as the state it names:
+it has its own section, so a reader never takes the planned city for the current one.
+
+Within the budget the parts are taken by priority: current facts, then plans, then the latest
+messages, then the recalled evidence, then the entities, then history; a part that does not fit is left
 out (``Context.omitted`` counts them) and smaller ones after it may still fit. Token counts are
 the offline estimate the chunker uses (``count_tokens``).
 """
@@ -44,13 +48,16 @@ FACTS, ENTITIES, MESSAGES = 50, 20, 10
 _LINE_CHARS = 500
 _HEADINGS = {
     "facts": "# Facts valid now (since when)",
+    "plans": "# Plans: intended, not yet true (since when)",
     "entities": "# Entities",
     "history": "# History: facts not valid now (their periods)",
     "messages": "# Recent messages",
     "evidence": "# Relevant memories",
 }
 _PERSONAL = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|we|our|us|you|your|yours)\b", re.IGNORECASE)
-_PRIORITY = ("facts", "messages", "evidence", "entities", "history")
+_PRIORITY = ("facts", "plans", "messages", "evidence", "entities", "history")
+#: relations that state an intention: current as intentions, never as the state they name
+PLANS = frozenset({"plans"})
 _T = TypeVar("_T")
 
 
@@ -83,9 +90,9 @@ def build_context(
     # show it as changed: instruction-shaped text and a tool's output cannot move it to History
     trusted = screen([], [], [], evidence)[3] if exclude_flagged else list(evidence)
     changed = contradicted([f for f in facts if fact_is_current(f, as_of)], trusted, said, as_of, may_change)
-    # the entities of what holds: the ends of closed facts are named by their history lines,
+    # the entities of what holds: the ends of closed facts and plans are named by their lines,
     # and listed alone they would read as current ("Toronto" after the move to Montreal)
-    holding = [f for f in facts if fact_is_current(f, as_of) and f.id not in changed]
+    holding = [f for f in facts if fact_is_current(f, as_of) and f.id not in changed and f.relation not in PLANS]
     ends = list(dict.fromkeys(e for f in holding for e in (f.source_id, f.target_id)))[:ENTITIES]
     entities = store.get_entities(ends)
     annotate(store, (), entities)
@@ -126,7 +133,10 @@ def render_context(
     history = [f for f in facts if not fact_is_current(f, as_of) or f.id in changed]
     current = [_own_words(f, history) for f in facts if fact_is_current(f, as_of) and f.id not in changed]
     candidates: dict[str, list[tuple[str, object]]] = {
-        "facts": [(f"- {_short(_said(f.description, f))} ({_noted(_since(f), f)})", f) for f in current],
+        "facts": [(f"- {_short(_said(f.description, f))} ({_noted(_since(f), f)})", f) for f in current
+                  if f.relation not in PLANS],
+        "plans": [(f"- {_short(_said(f.description, f))} ({_noted(_since(f), f)})", f) for f in current
+                  if f.relation in PLANS],
         "history": [(f"- {_short(_said(f.description, f))} ({_noted(_period(f, changed.get(f.id)), f)})", f)
                     for f in history],
         "entities": [(_entity_line(e), e) for e in entities],
@@ -145,7 +155,8 @@ def render_context(
     return Context(
         text="\n\n".join(blocks), tokens=used + (count_tokens(HEADER) if blocks else 0), max_tokens=max_tokens,
         as_of=as_of, omitted=omitted,
-        facts=_chosen(chosen["facts"], Fact), history=_chosen(chosen["history"], Fact),
+        facts=_chosen(chosen["facts"], Fact), plans=_chosen(chosen["plans"], Fact),
+        history=_chosen(chosen["history"], Fact),
         entities=_chosen(chosen["entities"], Entity), messages=_chosen(chosen["messages"], Memory),
         evidence=_chosen(chosen["evidence"], Hit),
     )

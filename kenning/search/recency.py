@@ -10,7 +10,9 @@ supersedes what it states, at the asked instant (``as_of``, else now):
   something no longer true: "I live in Toronto" once Maya lives in Montreal; a fact the passage
   itself says has ended, "I left Shopify", does not make it stale);
 - for a present-tense question about a state, no later passage answers the same question
-  (below) — the later statement supersedes it even when extraction found nothing.
+  (below) — the later statement supersedes it even when extraction found nothing. A plan, a
+  wish or a possibility that did not happen ("thinking of moving to Toronto", "might switch")
+  answers no such question: it neither leads nor is set aside.
 
 **The newer leads.** A question asks about a state now when it is in the present tense
 (no "did", "was", "used to", no date or ``as_of``; not a plan, a wish, a count or a list) and
@@ -63,11 +65,20 @@ _TOPIC_WORDS: dict[str, str] = {
                "relationship divorced single",
     "manager": "manager supervisor",
     "school": "school study studies studying student university college degree major course",
+    "laptop": "laptop computer macbook thinkpad chromebook notebook",
+    "bank": "bank banks banking account",
+    "doctor": "doctor gp physician",
+    "dentist": "dentist dental",
+    "therapist": "therapist counsellor counselor psychologist",
+    "provider": "provider carrier internet broadband insurer insurance",
+    "language": "language languages",
+    "team": "team club",
+    "pet": "pet pets dog dogs cat cats puppy kitten",
 }
 _TOPICS: dict[str, str] = {w: topic for topic, words in _TOPIC_WORDS.items() for w in words.split()}
-#: topics of which one holds several values ("I do yoga" and "I play chess"): a later passage
-#: supersedes an older one only when it names what it replaces ("I replaced yoga with swimming")
-_MANY = frozenset({"pastime"})
+#: topics of which one holds several values ("I do yoga" and "I play chess", two dogs): a later
+#: passage supersedes an older one only when it names what it replaces ("I replaced yoga with swimming")
+_MANY = frozenset({"pastime", "pet"})
 _FAVOURITE = re.compile(r"\bfavou?rite\s+(\w+)", re.IGNORECASE)
 _AUX = frozenset({"does", "do", "is", "are", "'s", "’s"})
 _WORDS = re.compile(r"[A-Za-z][\w'’-]*")
@@ -93,6 +104,15 @@ _CHANGE = re.compile(
     r"stopp?\w*|quit\w*|gave up|give up|left|leav\w*|sold|sell\w*|bought|buy\w*|start\w*|took up|"
     r"join\w*|new|these days|nowadays|since|stole|lost|broke|ended|retired|promoted|upgraded)\b",
     re.IGNORECASE)
+#: a plan, a wish or a possibility ("I'm thinking of moving to Toronto", "might switch to Three", "I'd
+#: love a Polestar one day") with no change that happened: it says nothing of what holds now
+_PLANNED = re.compile(
+    r"\b(thinking (?:about|of)|considering|plan(?:s|ning)? to|going to|gonna|might|maybe|someday|one day|"
+    r"would (?:love|like)|['’]d (?:love|like)|wants? to|hop(?:e|es|ing) to|if (?:i|we|he|she|they)|should (?:i|we))\b",
+    re.IGNORECASE)
+_HAPPENED = re.compile(
+    r"\b(moved|relocated|switched|changed|left|joined|bought|sold|started|quit|stopped|gave up|took up|got|"
+    r"transferred|replaced|retired|adopted|signed up|cancell?ed)\b", re.IGNORECASE)
 #: a passage that only adds to what holds ("also", "another", "a second") supersedes nothing
 _ADDITIVE = re.compile(r"\b(also|another|second|third|too|as well|in addition|added|adopted another)\b",
                        re.IGNORECASE)
@@ -237,9 +257,14 @@ def settle(
         body = _body(hit.text, memory)
         if hit.kind == "fact" and hit.relation:  # a fact's relation names its topic ("has_role")
             body = f"{body} ({hit.source} {hit.relation.replace('_', ' ')} {hit.target})"
-        about = _subjects(body, memory)
+        # a passage is also about whom the facts its memory states are about ("New car: a Hyundai
+        # Kona", said by Oscar, states Oscar owns it; "Tom moved to Paris", said by Oscar, is Tom's)
+        about = _subjects(body, memory) | {part.casefold() for f in facts_of.get(memory.id, ())
+                                           for part in f.source.split()}
         if subjects and not any(set(name.split()) <= about for name in subjects):
             continue
+        if hit.kind != "fact" and _PLANNED.search(body) and not _HAPPENED.search(body):
+            continue  # a plan answers no question about what holds now
         said = memory.valid_at if hit.kind != "fact" or hit.valid_at is None else max(memory.valid_at, hit.valid_at)
         candidates.append(_Member(hit, said, body, bool(_ADDITIVE.search(body))))
     group = [c for c in candidates if topics_of(c.body) & asked]
