@@ -1520,13 +1520,21 @@ def _match(text: str) -> _Found | None:
     if present is None:
         candidates: Iterable[int] = range(len(_RULES))
     else:  # a rule none of whose needed strings the clause holds cannot match: not tried
-        candidates = sorted(_ALWAYS.union(*(_RULES_NEEDING[n] for n in present)))
+        candidates = sorted(_ALWAYS.union(*map(_RULES_NEEDING.__getitem__, present)))
     for index in candidates:
-        rule = _RULES[index]
-        match = rule.pattern.fullmatch(text)
+        match = (_PATTERNS[index] or _pattern(index)).fullmatch(text)
         if match:
-            return rule, match.groupdict()
+            return _RULES[index], match.groupdict()
     return None
+
+
+#: each rule's pattern, by position, once it has been tried (``_Rule.pattern``)
+_PATTERNS: list[re.Pattern[str] | None] = [None] * len(_RULES)
+
+
+def _pattern(index: int) -> re.Pattern[str]:
+    pattern = _PATTERNS[index] = _RULES[index].pattern
+    return pattern
 
 
 #: a first person's sentence that starts at its verb ("Switched from the iPhone to a Pixel",
