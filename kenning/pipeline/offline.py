@@ -891,7 +891,7 @@ _OWN_SUBJECT = re.compile(r"\bI\b|\b(?:we|he|she|they)\s+[a-z]|\b(?:[a-z]{3,}ed|
 def _clauses(sentence: str) -> list[str]:
     out: list[str] = []
     for clause in _CLAUSE_BREAK.split(sentence):
-        pieces = _COMMA_CLAUSE.split(clause)
+        pieces = _COMMA_CLAUSE.split(clause) if "," in clause or ":" in clause else [clause]  # what it splits at
         if len(pieces) > 1 and (not _OPENER.match(pieces[0]) or _OWN_SUBJECT.search(pieces[0])):
             out.extend(pieces)
         else:
@@ -938,7 +938,8 @@ def _split_sentences(line: str) -> list[str]:
 
 def _tidy(clause: str) -> str:
     """Cut fillers, contractions and stray punctuation so patterns can anchor at the subject."""
-    clause = _EMPTY_BRACKETS.sub(" ", clause)
+    if "(" in clause or "[" in clause:  # what every empty bracket holds
+        clause = _EMPTY_BRACKETS.sub(" ", clause)
     if "'" in clause or "’" in clause:  # what every contraction holds
         clause = _CONTRACTION.sub(lambda m: f"{m[1]} {_CONTRACTED[m[2].lower()]}", clause)
     clause = _SPACES.sub(" ", clause)
