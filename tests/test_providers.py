@@ -354,3 +354,8 @@ def test_hashing_features_are_pinned_and_the_word_cache_keeps_them():
     assert sorted(HashingEmbedder(32)._features("Straße works works").items()) == [
         (1, -2.0), (4, -1.0), (5, -0.25), (8, 0.5), (9, -1.0), (12, -0.5), (14, 0.0), (19, 0.25), (27, -0.25),
         (28, 0.0)]
+    # words of more than 64 bytes and of other scripts: the pairs they are in hashed alike
+    long_words = "Zoë emailed " + "a" * 70 + "ing résumé " + "ü" * 40 + " works"
+    assert sorted(HashingEmbedder(16)._features(long_words).items()) == [
+        (1, -0.25), (2, -0.25), (4, 9.75), (5, 2.25), (6, 0.5), (7, -1.0), (8, -0.25), (9, -1.0), (10, 17.25),
+        (11, 0.5), (12, 0.0), (13, -0.5), (14, -1.0), (15, -0.5)]

@@ -223,26 +223,33 @@ _CACHED_LENGTH = 20_000
 _NEEDS = {flag: [required_literals(p.pattern, p.flags) for p, _ in patterns] for flag, patterns in _COMPILED.items()}
 #: and each pattern's every requirement (``literals.required_all``): the text must hold a string of each
 _ALL = {flag: [required_all(p.pattern, p.flags) for p, _ in patterns] for flag, patterns in _COMPILED.items()}
-_present = scanner(frozenset().union(*(n for needs in _NEEDS.values() for n in needs if n),
-                                     *(n for alls in _ALL.values() for each in alls for n in each)))
+_STRINGS = frozenset().union(*(n for needs in _NEEDS.values() for n in needs if n),
+                             *(n for alls in _ALL.values() for each in alls for n in each))
+_present = scanner(_STRINGS)
 
 
-def _may_match(present: set[str] | None, needs: frozenset[str] | None, every: tuple[frozenset[str], ...]) -> bool:
-    """Whether a pattern may match a text holding ``present`` (None: any text may)."""
-    return present is None or ((needs is None or not present.isdisjoint(needs))
-                               and not any(present.isdisjoint(n) for n in every))
+#: every pattern, flag by flag in :data:`FLAGS` order: (flag, pattern, what it needs, every requirement)
+_TRIED = [(flag, *entry) for flag in FLAGS for entry in zip(_COMPILED[flag], _NEEDS[flag], _ALL[flag], strict=True)]
+#: the patterns (by position in ``_TRIED``) that need nothing known, and for each string the
+#: patterns that need it: a text is tried on the patterns of the strings it holds
+_ANYWAY = frozenset(i for i, (_, _, needs, _) in enumerate(_TRIED) if needs is None)
+_NEEDING = {s: frozenset(i for i, (_, _, needs, _) in enumerate(_TRIED) if needs and s in needs) for s in _STRINGS}
 
 
 def _detect(text: str) -> tuple[str, ...]:
     folded = fold(text)
     squashed = folded.encode().translate(_SQUASH, _SQUASH_DROP).decode()
     present = _present(folded)
-    found = []
-    for flag in FLAGS:
-        if any(_matches(p, folded) for p, needs, every in zip(_COMPILED[flag], _NEEDS[flag], _ALL[flag], strict=True)
-               if _may_match(present, needs, every)) or any(w in squashed for w in _SQUASHED.get(flag, ())):
-            found.append(flag)
-    return tuple(found)
+    # a pattern is run where the text holds one of the strings it needs and one of each of its
+    # requirements (None: not ASCII, where the test is not sound and every pattern runs)
+    tried = range(len(_TRIED)) if present is None else sorted(_ANYWAY.union(*map(_NEEDING.__getitem__, present)))
+    hit: set[str] = set()
+    for index in tried:
+        flag, compiled, _, every = _TRIED[index]
+        if flag not in hit and (present is None or not any(map(present.isdisjoint, every))) \
+                and _matches(compiled, folded):
+            hit.add(flag)
+    return tuple(flag for flag in FLAGS if flag in hit or any(w in squashed for w in _SQUASHED.get(flag, ())))
 
 
 _detect_cached = lru_cache(maxsize=512)(_detect)

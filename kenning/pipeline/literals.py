@@ -36,6 +36,8 @@ Needs = frozenset[str] | None
 
 #: a run of word characters in lower-case ASCII text (where ``scanner`` looks strings up)
 _WORD = re.compile(r"[a-z0-9_]+")
+#: ASCII bytes with all but those characters made spaces: ``split`` then gives ``_WORD``'s runs
+_WORD_BYTES = bytes(b if _WORD.fullmatch(chr(b)) else 32 for b in range(256))
 #: words whose strings a scanner keeps (then it starts again)
 _HELD_WORDS = 50_000
 
@@ -80,42 +82,50 @@ def literals_in(text: str, literals: frozenset[str]) -> frozenset[str] | None:
 def scanner(literals: Iterable[str]) -> Callable[[str], set[str] | None]:
     """``literals_in`` for one fixed set of lower-case strings, word by word: a string of word
     characters only (``[a-z0-9_]``, all but a few) lies inside one run of them, so the strings a
-    text holds are those its distinct words hold, each word's found once (a trie of the strings
-    in a lookahead: at each position the longest string there, and with it every string that is
-    a prefix of it) and kept, plus the few other strings looked for in the whole text. Returns
-    None for a text that is not ASCII, as ``literals_in``."""
+    text holds are those its words hold, each word's found once (a trie of the strings in a
+    lookahead: at each position the longest string there, and with it every string that is a
+    prefix of it) and kept, plus the few other strings, looked for in the whole text when it
+    holds one of their other characters. Returns None for a text that is not ASCII, as
+    ``literals_in``."""
     strings = frozenset(literals)
     if not strings:
         return lambda text: set() if text.isascii() else None
     in_words = frozenset(s for s in strings if _WORD.fullmatch(s))
     others = tuple(sorted(strings - in_words))
+    # each of the others holds a character no word does: a text holding none of those holds none of them
+    marks = re.compile("[" + re.escape("".join(sorted({c for s in others for c in s if not _WORD.fullmatch(c)}))) + "]"
+                       if others else "(?!)")
     pattern = re.compile(f"(?=({_trie(in_words)}))") if in_words else None
     prefixes = {s: frozenset(s[:end] for end in range(1, len(s) + 1) if s[:end] in in_words) for s in in_words}
-    held: dict[str, frozenset[str]] = {}  # a word -> the strings it holds (words repeat)
-
-    def of_word(word: str) -> frozenset[str]:
-        found = held.get(word)
-        if found is None:
-            found = frozenset().union(*(prefixes[s] for s in set(pattern.findall(word)))) if pattern else frozenset()
-            if len(held) >= _HELD_WORDS:
-                held.clear()
-            held[word] = found
-        return found
+    held_of = _Words(pattern, prefixes).__getitem__
 
     def scan(text: str) -> set[str] | None:
         if not text.isascii():
             return None
         lowered = text.lower()
-        found = {s for s in others if s in lowered}
-        for word in set(_WORD.findall(lowered)):
-            held_there = held.get(word)
-            if held_there is None:
-                held_there = of_word(word)
-            if held_there:
-                found |= held_there
+        found = set(filter(lowered.__contains__, others)) if marks.search(lowered) else set()
+        # the runs of word characters (``_WORD``), split out of the bytes, each looked up in C
+        found.update(*map(held_of, lowered.encode().translate(_WORD_BYTES).split()))
         return found
 
     return scan
+
+
+class _Words(dict[bytes, frozenset[str]]):
+    """A scanner's words (lower-case ASCII) and the strings each holds: a word not seen yet is
+    read when first looked up, and kept (``_HELD_WORDS`` at most, then it starts again)."""
+
+    def __init__(self, pattern: re.Pattern[str] | None, prefixes: dict[str, frozenset[str]]) -> None:
+        super().__init__()
+        self.pattern, self.prefixes = pattern, prefixes
+
+    def __missing__(self, word: bytes) -> frozenset[str]:
+        found = frozenset[str]().union(*(self.prefixes[s] for s in set(self.pattern.findall(word.decode())))) \
+            if self.pattern else frozenset()
+        if len(self) >= _HELD_WORDS:
+            self.clear()
+        self[word] = found
+        return found
 
 
 def gate(pattern: re.Pattern[str]) -> Callable[[str], bool]:

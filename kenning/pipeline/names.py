@@ -28,15 +28,16 @@ def same_people(memory: Memory, store: Store, entities: list[EntityDraft],
     singles = [e for e in entities if " " not in e.key and e.type in {"person", "concept"} and e.name[:1].isupper()]
     if not singles or memory.kind != "message" or memory.session is None or not memory.position:
         return entities, facts
+    stored = store.find_entities(memory.dataset, [e.key for e in singles])
+    singles = [e for e in singles if e.key not in stored]  # "Bob" is known as himself
+    if not singles:
+        return entities, facts  # the earlier turns are not read
     turns = store.session_messages(memory.dataset, memory.session, SESSION_TURNS, before=memory.position)
     text = "\n".join(t.content for t in turns)
     if not text:
         return entities, facts
-    stored = store.find_entities(memory.dataset, [e.key for e in singles])
     renamed: dict[str, EntityDraft] = {}
     for draft in singles:
-        if draft.key in stored:
-            continue  # "Bob" is known as himself
         said = {" ".join(m.split()): None for m in re.findall(rf"\b{re.escape(draft.name)}\s+[A-Z][\w'’-]+", text)}
         if len(said) != 1:
             continue  # no full name, or two people share the first name

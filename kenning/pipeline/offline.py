@@ -917,10 +917,10 @@ def _clauses(sentence: str) -> list[str]:
     out: list[str] = []
     parts = []
     for part in _CLAUSE_BREAK.split(sentence):
-        pieces = _AND_I.split(part)
+        pieces = _AND_I.split(part) if "and" in part else [part]
         parts += pieces if len(pieces) > 1 and len(pieces[0].split()) >= 3 else [part]
     for clause in parts:
-        pieces = _COMMA_CLAUSE.split(clause)
+        pieces = _COMMA_CLAUSE.split(clause) if "," in clause or ":" in clause else [clause]  # what it splits at
         if len(pieces) > 1 and (not _OPENER.match(pieces[0]) or _OWN_SUBJECT.search(pieces[0])):
             out.extend(pieces)
         else:
@@ -967,7 +967,8 @@ def _split_sentences(line: str) -> list[str]:
 
 def _tidy(clause: str) -> str:
     """Cut fillers, contractions and stray punctuation so patterns can anchor at the subject."""
-    clause = _EMPTY_BRACKETS.sub(" ", clause)
+    if "(" in clause or "[" in clause:  # what every empty bracket holds
+        clause = _EMPTY_BRACKETS.sub(" ", clause)
     if "'" in clause or "’" in clause:  # what every contraction holds
         clause = _CONTRACTION.sub(lambda m: f"{m[1]} {_CONTRACTED[m[2].lower()]}", clause)
     clause = _SPACES.sub(" ", clause)
@@ -1560,13 +1561,21 @@ def _match(text: str) -> _Found | None:
     if present is None:
         candidates: Iterable[int] = range(len(_RULES))
     else:  # a rule none of whose needed strings the clause holds cannot match: not tried
-        candidates = sorted(_ALWAYS.union(*(_RULES_NEEDING[n] for n in present)))
+        candidates = sorted(_ALWAYS.union(*map(_RULES_NEEDING.__getitem__, present)))
     for index in candidates:
-        rule = _RULES[index]
-        match = rule.pattern.fullmatch(text)
+        match = (_PATTERNS[index] or _pattern(index)).fullmatch(text)
         if match:
-            return rule, match.groupdict()
+            return _RULES[index], match.groupdict()
     return None
+
+
+#: each rule's pattern, by position, once it has been tried (``_Rule.pattern``)
+_PATTERNS: list[re.Pattern[str] | None] = [None] * len(_RULES)
+
+
+def _pattern(index: int) -> re.Pattern[str]:
+    pattern = _PATTERNS[index] = _RULES[index].pattern
+    return pattern
 
 
 #: "Japanese is what I'm learning now": the clause said the plain way ("I am learning Japanese now")

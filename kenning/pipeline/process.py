@@ -423,8 +423,8 @@ def _resolve_by_similarity(
         if draft.embedding is None:  # embedded by embed_drafts before it is resolved
             continue
         hits = store.vector(dataset, "entity", draft.embedding, 3)
-        if not hits:
-            continue
+        if all(h.score < threshold - _AMBIGUOUS_MARGIN for h in hits):
+            continue  # none is close enough to merge or to ask about: their rows are not read
         rows = {e.id: e for e in store.get_entities([h.id for h in hits])}
         options = [
             (h.id, h.score) for h in hits
