@@ -441,3 +441,19 @@ def test_rows_of_the_most_common_term_alone_are_ranked_as_if_all_were_scored(sto
         assert sum(t.startswith("apple") for t, _ in got) > 10
     else:
         assert all(t.startswith("zebra") for t, _ in got)
+
+
+def test_postgresql_scores_nothing_where_its_statistics_saw_no_rows() -> None:
+    """The lane reads the terms' statistics, then scores rows, in two statements: a row committed
+    between them (statistics of an empty table: no average length) is left to the next recall,
+    not scored against them (which failed on a missing score)."""
+    from kenning.store.postgres import lexical
+
+    with Kenning(pg_url()) as kn:
+        kn.remember(["Hana keeps bees.", "Ivan keeps a taxi."], dataset="main")
+        with kn._engine.store._conn() as conn:
+            assert [t for t, _ in _lane(kn, "main", ["keeps"])]
+            with conn.transaction(force_rollback=True):
+                conn.execute("DELETE FROM lexical_stats")  # as the first statement saw it
+                conn.execute("DELETE FROM lexeme_stats")
+                assert lexical.bm25(conn, "chunks", "main", ["keeps", "bees"], 10) == []

@@ -1,5 +1,7 @@
 """The PostgreSQL lexical lane: Okapi BM25 computed the way SQLite's FTS5 ``bm25()`` computes it,
-over a bounded set of candidate rows, in one statement (one round trip a lane).
+over a bounded set of candidate rows: a statement reads the terms' statistics, ``plan`` picks the
+candidates, a second statement scores them (and a third the tail term's rows, when they may
+enter the list).
 
 PostgreSQL's full-text search matches through a GIN index but cannot rank inside it (``ts_rank``
 scores every matching row, and is not BM25). Here:
@@ -12,18 +14,16 @@ scores every matching row, and is not BM25). Here:
   counted through the GIN index, at most ``COMMON_ROWS`` of them). Terms in ``COMMON_ROWS``
   rows or more are dropped while a rarer one remains (as the SQLite lane does);
 - in a table of more than ``BOUNDED_FROM_ROWS`` rows, when the kept terms match more than
-  ``SCORED_ROWS`` rows, only rows holding one of the rarest terms are scored (``rarest``, which
-  the statement applies in window sums over the kept terms ordered by count: the rule the SQLite
-  lane had before it gained a common share of the table and a fill from its
+  ``SCORED_ROWS`` rows, only rows holding one of the rarest terms are scored (``rarest``: the
+  rule the SQLite lane had before it gained a common share of the table and a fill from its
   newest rows): every row that also holds another kept term (up to ``SCORED_ROWS``), and
   the first ``4 × limit`` of the dataset's rows that hold only rare ones (SQLite ranks all of
   those, so a row holding only the rarest terms may be missed here where SQLite lists it), each
   with its full score;
-- the dataset's candidate rows are scored: each kept term's frequency in a row comes from the
-  row's ``tsv`` in one pass for all terms (``setweight`` + ``ts_filter`` keep the terms' lexemes
-  with their positions, joined to their terms by lexeme), the row's length in tokens from its
-  ``tsv_len`` column, the table's size N and average length from ``lexical_stats``, kept by
-  triggers;
+- the dataset's candidate rows are scored: a kept term's frequency in a row is its lexeme's
+  number of positions in the row's ``tsv``, counted only where the row matches the term; the
+  row's length in tokens comes from its ``tsv_len`` column, the table's size N and average
+  length from ``lexical_stats``, kept by triggers;
 - score = Σ idf · tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen)), idf = ln((N − n + 0.5)/(n + 0.5))
   floored at 1e-6, k1 = 1.2, b = 0.75: FTS5's constants and formula, with N, n and the average
   length over the whole table, every dataset, as FTS5 counts them.
@@ -48,7 +48,7 @@ from psycopg.rows import DictRow
 
 from .schema import TS_CONFIG
 
-__all__ = ["BOUNDED_FROM_ROWS", "COMMON_ROWS", "SCORED_ROWS", "bm25", "rarest"]
+__all__ = ["BOUNDED_FROM_ROWS", "COMMON_ROWS", "SCORED_ROWS", "bm25", "plan", "rarest"]
 
 #: a search term in this many rows or more is dropped while a rarer term remains
 COMMON_ROWS = 5000
@@ -77,7 +77,7 @@ FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS u(term, i),
 WHERE numnode(q.q) > 0 ORDER BY u.i
 """
 
-#: the candidate rows of each case (``_pick``): the rows holding the other terms; each term's
+#: the candidate rows of each case (``plan``): the rows holding the other terms; each term's
 #: rows, at most ``COMMON_ROWS`` of them, where every term is that common; the rows holding a
 #: rare and another term, and the first rows holding a rare one; the tail term's rows alone
 _ROWS = {
@@ -107,7 +107,7 @@ def rarest(terms: list[str], counts: dict[str, int], limit: int) -> list[str] | 
     """When the terms match more than ``SCORED_ROWS`` rows: the rarest ones, leaving at least
     one, up to four times ``limit`` rows (or fewer, where the next term would pass
     ``SCORED_ROWS``) and at least ``limit``; None when every matching row is scored. The
-    SQLite store's earlier rule, which ``bm25``'s statement applies (``_TERMS``)."""
+    SQLite store's earlier rule, which ``plan`` applies."""
     present = sorted((t for t in terms if counts[t]), key=lambda t: counts[t])
     if sum(counts[t] for t in present) <= SCORED_ROWS:
         return None
@@ -166,16 +166,17 @@ def bm25(conn: psycopg.Connection[DictRow], table: str, dataset: str, terms: Seq
     stats = conn.execute(_statement(conn, table, _TERMS), {
         "terms": list(dict.fromkeys(terms)), "tbl": table, "common": COMMON_ROWS, "extra": _DATASET_TOKENS}).fetchall()
     case, kept, rare, tail = plan(stats, limit)
-    if not kept:
-        return []
+    if not any(t["hits"] for t in kept):
+        return []  # no row holds a term (nor, a write later, is scored against an empty table's statistics)
     params: dict[str, object] = {
         "dataset": dataset, "limit": limit, "common": COMMON_ROWS, "scored": SCORED_ROWS, "alone": 4 * limit,
         "k1": _K1, "b": _B, "extra": _DATASET_TOKENS, "avglen": kept[0]["avglen"], "each": [t["q"] for t in kept],
         "rare": _any(rare), "other": _any([t for t in kept if t not in rare and t is not tail]), "tail": tail and tail["q"]}
-    tfs, shape = [], []
+    tfs, shape, idfs = [], [], []
     for j, t in enumerate(kept):
         idf = math.log(max(t["n"] - t["hits"] + 0.5, 0.5) / (t["hits"] + 0.5))
-        params |= {f"q{j}": t["q"], f"idf{j}": idf if idf > 0 else 1e-6}
+        idfs.append(idf if idf > 0 else 1e-6)
+        params |= {f"q{j}": t["q"], f"idf{j}": idfs[j]}
         params |= {f"l{j}_{x}": _quoted(lexeme) for x, lexeme in enumerate(t["lexemes"])}
         counts = [_COUNT.format(f"q{j}")] if t["single"] else [_COUNT.format(f"l{j}_{x}") for x in range(len(t["lexemes"]))]
         tfs.append(_TF.format(j=j, count=counts[0] if t["single"] else f"least({', '.join(counts)})"))
@@ -189,6 +190,6 @@ def bm25(conn: psycopg.Connection[DictRow], table: str, dataset: str, terms: Seq
     best = scored(case)
     # a row holding the tail term alone scores below its idf × (k1 + 1): those rows are read
     # only if that could enter the list (MaxScore)
-    if tail is not None and (len(best) < limit or params[f"idf{kept.index(tail)}"] * (_K1 + 1) * 1.000000001 > best[-1][1]):
+    if tail is not None and (len(best) < limit or idfs[kept.index(tail)] * (_K1 + 1) * 1.000000001 > best[-1][1]):
         best = sorted(best + scored("tail"), key=lambda r: (-r[1], r[0]))[:limit]
     return best
