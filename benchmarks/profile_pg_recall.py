@@ -9,8 +9,8 @@ store: 20 recalls to warm the connections, then ``--queries`` timed recalls (hyb
 printing p50 / p95, and per recall the client process's CPU time and the server's (every backend
 of a local server, read from ``/proc``; 0 for a remote one). Then each store read those recalls
 made is replayed, one read after another on one connection, and each kind of read prints its
-calls, wall time, client CPU and server CPU per recall: what each costs, apart from the others
-it runs beside in a recall. With ``--dir``, the server in ``DIR/pgdata`` is started if needed
+calls, wall time, client CPU and its backend's CPU per recall: what each costs, apart from the
+others it runs beside in a recall. With ``--dir``, the server in ``DIR/pgdata`` is started if needed
 and stopped at the end.
 """
 
@@ -39,23 +39,34 @@ READS = ("lexical", "vector", "get_memories", "get_chunks", "chunk_owners", "fac
          "memory_neighbors", "neighbors", "find_entities", "get_entities", "live_facts_touching")
 
 
-def server_cpu(url: str) -> float:
-    """CPU seconds of every process of the local server holding ``url``'s socket (0 if remote)."""
+def _ticks(pid: str) -> float:
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return 0.0
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def server_cpu(url: str, backend: int | None = None) -> float:
+    """CPU seconds of one backend, or of every process of the local server holding ``url``'s
+    socket (a process that exits meanwhile takes its share with it); 0 for a remote server."""
     from urllib.parse import parse_qs, urlsplit
 
-    host = parse_qs(urlsplit(url).query).get("host", [""])[0]
-    pidfile = Path(host) / "postmaster.pid"
+    if backend is not None:
+        return _ticks(str(backend))
+    pidfile = Path(parse_qs(urlsplit(url).query).get("host", [""])[0]) / "postmaster.pid"
     if not pidfile.exists():
         return 0.0
-    postmaster, total = pidfile.read_text().split()[0], 0.0
-    for stat in Path("/proc").glob("[0-9]*/stat"):
-        try:
-            fields = stat.read_text().rsplit(")", 1)[1].split()
-        except OSError:
-            continue
-        if fields[1] == postmaster or stat.parent.name == postmaster:
-            total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
+    postmaster = pidfile.read_text().split()[0]
+    children = [p.parent.name for p in Path("/proc").glob("[0-9]*/stat") if _parent(p) == postmaster]
+    return sum(_ticks(pid) for pid in [postmaster, *children])
+
+
+def _parent(stat: Path) -> str:
+    try:
+        return stat.read_text().rsplit(")", 1)[1].split()[1]
+    except OSError:
+        return ""
 
 
 def capture() -> list[tuple[str, tuple[Any, ...], dict[str, Any]]]:
@@ -107,16 +118,18 @@ def main(argv: list[str] | None = None) -> None:
         for name, a, k in calls:
             by[name].append((a, k))
         store = PostgresStore(url, pool_size=1)
+        with store._conn() as conn:
+            backend = conn.execute("SELECT pg_backend_pid() AS pid").fetchall()[0]["pid"]
         try:
-            rows = []
+            rows: list[list[Any]] = []
             for name, made in sorted(by.items()):
                 for a, k in made[:10]:  # prepared, as in a warm process
                     getattr(store, name)(*a, **k)
-                started, cpu, served = time.perf_counter(), time.process_time(), server_cpu(url)
+                started, cpu, served = time.perf_counter(), time.process_time(), server_cpu(url, backend)
                 for a, k in made:
                     getattr(store, name)(*a, **k)
-                rows.append([name, round(len(made) / n, 2), round((time.perf_counter() - started) * 1000 / n, 2),
-                             round((time.process_time() - cpu) * 1000 / n, 2), round((server_cpu(url) - served) * 1000 / n, 2)])
+                spent = (time.perf_counter() - started, time.process_time() - cpu, server_cpu(url, backend) - served)
+                rows.append([name, round(len(made) / n, 2), *(round(x * 1000 / n, 2) for x in spent)])
             rows.append(["total", round(len(calls) / n, 2), *(round(sum(r[i] for r in rows), 2) for i in (2, 3, 4))])
             print_table(["read", "calls a recall", "wall ms", "client CPU ms", "server CPU ms"], rows)
         finally:
