@@ -154,10 +154,12 @@ _statements: dict[tuple[str, ...], str] = {}
 def _statement(conn: psycopg.Connection[DictRow], table: str, text: str, *key: str) -> str:
     """``text`` for ``table``, composed once: the same text each time, which psycopg parses once
     and the server plans once."""
-    if (table, *key) not in _statements:
-        query = sql.SQL(text).format(cfg=sql.Literal(TS_CONFIG), table=sql.Identifier(table))
-        _statements[(table, *key)] = query.as_string(conn)
-    return _statements[(table, *key)]
+    composed = _statements.get((table, *key))
+    if composed is None:
+        composed = sql.SQL(text).format(cfg=sql.Literal(TS_CONFIG), table=sql.Identifier(table)).as_string(conn)
+        if len(_statements) < 4096:  # shapes are few; a bound all the same
+            _statements[(table, *key)] = composed
+    return composed
 
 
 def bm25(conn: psycopg.Connection[DictRow], table: str, dataset: str, terms: Sequence[str],
