@@ -1,5 +1,7 @@
 """The PostgreSQL lexical lane: Okapi BM25 computed the way SQLite's FTS5 ``bm25()`` computes it,
-over a bounded set of candidate rows, in one statement (one round trip a lane).
+over a bounded set of candidate rows: a statement reads the terms' statistics, ``plan`` picks the
+candidates, a second statement scores them (and a third the tail term's rows, when they may
+enter the list).
 
 PostgreSQL's full-text search matches through a GIN index but cannot rank inside it (``ts_rank``
 scores every matching row, and is not BM25). Here:
@@ -12,18 +14,16 @@ scores every matching row, and is not BM25). Here:
   counted through the GIN index, at most ``COMMON_ROWS`` of them). Terms in ``COMMON_ROWS``
   rows or more are dropped while a rarer one remains (as the SQLite lane does);
 - in a table of more than ``BOUNDED_FROM_ROWS`` rows, when the kept terms match more than
-  ``SCORED_ROWS`` rows, only rows holding one of the rarest terms are scored (``rarest``, which
-  the statement applies in window sums over the kept terms ordered by count: the rule the SQLite
-  lane had before it gained a common share of the table and a fill from its
+  ``SCORED_ROWS`` rows, only rows holding one of the rarest terms are scored (``rarest``: the
+  rule the SQLite lane had before it gained a common share of the table and a fill from its
   newest rows): every row that also holds another kept term (up to ``SCORED_ROWS``), and
   the first ``4 × limit`` of the dataset's rows that hold only rare ones (SQLite ranks all of
   those, so a row holding only the rarest terms may be missed here where SQLite lists it), each
   with its full score;
-- the dataset's candidate rows are scored: each kept term's frequency in a row comes from the
-  row's ``tsv`` in one pass for all terms (``setweight`` + ``ts_filter`` keep the terms' lexemes
-  with their positions, joined to their terms by lexeme), the row's length in tokens from its
-  ``tsv_len`` column, the table's size N and average length from ``lexical_stats``, kept by
-  triggers;
+- the dataset's candidate rows are scored: a kept term's frequency in a row is its lexeme's
+  number of positions in the row's ``tsv``, counted only where the row matches the term; the
+  row's length in tokens comes from its ``tsv_len`` column, the table's size N and average
+  length from ``lexical_stats``, kept by triggers;
 - score = Σ idf · tf·(k1+1) / (tf + k1·(1 − b + b·len/avglen)), idf = ln((N − n + 0.5)/(n + 0.5))
   floored at 1e-6, k1 = 1.2, b = 0.75: FTS5's constants and formula, with N, n and the average
   length over the whole table, every dataset, as FTS5 counts them.
@@ -39,6 +39,7 @@ of rows.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 
 import psycopg
@@ -47,7 +48,7 @@ from psycopg.rows import DictRow
 
 from .schema import TS_CONFIG
 
-__all__ = ["BOUNDED_FROM_ROWS", "COMMON_ROWS", "SCORED_ROWS", "bm25", "rarest"]
+__all__ = ["BOUNDED_FROM_ROWS", "COMMON_ROWS", "SCORED_ROWS", "bm25", "plan", "rarest"]
 
 #: a search term in this many rows or more is dropped while a rarer term remains
 COMMON_ROWS = 5000
@@ -61,118 +62,52 @@ _K1, _B = 1.2, 0.75
 #: every row's length; adding it here keeps the two stores' scores equal
 _DATASET_TOKENS = 1
 
-#: the kept terms of a query (``scoring``: each with its idf and whether it is one of the rarest
-#: that bound the candidates): each term's row count (read from ``lexeme_stats`` for a term of
-#: one lexeme, counted up to the cap through the index for a phrase), the terms kept, and
-#: ``rarest``'s rule in window sums over the kept terms ordered by count
+#: each term's lexemes, its row count n (read from ``lexeme_stats`` for a term of one lexeme, counted
+#: up to the cap through the index for a phrase) and the table's size and average length
 _TERMS = """
-WITH totals AS MATERIALIZED (
-    SELECT coalesce(sum(rows), 0)::float8 AS n,
-           sum(tokens)::float8 / nullif(sum(rows), 0) + %(extra)s AS avglen
-    FROM lexical_stats WHERE tbl = %(tbl)s
-), terms AS MATERIALIZED (
-    SELECT u.i, q.q, l.lexemes, numnode(q.q) = 1 AND cardinality(l.lexemes) = 1 AS single,
-           (CASE WHEN numnode(q.q) = 1
-            THEN (SELECT coalesce(sum(s.rows), 0) FROM lexeme_stats s WHERE s.tbl = %(tbl)s AND s.lexeme = l.lexemes[1])
-            ELSE (SELECT count(*) FROM (SELECT FROM {table} r WHERE r.tsv @@ q.q LIMIT %(common)s) c) END)::float8 AS hits
-    FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS u(term, i),
-         LATERAL phraseto_tsquery({cfg}::regconfig, u.term) AS q(q),
-         LATERAL (SELECT tsvector_to_array(to_tsvector({cfg}::regconfig, u.term)) AS lexemes) l
-    WHERE numnode(q.q) > 0
-), kept AS MATERIALIZED (
-    SELECT t.* FROM terms t
-    WHERE t.hits < %(common)s OR NOT EXISTS (SELECT FROM terms WHERE hits < %(common)s)
-), ranked AS (
-    SELECT i, hits, coalesce(sum(hits) OVER before, 0) AS rows_before,
-           row_number() OVER (ORDER BY hits, i) AS rank, count(*) OVER () AS present, sum(hits) OVER () AS total
-    FROM kept WHERE hits > 0
-    WINDOW before AS (ORDER BY hits, i ROWS BETWEEN UNBOUNDED PRECEDING AND 1 PRECEDING)
-), picked AS (
-    SELECT i, hits, total, rank < present AND bool_and(NOT (
-               (rows_before >= %(limit)s AND rows_before + hits > %(scored)s) OR rows_before >= 4 * %(limit)s))
-           OVER (ORDER BY hits, i ROWS UNBOUNDED PRECEDING) AS pick
-    FROM ranked
-), bound AS MATERIALIZED (
-    SELECT coalesce((SELECT n FROM totals) > %(bounded)s AND max(total) > %(scored)s
-                    AND coalesce(sum(hits) FILTER (WHERE pick), 0) >= %(limit)s, false) AS on,
-           -- the most common of two or more matching terms, none in COMMON_ROWS rows
-           CASE WHEN count(*) >= 2 AND NOT EXISTS (SELECT FROM kept WHERE hits >= %(common)s)
-                THEN (SELECT i FROM picked ORDER BY hits DESC, i DESC LIMIT 1) END AS tail
-    FROM picked
-), scoring AS MATERIALIZED (
-    SELECT k.i, k.q, k.lexemes, k.single, coalesce(p.pick AND b.on, false) AS rare,
-           NOT b.on AND k.i IS NOT DISTINCT FROM b.tail AS tail,
-           CASE WHEN idf > 0 THEN idf ELSE 1e-6 END AS idf
-    FROM kept k LEFT JOIN picked p ON p.i = k.i, bound b, totals,
-         ln(greatest(totals.n - k.hits + 0.5, 0.5) / (k.hits + 0.5)) AS idf
-)
+SELECT u.term, q.q::text AS q, l.lexemes, numnode(q.q) = 1 AND cardinality(l.lexemes) = 1 AS single, t.n, t.avglen,
+       (CASE WHEN numnode(q.q) = 1
+        THEN (SELECT coalesce(sum(s.rows), 0) FROM lexeme_stats s WHERE s.tbl = %(tbl)s AND s.lexeme = l.lexemes[1])
+        ELSE (SELECT count(*) FROM (SELECT FROM {table} r WHERE r.tsv @@ q.q LIMIT %(common)s) c) END)::float8 AS hits
+FROM unnest(%(terms)s::text[]) WITH ORDINALITY AS u(term, i),
+     LATERAL phraseto_tsquery({cfg}::regconfig, u.term) AS q(q),
+     LATERAL (SELECT tsvector_to_array(to_tsvector({cfg}::regconfig, u.term)) AS lexemes) l,
+     (SELECT coalesce(sum(rows), 0)::float8 AS n, sum(tokens)::float8 / nullif(sum(rows), 0) + %(extra)s AS avglen
+      FROM lexical_stats WHERE tbl = %(tbl)s) t
+WHERE numnode(q.q) > 0 ORDER BY u.i
 """
 
-#: the score of each row of a candidate set ``{rows}``: each term's frequency in the row, from
-#: one pass over the row's lexemes of every term (setweight marks them, ts_filter keeps only
-#: them, so a long row is never unnested whole; a term of several lexemes counts its rarest
-#: one, where the row holds its phrase), summed in the terms' order as FTS5 sums them
-_SCORES = """
-    SELECT f.id, sum(f.idf * f.tf * (%(k1)s + 1)
-                     / (f.tf + %(k1)s * (1 - %(b)s + %(b)s * (f.len + %(extra)s) / totals.avglen)) ORDER BY f.i) AS score
-    FROM totals, (
-        SELECT c.id, k.i, min(c.tsv_len) AS len, min(k.idf) AS idf, min(coalesce(array_length(u.positions, 1), 1)) AS tf
-        FROM {rows} c, queries, LATERAL unnest(ts_filter(setweight(c.tsv, 'A', queries.lexemes), '{{a}}')) AS u
-        JOIN words w ON w.lexeme = u.lexeme JOIN scoring k ON k.i = w.i
-        GROUP BY c.id, k.i
-        HAVING count(*) = max(cardinality(k.lexemes))
-           AND (bool_and(k.single) OR bool_or(NOT k.single AND c.tsv @@ k.q))) AS f
-    GROUP BY f.id
-"""
-
-#: the dataset's best rows for the ORed terms, in one statement. The rows holding only the
-#: ``tail`` term (the most common, when every matching row is to be scored) are read only when
-#: they could enter the list: each scores below that term's idf × (k1 + 1), so when the rows
-#: holding the other terms fill the list with scores at least that high, the list is the one
-#: scoring every row gives, without reading them (MaxScore)
-_BM25 = _TERMS + """, words AS MATERIALIZED (
-    SELECT x AS lexeme, i FROM scoring, unnest(lexemes) AS x
-), queries AS MATERIALIZED (
-    SELECT (SELECT string_agg('(' || q::text || ')', ' | ')::tsquery FROM scoring WHERE rare) AS rare,
-           (SELECT string_agg('(' || q::text || ')', ' | ')::tsquery FROM scoring WHERE NOT rare AND NOT tail) AS other,
-           (SELECT q FROM scoring WHERE tail) AS tail,
-           (SELECT idf * (%(k1)s + 1) FROM scoring WHERE tail) AS tail_bound,
-           (SELECT array_agg(DISTINCT lexeme) FROM words) AS lexemes,
-           -- no kept term is in COMMON_ROWS rows, so none fills its limit: their rows in one scan
-           NOT EXISTS (SELECT FROM kept WHERE hits >= %(common)s) AS uncapped
-), candidates AS MATERIALIZED (
-    SELECT DISTINCT ON (id) id, tsv, tsv_len FROM (
-        (SELECT r.id, r.tsv, r.tsv_len FROM {table} r, queries q
-         WHERE q.rare IS NULL AND q.uncapped AND r.tsv @@ q.other AND r.dataset = %(dataset)s)
-        UNION ALL
-        (SELECT r.id, r.tsv, r.tsv_len FROM scoring k, queries q, LATERAL (
-            SELECT id, tsv, tsv_len FROM {table} r WHERE r.tsv @@ k.q AND r.dataset = %(dataset)s LIMIT %(common)s) r
-         WHERE q.rare IS NULL AND NOT q.uncapped)
-        UNION ALL
-        (SELECT r.id, r.tsv, r.tsv_len FROM {table} r, queries q
-         WHERE q.rare IS NOT NULL AND r.tsv @@ (q.rare && q.other) AND r.dataset = %(dataset)s LIMIT %(scored)s)
-        UNION ALL
-        (SELECT r.id, r.tsv, r.tsv_len FROM {table} r, queries q
-         WHERE q.rare IS NOT NULL AND r.tsv @@ q.rare AND r.dataset = %(dataset)s LIMIT %(alone)s)) AS found
-    ORDER BY id
-), scores AS MATERIALIZED (""" + _SCORES.replace("{rows}", "candidates") + """), threshold AS MATERIALIZED (
-    SELECT CASE WHEN count(*) >= %(limit)s THEN min(score) END AS score
-    FROM (SELECT score FROM scores ORDER BY score DESC LIMIT %(limit)s) s
-), tail_rows AS MATERIALIZED (
-    SELECT r.id, r.tsv, r.tsv_len FROM {table} r, queries q, threshold t
-    WHERE q.tail IS NOT NULL AND (t.score IS NULL OR q.tail_bound * (1 + 1e-9) > t.score)
-      AND r.tsv @@ q.tail AND NOT r.tsv @@ q.other AND r.dataset = %(dataset)s
-)
-SELECT id, score FROM (SELECT * FROM scores UNION ALL""" + _SCORES.replace("{rows}", "tail_rows") + """) s
+#: the candidate rows of each case (``plan``): the rows holding the other terms; each term's
+#: rows, at most ``COMMON_ROWS`` of them, where every term is that common; the rows holding a
+#: rare and another term, and the first rows holding a rare one; the tail term's rows alone
+_ROWS = {
+    "other": "SELECT id, tsv, tsv_len FROM {table} WHERE tsv @@ %(other)s::tsquery AND dataset = %(dataset)s",
+    "capped": "SELECT DISTINCT ON (r.id) r.* FROM unnest(%(each)s::tsquery[]) AS k(q), LATERAL (SELECT id, tsv, tsv_len"
+              " FROM {table} WHERE tsv @@ k.q AND dataset = %(dataset)s LIMIT %(common)s) r ORDER BY r.id",
+    "rare": "SELECT DISTINCT ON (id) * FROM ((SELECT id, tsv, tsv_len FROM {table} WHERE tsv @@ (%(rare)s::tsquery"
+            " && %(other)s::tsquery) AND dataset = %(dataset)s LIMIT %(scored)s) UNION ALL (SELECT id, tsv, tsv_len"
+            " FROM {table} WHERE tsv @@ %(rare)s::tsquery AND dataset = %(dataset)s LIMIT %(alone)s)) r ORDER BY id",
+    "tail": "SELECT id, tsv, tsv_len FROM {table} WHERE tsv @@ %(tail)s::tsquery AND NOT tsv @@ %(other)s::tsquery"
+            " AND dataset = %(dataset)s",
+}
+#: the best of those rows: each term's frequency in a row is its lexeme's number of positions
+#: (``ts_rank_cd`` with every weight 1 and no normalization counts them; a term of several
+#: lexemes counts its rarest one, where the row holds its phrase), read only where the row
+#: matches the term; the terms' BM25 summed in their order, as FTS5 sums them
+_SCORED = """
+SELECT id, {score} AS score FROM (SELECT id, tsv_len, {tfs} FROM ({rows}) c OFFSET 0) c
 ORDER BY score DESC, id LIMIT %(limit)s
 """
+_TF = "CASE WHEN c.tsv @@ %(q{j})s::tsquery THEN {count} ELSE 0 END AS t{j}"
+_COUNT = "ts_rank_cd(ARRAY[1, 1, 1, 1]::real[], c.tsv, %({})s::tsquery, 0)"
+_TERM = "%(idf{j})s * t{j} * (%(k1)s + 1) / (t{j} + %(k1)s * (1 - %(b)s + %(b)s * (tsv_len + %(extra)s) / %(avglen)s))"
 
 
 def rarest(terms: list[str], counts: dict[str, int], limit: int) -> list[str] | None:
     """When the terms match more than ``SCORED_ROWS`` rows: the rarest ones, leaving at least
     one, up to four times ``limit`` rows (or fewer, where the next term would pass
     ``SCORED_ROWS``) and at least ``limit``; None when every matching row is scored. The
-    SQLite store's earlier rule, which ``bm25``'s statement applies (``_TERMS``)."""
+    SQLite store's earlier rule, which ``plan`` applies."""
     present = sorted((t for t in terms if counts[t]), key=lambda t: counts[t])
     if sum(counts[t] for t in present) <= SCORED_ROWS:
         return None
@@ -187,13 +122,76 @@ def rarest(terms: list[str], counts: dict[str, int], limit: int) -> list[str] | 
     return rare if rows >= limit else None
 
 
+def _quoted(lexeme: str) -> str:
+    """A lexeme as a tsquery of it alone (its quotes and backslashes escaped)."""
+    return "'" + lexeme.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _any(terms: list[DictRow]) -> str | None:
+    """The terms ORed in one tsquery (None for none)."""
+    return " | ".join(f"({t['q']})" for t in terms) or None
+
+
+def plan(stats: list[DictRow], limit: int) -> tuple[str, list[DictRow], list[DictRow], DictRow | None]:
+    """From the terms' statistics (``_TERMS``): which candidates to score (a key of ``_ROWS``),
+    the kept terms, the rare ones that bound the candidates (``rarest``, in a table of more than
+    ``BOUNDED_FROM_ROWS`` rows) and the tail term (the most common of two or more matching
+    terms, none in ``COMMON_ROWS`` rows, where every matching row is to be scored)."""
+    uncapped = [t for t in stats if t["hits"] < COMMON_ROWS]
+    kept = uncapped or stats
+    present = [t for t in kept if t["hits"]]
+    picked = rarest([t["term"] for t in kept], {t["term"]: t["hits"] for t in kept}, limit) \
+        if kept and kept[0]["n"] > BOUNDED_FROM_ROWS else None
+    if picked is not None:
+        return "rare", kept, [t for t in kept if t["term"] in picked], None
+    tail = max(present[::-1], key=lambda t: t["hits"]) if uncapped and len(present) >= 2 else None
+    return "other" if uncapped else "capped", kept, [], tail
+
+
+_statements: dict[tuple[str, ...], str] = {}
+
+
+def _statement(conn: psycopg.Connection[DictRow], table: str, text: str, *key: str) -> str:
+    """``text`` for ``table``, composed once: the same text each time, which psycopg parses once
+    and the server plans once."""
+    composed = _statements.get((table, *key))
+    if composed is None:
+        composed = sql.SQL(text).format(cfg=sql.Literal(TS_CONFIG), table=sql.Identifier(table)).as_string(conn)
+        if len(_statements) < 4096:  # shapes are few; a bound all the same
+            _statements[(table, *key)] = composed
+    return composed
+
+
 def bm25(conn: psycopg.Connection[DictRow], table: str, dataset: str, terms: Sequence[str],
          limit: int) -> list[tuple[str, float]]:
     """(id, score) of the dataset's best rows of ``table`` for the ORed ``terms``, best first."""
-    query = sql.SQL(_BM25).format(cfg=sql.Literal(TS_CONFIG), table=sql.Identifier(table))
-    rows = conn.execute(query, {
-        "terms": list(dict.fromkeys(terms)), "dataset": dataset, "common": COMMON_ROWS, "scored": SCORED_ROWS,
-        "bounded": BOUNDED_FROM_ROWS, "alone": 4 * limit, "extra": _DATASET_TOKENS, "tbl": table, "k1": _K1,
-        "b": _B, "limit": limit,
-    }).fetchall()
-    return [(r["id"], float(r["score"])) for r in rows]
+    stats = conn.execute(_statement(conn, table, _TERMS), {
+        "terms": list(dict.fromkeys(terms)), "tbl": table, "common": COMMON_ROWS, "extra": _DATASET_TOKENS}).fetchall()
+    case, kept, rare, tail = plan(stats, limit)
+    if not any(t["hits"] for t in kept):
+        return []  # no row holds a term (nor, a write later, is scored against an empty table's statistics)
+    params: dict[str, object] = {
+        "dataset": dataset, "limit": limit, "common": COMMON_ROWS, "scored": SCORED_ROWS, "alone": 4 * limit,
+        "k1": _K1, "b": _B, "extra": _DATASET_TOKENS, "avglen": kept[0]["avglen"], "each": [t["q"] for t in kept],
+        "rare": _any(rare), "other": _any([t for t in kept if t not in rare and t is not tail]), "tail": tail and tail["q"]}
+    tfs, shape, idfs = [], [], []
+    for j, t in enumerate(kept):
+        idf = math.log(max(t["n"] - t["hits"] + 0.5, 0.5) / (t["hits"] + 0.5))
+        idfs.append(idf if idf > 0 else 1e-6)
+        params |= {f"q{j}": t["q"], f"idf{j}": idfs[j]}
+        params |= {f"l{j}_{x}": _quoted(lexeme) for x, lexeme in enumerate(t["lexemes"])}
+        counts = [_COUNT.format(f"q{j}")] if t["single"] else [_COUNT.format(f"l{j}_{x}") for x in range(len(t["lexemes"]))]
+        tfs.append(_TF.format(j=j, count=counts[0] if t["single"] else f"least({', '.join(counts)})"))
+        shape.append(str(len(counts)))
+    text = _SCORED.format(score=" + ".join(_TERM.format(j=j) for j in range(len(kept))), tfs=", ".join(tfs), rows="{rows}")
+
+    def scored(rows: str) -> list[tuple[str, float]]:
+        query = _statement(conn, table, text.replace("{rows}", _ROWS[rows]), rows, *shape)
+        return [(r["id"], float(r["score"])) for r in conn.execute(query, params).fetchall()]
+
+    best = scored(case)
+    # a row holding the tail term alone scores below its idf × (k1 + 1): those rows are read
+    # only if that could enter the list (MaxScore)
+    if tail is not None and (len(best) < limit or idfs[kept.index(tail)] * (_K1 + 1) * 1.000000001 > best[-1][1]):
+        best = sorted(best + scored("tail"), key=lambda r: (-r[1], r[0]))[:limit]
+    return best
