@@ -6,7 +6,9 @@ snapshot tests/fixtures/long_turns_expected.json written by the code before that
 2026-12-02 for one deliberate change: time words are cut from a value ("coffee last spring" is
 "coffee"); and on 2026-12-04 (the everyday loop's third set) for three: a fact of a sentence
 of several clauses is described by its own clause, "started learning Japanese" learns Japanese
-(not "practices learning"), "our old Honda" is "Honda"."""
+(not "practices learning"), "our old Honda" is "Honda"; and on 2026-12-04 (wave 10) for one: "… and I …"
+after a part of three words or more starts a clause, so a "now" or "anymore" of one clause no longer
+marks the other's fact a change, and "I'm going to run …, and I ran 42 km" reads the race that was run."""
 
 from __future__ import annotations
 
