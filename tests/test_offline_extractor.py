@@ -385,3 +385,10 @@ def test_large_input_ends() -> None:
     text = (prose * 800)[:100_000] + adversarial
     result = extract(text)  # no pattern backtracks without bound on the adversarial tail
     assert ("Bob", "ceo_of", "Initech") in triples(result)
+
+
+@pytest.mark.parametrize("sentence", ["Might switch to Three, might not, I haven't decided.",
+                                      "Maybe I'll get a dog.", "Perhaps Tom knows Alice."])
+def test_a_modal_word_in_capitals_names_nobody(sentence: str) -> None:
+    names = {e.name for e in extract(sentence).entities}
+    assert not {"Might", "Maybe I", "Maybe", "Perhaps", "Perhaps Tom"} & names, names

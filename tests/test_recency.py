@@ -12,7 +12,7 @@ import pytest
 from kenning import Kenning
 from kenning.models import Fact, Memory, Usage
 from kenning.pipeline.extract import Extraction, Extractor
-from kenning.search.recency import asks_now, passage_current, topics_of
+from kenning.search.recency import asked_topics, asks_now, passage_current, topics_of
 
 UTC = dt.timezone.utc
 
@@ -107,6 +107,18 @@ def test_a_passage_is_about_whom_its_facts_are_about(kn: Kenning) -> None:
     _said(kn, "Oscar", "o2", "2022-08-01T10:00:00Z", "The Focus finally broke down for good.", "New car: a Hyundai Kona.")
     hits = kn.recall("What car does Oscar drive?", user="Oscar").hits
     assert "Kona" in _first(hits, "Focus", "Kona").text
+
+
+def test_a_change_said_by_what_happened_to_the_old_value_answers_the_same_question(bare: Kenning) -> None:
+    _said(bare, "Gideon", "g1", "2020-07-07T10:00:00Z", "FYI, I drive a Subaru Outback.")
+    _said(bare, "Gideon", "g2", "2022-10-13T10:00:00Z", "Somebody totaled the Outback. I picked up a Ford Maverick.")
+    hits = bare.recall("What does Gideon drive these days?", user="Gideon").hits
+    assert "Maverick" in _first(hits, "Subaru", "Maverick").text
+
+
+def test_a_question_with_no_auxiliary_asks_for_what_the_possessive_owns() -> None:
+    assert asks_now("Who provides Gideon's internet?")
+    assert asked_topics("Who provides Gideon's internet?") == {"provider"}
 
 
 def test_a_passage_whose_fact_a_later_memory_closed_is_not_current(kn: Kenning, clock) -> None:  # noqa: ANN001

@@ -197,7 +197,8 @@ def value_names(names: dict[str, list[str]], entity_id: str) -> list[str]:
 
 # -- reading change statements ---------------------------------------------------------------
 
-_SUBJ = r"(?P<s>(?i:i|we|he|she|they)|[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2})"
+_SUBJ = (r"(?P<s>(?i:i|we|he|she|they)|(?!(?:Might|Maybe|Perhaps|Possibly|Probably|Could|Would|Should|Will|Can|Must)\b)"
+         r"[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2})")
 #: "I no longer play tennis", "I've stopped playing tennis", "I quit smoking", "I gave up coffee"
 _STOPPED = re.compile(
     _SUBJ + r"\s+(?:(?:has|have|had)\s+)?(?:(?:just|finally|recently|also)\s+)?"
@@ -302,7 +303,7 @@ _FUTURE = re.compile(
     r"to|hope\s+to|want\s+to|would\s+like\s+to|next\s+(?:week|month|year|spring|summer|autumn|fall|"
     r"winter|monday|tuesday|wednesday|thursday|friday|saturday|sunday)|tomorrow|soon|later\s+this|"
     r"in\s+(?:a|an|one|two|three|four|five|six|\d+)\s+(?:days?|weeks?|months?|years?)|"
-    r"thinking\s+(?:about|of)|considering)\b",
+    r"thinking\s+(?:about|of)|considering|might|maybe|perhaps|possibly)\b",
     re.IGNORECASE,
 )
 #: every word some change shape above needs (a cheap gate before trying them)

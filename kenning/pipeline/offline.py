@@ -243,7 +243,9 @@ _MODIFIED_NAME = rf"(?:{_DET})?(?:{_LOWER}\s+){{1,2}}{_NAME}"
 _OBJECT = rf"(?P<o>{_NP}|(?:{_DET})?{_NAME})"
 _NAME_OBJECT = rf"(?P<o>(?:(?i:the)\s+)?{_NAME})"
 _PRONOUN = r"(?i:i|we|he|she|they|it|you)\b"
-_SUBJECT = rf"(?P<s>{_PRONOUN}|(?:(?i:the)\s+)?{_NAME}|{_DET}{_LOWER}(?:\s+{_LOWER}){{0,2}})"
+#: words that start a sentence in capitals but name nobody ("Might switch to Three", "Maybe I'll …")
+_NOT_SUBJECTS = r"(?!(?:Might|Maybe|Perhaps|Possibly|Probably|Could|Would|Should|Must)\b)"
+_SUBJECT = rf"(?P<s>{_PRONOUN}|{_NOT_SUBJECTS}(?:(?i:the)\s+)?{_NAME}|{_DET}{_LOWER}(?:\s+{_LOWER}){{0,2}})"
 _ADVERBS = (
     r"(?:\s+(?:now|still|currently|also|recently|just|actually|officially|finally|already|"
     r"then|later|eventually|soon|previously|once|first|originally|initially|really|truly|"

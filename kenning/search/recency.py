@@ -89,7 +89,8 @@ _PAST = re.compile(
     re.IGNORECASE)
 #: the question's form: a wh-word with a present-tense verb, or a present yes/no question
 _NOW_FORM = re.compile(
-    r"^\W*(?:(?:what|where|which|who|whom|whose)\b[^?]*?\b(?:does|do|is|are|'s|’s)\b|(?:does|do|is|are)\b)",
+    r"^\W*(?:(?:what|where|which|who|whom|whose)\b[^?]*?\b(?:does|do|is|are|'s|’s)\b|(?:does|do|is|are)\b|"
+    r"(?:what|which|who)\s+[a-z]+s\s+[A-Z][\w-]*['’]s?\s)",
     re.IGNORECASE)
 #: a plan, a wish, a possibility, a count or a list: not the one value that holds now
 _NOT_NOW = re.compile(
@@ -102,7 +103,9 @@ _NOT_NOW = re.compile(
 _CHANGE = re.compile(
     r"\b(switch\w*|mov(e|ed|ing)|relocat\w*|chang\w*|replac\w*|instead|now|anymore|any more|no longer|"
     r"stopp?\w*|quit\w*|gave up|give up|left|leav\w*|sold|sell\w*|bought|buy\w*|start\w*|took up|"
-    r"join\w*|new|these days|nowadays|since|stole|lost|broke|ended|retired|promoted|upgraded)\b",
+    r"join\w*|new|these days|nowadays|since|stole|lost|broke|ended|retired|promoted|upgraded|picked up|got|"
+    r"totall?ed|written off|wrote off|crashed|died|passed away|is over|no more|cancell?ed|registered|"
+    r"transferred|signed up|lapsed?)\b",
     re.IGNORECASE)
 #: a plan, a wish or a possibility ("I'm thinking of moving to Toronto", "might switch to Three", "I'd
 #: love a Polestar one day") with no change that happened: it says nothing of what holds now
@@ -150,8 +153,9 @@ def asked_topics(question: str) -> set[str]:
     her house" asks about a bench). A favourite in the plural ("favorite books") is several."""
     words = _WORDS.findall(question.split("?")[0])
     aux = next((i for i, w in enumerate(words) if w.casefold() in _AUX), None)
-    if aux is None:
-        return set()
+    if aux is None:  # "Who provides Gideon's internet?": what the possessive owns
+        owned = next((i for i, w in enumerate(words) if re.search(r"['’]s?$", w) and w[:1].isupper()), None)
+        return topics_of(" ".join(words[owned + 1: owned + 3])) if owned is not None else set()
     asked = words[1:aux] if aux > 0 else []
     rest = words[aux + 1:]
     subject = 0
