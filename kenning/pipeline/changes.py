@@ -197,8 +197,9 @@ def value_names(names: dict[str, list[str]], entity_id: str) -> list[str]:
 
 # -- reading change statements ---------------------------------------------------------------
 
-_SUBJ = (r"(?P<s>(?i:i|we|he|she|they)|(?!(?:Might|Maybe|Perhaps|Possibly|Probably|Could|Would|Should|Will|Can|Must)\b)"
-         r"[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){0,2})")
+#: capitalised words that start a sentence but name nobody ("Might switch to Three", "Maybe I'll …")
+NOT_A_SUBJECT = r"(?!(?:Might|Maybe|Perhaps|Possibly|Probably|Could|Would|Should|Must)\b)"
+_SUBJ = rf"(?P<s>(?i:i|we|he|she|they)|{NOT_A_SUBJECT}[A-Z][\w'’.-]*(?:\s+[A-Z][\w'’.-]*){{0,2}})"
 #: "I no longer play tennis", "I've stopped playing tennis", "I quit smoking", "I gave up coffee"
 _STOPPED = re.compile(
     _SUBJ + r"\s+(?:(?:has|have|had)\s+)?(?:(?:just|finally|recently|also)\s+)?"
@@ -252,9 +253,13 @@ _STOLEN = re.compile(
     re.DOTALL,
 )
 #: "padel is over for me", "no more skiing", "I cancelled Megatlon": an ending said of the value itself
-_OVER = re.compile(r"(?:[^,;:]*[,;:]\s*)?(?:(?i:so|and|but)\s+)?(?:(?i:no\s+more)\s+(?P<o>[^,;]+?)|"
-                   r"(?P<o2>[^,;]+?)\s+(?:is|was)\s+over(?:\s+for\s+(?:me|us))?|(?P<s>(?i:i|we))\s+(?:(?:have|has)\s+)?(?:just\s+)?cancell?ed\s+(?P<o3>[A-Z][^,;]*?))"
-                   r"(?:\s+(?:for\s+me|now|too|then))?\s*[.!]?", re.DOTALL)
+_OVER = re.compile(
+    r"(?:[^,;:]*[,;:]\s*)?(?:(?i:so|and|but)\s+)?(?:(?i:no\s+more)\s+(?P<o>[^,;]+?)|"
+    r"(?P<o2>[^,;]+?)\s+(?:is|was)\s+over(?:\s+for\s+(?:me|us))?|"
+    r"(?P<s>(?i:i|we))\s+(?:(?:have|has)\s+)?(?:just\s+)?cancell?ed\s+(?P<o3>[A-Z][^,;]*?))"
+    r"(?:\s+(?:for\s+me|now|too|then))?\s*[.!]?",
+    re.DOTALL,
+)
 #: "I replaced yoga with swimming", "I swapped tea for coffee", "I traded my Civic for a Tesla"
 _REPLACED = re.compile(
     _SUBJ + r"\s+(?:(?:have|has|had)\s+)?(?:(?:just|finally|recently|also|eventually)\s+)?"

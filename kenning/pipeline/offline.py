@@ -243,9 +243,7 @@ _MODIFIED_NAME = rf"(?:{_DET})?(?:{_LOWER}\s+){{1,2}}{_NAME}"
 _OBJECT = rf"(?P<o>{_NP}|(?:{_DET})?{_NAME})"
 _NAME_OBJECT = rf"(?P<o>(?:(?i:the)\s+)?{_NAME})"
 _PRONOUN = r"(?i:i|we|he|she|they|it|you)\b"
-#: words that start a sentence in capitals but name nobody ("Might switch to Three", "Maybe I'll …")
-_NOT_SUBJECTS = r"(?!(?:Might|Maybe|Perhaps|Possibly|Probably|Could|Would|Should|Must)\b)"
-_SUBJECT = rf"(?P<s>{_PRONOUN}|{_NOT_SUBJECTS}(?:(?i:the)\s+)?{_NAME}|{_DET}{_LOWER}(?:\s+{_LOWER}){{0,2}})"
+_SUBJECT = rf"(?P<s>{_PRONOUN}|{_changes.NOT_A_SUBJECT}(?:(?i:the)\s+)?{_NAME}|{_DET}{_LOWER}(?:\s+{_LOWER}){{0,2}})"
 _ADVERBS = (
     r"(?:\s+(?:now|still|currently|also|recently|just|actually|officially|finally|already|"
     r"then|later|eventually|soon|previously|once|first|originally|initially|really|truly|"
@@ -1070,8 +1068,8 @@ class _Reader:
                 previous = self.read_clause(speaker, sentence, clause, previous) or previous
                 self.narrow(before, clause)
                 self.date_endings(undated, before)
-                if any(f.ends and f.relation in _SLOT_RELATIONS for f in self.facts[before:]):
-                    self.slot = next(f.relation for f in self.facts[before:] if f.ends)  # "I left Acme, since May I've been at X"
+                ended = next((f.relation for f in self.facts[before:] if f.ends and f.relation in _SLOT_RELATIONS), None)
+                self.slot = ended or self.slot  # "I left Acme, since May I've been at X": X is where one works
         if self.slot is not None and self.slot != carried:
             self.carried = self.slot
         self.described()
@@ -1095,7 +1093,8 @@ class _Reader:
         dates = find_dates(clause, self.reference_time)
         dates = dates if dates.spans else _bare_day(clause, self.reference_time) or dates
         text = _tidy(dates.strip(clause) if dates.spans else clause)
-        text = _KIND_APPOSITION.sub(lambda m: "a ", _PLACE_OPENER.sub("", text))
+        text = _PLACE_OPENER.sub("", text)
+        text = _KIND_APPOSITION.sub("a ", text) if "," in text else text
         text = _uncleft(self.apposition(text, speaker, sentence))
         text = _elided(text, clause, sentence) if speaker is not None else text
         if previous and previous[0] is _RULES[-1] and list(previous[1]) == ["s"] and text[:1].islower() \
@@ -1585,14 +1584,14 @@ _CLEFT = re.compile(r"(?P<o>[^,;]+?)\s+is\s+what\s+(?P<s>I|we|he|she|they)\s+(?P
                     r"[a-z]+ing|[a-z]+)(?P<tail>\s+(?:now|these\s+days|nowadays))?\s*[.!]?")
 #: a clause that matched no rule but has its own subject: "We packed up and relocated to Bergen"
 #: continues "we" in the clause that follows
-_PRONOUN_CLAUSE = re.compile(r"(?P<s>I|we|We|he|He|she|She|they|They)\s+[a-z]")
+_PRONOUN_CLAUSE = re.compile(r"(?P<s>(?i:i|we|he|she|they))\s+[a-z]")
 _OWN_PRONOUN = re.compile(r"(?:i|we|he|she|they|you|it|there)\s", re.IGNORECASE)
 #: the relations a slot holds: a value of one ended in a sentence, the next value said is the new one
 _SLOT_RELATIONS = frozenset({*_SLOTS.values(), "works_at"})
 
 
 #: "bought a car, a Cupra Born", "got a cargo bike, an Urban Arrow": the thing is the name, not its kind
-_KIND_APPOSITION = re.compile(r"\b(?P<det>a|an|the|my|our)\s+(?:new\s+)?(?:[a-z]+\s+)?(?:car|phone|laptop|bike|bicycle|"
+_KIND_APPOSITION = re.compile(r"\b(?:a|an|the|my|our)\s+(?:new\s+)?(?:[a-z]+\s+)?(?:car|phone|laptop|bike|bicycle|"
                               r"motorbike|scooter|van)\s*,\s*(?:(?:a|an|the)\s+)?(?=[A-Z])")
 #: "At the new branch I am store manager": a place or time said before the subject
 _PLACE_OPENER = re.compile(r"^(?:at|in|on|from|after|since|during|for)\s+(?:the|my|our|this|that|a|an)\s+"
@@ -1600,7 +1599,7 @@ _PLACE_OPENER = re.compile(r"^(?:at|in|on|from|after|since|during|for)\s+(?:the|
 
 
 def _uncleft(text: str) -> str:
-    match = _CLEFT.fullmatch(text)
+    match = _CLEFT.fullmatch(text) if " what " in text else None
     return f"{match['s']} {match['v']} {match['o']}{match['tail'] or ''}" if match else text
 
 

@@ -9,7 +9,7 @@ and facts that begin later, go under a separate heading with their periods, neve
 Sections, in the order they are written::
 
     # Facts valid now (since when)
-    # Plans: intended, not yet true
+    # Plans: intended, not yet true (since when)
     # Entities
     # History: facts not valid now (their periods)
     # Recent messages
@@ -57,7 +57,7 @@ _HEADINGS = {
 _PERSONAL = re.compile(r"\b(?:I|I'm|I've|I'd|I'll|me|my|mine|we|our|us|you|your|yours)\b", re.IGNORECASE)
 _PRIORITY = ("facts", "plans", "messages", "evidence", "entities", "history")
 #: relations that state an intention: current as intentions, never as the state they name
-PLANS = frozenset({"plans"})
+_PLANS = frozenset({"plans"})
 _T = TypeVar("_T")
 
 
@@ -92,7 +92,7 @@ def build_context(
     changed = contradicted([f for f in facts if fact_is_current(f, as_of)], trusted, said, as_of, may_change)
     # the entities of what holds: the ends of closed facts and plans are named by their lines,
     # and listed alone they would read as current ("Toronto" after the move to Montreal)
-    holding = [f for f in facts if fact_is_current(f, as_of) and f.id not in changed and f.relation not in PLANS]
+    holding = [f for f in facts if fact_is_current(f, as_of) and f.id not in changed and f.relation not in _PLANS]
     ends = list(dict.fromkeys(e for f in holding for e in (f.source_id, f.target_id)))[:ENTITIES]
     entities = store.get_entities(ends)
     annotate(store, (), entities)
@@ -131,12 +131,11 @@ def render_context(
     says have changed (``recency.contradicted``), and when it was said: shown as history."""
     changed = changed or {}
     history = [f for f in facts if not fact_is_current(f, as_of) or f.id in changed]
-    current = [_own_words(f, history) for f in facts if fact_is_current(f, as_of) and f.id not in changed]
+    current = [(f"- {_short(_said(f.description, f))} ({_noted(_since(f), f)})", f)
+               for f in (_own_words(f, history) for f in facts if fact_is_current(f, as_of) and f.id not in changed)]
     candidates: dict[str, list[tuple[str, object]]] = {
-        "facts": [(f"- {_short(_said(f.description, f))} ({_noted(_since(f), f)})", f) for f in current
-                  if f.relation not in PLANS],
-        "plans": [(f"- {_short(_said(f.description, f))} ({_noted(_since(f), f)})", f) for f in current
-                  if f.relation in PLANS],
+        "facts": [(line, f) for line, f in current if f.relation not in _PLANS],
+        "plans": [(line, f) for line, f in current if f.relation in _PLANS],
         "history": [(f"- {_short(_said(f.description, f))} ({_noted(_period(f, changed.get(f.id)), f)})", f)
                     for f in history],
         "entities": [(_entity_line(e), e) for e in entities],
